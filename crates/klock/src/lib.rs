@@ -1,2 +1,23 @@
 //! klock: the Linux kernel's lock designs in user space.
+//!
+//! Layers (see `DESIGN.md`):
+//!
+//! * mechanisms, written once and used by every lock:
+//!   [`wait`] (futex wait/wake, time-based spin budgets, effective CPUs),
+//!   [`node`] (per-thread queue nodes and the 32-bit tail encoding),
+//!   [`tune`] (every tunable, `KLOCK_*` overrides) and
+//!   [`stat`] (lock-event counters, feature `stats`);
+//! * locks: [`spin`] (test-and-set, ticket, queued spinlock: native, PV, unfair).
+//!
+//! ```
+//! klock::node::with_node(|q| assert!(q.is_some()));
+//! ```
 #![warn(missing_docs)]
+
+pub(crate) mod sync;
+
+pub mod node;
+pub mod spin;
+pub mod stat;
+pub mod tune;
+pub mod wait;

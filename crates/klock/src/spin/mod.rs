@@ -1,0 +1,1 @@
+//! Spinlocks: test-and-set, ticket and the queued spinlock family (native, PV, unfair).

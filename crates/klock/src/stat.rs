@@ -1,0 +1,405 @@
+//! Lock-event counters in the spirit of the kernel's `lock_event_counts`
+//! (cargo feature `stats`).
+//!
+//! Counters are per thread (relaxed increments on a thread-owned block, no
+//! shared cache line) and summed on read: [`snapshot`] adds the blocks of all
+//! live threads and the totals retired by exited threads. [`reset`] zeroes
+//! everything with relaxed stores; an increment racing with a reset may survive
+//! it (as in the kernel). Without the feature, [`inc`] and [`add`] are empty
+//! `#[inline(always)]` functions and [`snapshot`] returns zeros: nothing is
+//! compiled into the locks. With `KLOCK_STATS=1` the report is printed to
+//! stderr at process exit (an `atexit` handler registered when the first
+//! thread counts an event).
+//!
+//! Latencies are kept as a nanosecond sum event plus a count event
+//! (e.g. [`Event::PvLatencyWakeNs`] / [`Event::PvKickWake`]); the report prints
+//! the average, like the kernel's `pv_latency_wake`.
+//!
+//! ```
+//! use klock::stat::{self, Event};
+//! stat::inc(Event::LockSlowpath);
+//! let s = stat::snapshot();
+//! if stat::ENABLED { assert!(s.get(Event::LockSlowpath) >= 1) } else { assert_eq!(s.get(Event::LockSlowpath), 0) }
+//! println!("{}", s.report());
+//! ```
+
+use std::fmt::Write as _;
+
+/// Whether counters are compiled in (feature `stats`).
+///
+/// ```
+/// let _on: bool = klock::stat::ENABLED;
+/// ```
+pub const ENABLED: bool = cfg!(feature = "stats");
+
+macro_rules! events {
+    ($( $(#[doc = $doc:literal])* $v:ident = $name:literal, )*) => {
+        /// A countable lock event. Names follow the kernel's `lock_events_list.h`
+        /// where an equivalent exists.
+        ///
+        /// ```
+        /// assert_eq!(klock::stat::Event::PvKickUnlock.name(), "pv_kick_unlock");
+        /// ```
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        #[repr(usize)]
+        pub enum Event { $( $(#[doc = $doc])* $v, )* }
+
+        impl Event {
+            /// Every event, in declaration order.
+            pub const ALL: &'static [Event] = &[ $( Event::$v, )* ];
+
+            /// The kernel-style name.
+            pub const fn name(self) -> &'static str {
+                match self { $( Event::$v => $name, )* }
+            }
+        }
+    };
+}
+
+events! {
+    // ---- queued spinlock, common -------------------------------------------
+    /// Acquired through the pending bit (light contention, no queueing).
+    LockPending = "lock_pending",
+    /// Entered the MCS queue.
+    LockSlowpath = "lock_slowpath",
+    /// Used nesting level 2, 3 or 4 (index 1..=3).
+    LockUseNode2 = "lock_use_node2",
+    /// Used nesting level 3.
+    LockUseNode3 = "lock_use_node3",
+    /// Used nesting level 4.
+    LockUseNode4 = "lock_use_node4",
+    /// No node available: non-queued fallback path.
+    LockNoNode = "lock_no_node",
+    // ---- PV ----------------------------------------------------------------
+    /// An unlock woke a sleeping queue head (kick at unlock).
+    PvKickUnlock = "pv_kick_unlock",
+    /// A sleeping successor was woken ahead of its turn (kick-ahead).
+    PvKickAhead = "pv_kick_ahead",
+    /// A sleeper returned after a recorded kick.
+    PvKickWake = "pv_kick_wake",
+    /// Nanoseconds from kick to wake-up (sum; divide by `pv_kick_wake`).
+    PvLatencyWakeNs = "pv_latency_wake",
+    /// A non-head waiter woke without having been made head.
+    PvSpuriousWakeup = "pv_spurious_wakeup",
+    /// A queue head slept again after a previous sleep.
+    PvWaitAgain = "pv_wait_again",
+    /// A non-head waiter slept early because its predecessor was asleep.
+    PvWaitEarly = "pv_wait_early",
+    /// A queue head slept on the lock word.
+    PvWaitHead = "pv_wait_head",
+    /// A non-head waiter slept on its node.
+    PvWaitNode = "pv_wait_node",
+    // ---- queued unfair lock ------------------------------------------------
+    /// The lock was stolen ahead of the queue.
+    UnfairSteal = "unfair_steal",
+    /// The lock was acquired by the queue head.
+    UnfairQueued = "unfair_queued",
+    /// The queue head waited past the threshold and stopped stealing.
+    UnfairClaim = "unfair_claim",
+    // ---- ticket / TAS ------------------------------------------------------
+    /// A ticket waiter slept.
+    TicketSleep = "ticket_sleep",
+    /// A ticket unlock issued a wake.
+    TicketWake = "ticket_wake",
+    /// A TAS/no-node waiter slept.
+    TasSleep = "tas_sleep",
+    // ---- mutex / rwsem (section owned by the mutex work) -------------------
+    // ---- add new mutex events above this line ------------------------------
+}
+
+/// Number of events.
+pub const NUM_EVENTS: usize = Event::ALL.len();
+
+/// Summed counter values at one moment.
+///
+/// ```
+/// let s = klock::stat::snapshot();
+/// assert_eq!(s.values().len(), klock::stat::NUM_EVENTS);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Snapshot {
+    values: [u64; NUM_EVENTS],
+}
+
+impl Snapshot {
+    /// The value of one event.
+    ///
+    /// ```
+    /// let _ = klock::stat::snapshot().get(klock::stat::Event::PvWaitHead);
+    /// ```
+    pub fn get(&self, e: Event) -> u64 {
+        self.values[e as usize]
+    }
+
+    /// All values, indexed like [`Event::ALL`].
+    pub fn values(&self) -> &[u64; NUM_EVENTS] {
+        &self.values
+    }
+
+    /// `self - earlier`, saturating (for measuring one experiment).
+    ///
+    /// ```
+    /// let a = klock::stat::snapshot();
+    /// let d = klock::stat::snapshot().delta(&a);
+    /// let _ = d.get(klock::stat::Event::LockSlowpath);
+    /// ```
+    pub fn delta(&self, earlier: &Snapshot) -> Snapshot {
+        let mut values = [0; NUM_EVENTS];
+        for (i, v) in values.iter_mut().enumerate() {
+            *v = self.values[i].saturating_sub(earlier.values[i]);
+        }
+        Snapshot { values }
+    }
+
+    /// Average kick-to-wake latency in ns (`pv_latency_wake / pv_kick_wake`).
+    ///
+    /// ```
+    /// let _ = klock::stat::snapshot().avg_wake_latency_ns();
+    /// ```
+    pub fn avg_wake_latency_ns(&self) -> Option<u64> {
+        let n = self.get(Event::PvKickWake);
+        (n > 0).then(|| self.get(Event::PvLatencyWakeNs) / n)
+    }
+
+    /// A text report, one `name: value` line per non-zero event (latencies as
+    /// averages), or a note when the feature is off.
+    ///
+    /// ```
+    /// assert!(!klock::stat::snapshot().report().is_empty());
+    /// ```
+    pub fn report(&self) -> String {
+        if !ENABLED {
+            return "klock lock events: not compiled in (enable feature `stats`)\n".to_string();
+        }
+        let mut s = String::from("klock lock events:\n");
+        for &e in Event::ALL {
+            let v = self.get(e);
+            if v == 0 {
+                continue;
+            }
+            if e == Event::PvLatencyWakeNs {
+                if let Some(avg) = self.avg_wake_latency_ns() {
+                    let _ = writeln!(s, "  {:<24} {} ns (avg)", e.name(), avg);
+                }
+            } else {
+                let _ = writeln!(s, "  {:<24} {}", e.name(), v);
+            }
+        }
+        s
+    }
+}
+
+#[cfg(feature = "stats")]
+mod imp {
+    use super::{NUM_EVENTS, Snapshot};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    pub(super) struct Block {
+        pub(super) c: [AtomicU64; NUM_EVENTS],
+    }
+
+    struct Global {
+        live: Vec<Arc<Block>>,
+        retired: [u64; NUM_EVENTS],
+    }
+
+    static GLOBAL: Mutex<Global> = Mutex::new(Global {
+        live: Vec::new(),
+        retired: [0; NUM_EVENTS],
+    });
+
+    fn global() -> std::sync::MutexGuard<'static, Global> {
+        GLOBAL.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(super) struct Local(pub(super) Arc<Block>);
+
+    impl Drop for Local {
+        fn drop(&mut self) {
+            let mut g = global();
+            for (i, c) in self.0.c.iter().enumerate() {
+                g.retired[i] += c.load(Ordering::Relaxed);
+            }
+            g.live.retain(|b| !Arc::ptr_eq(b, &self.0));
+        }
+    }
+
+    thread_local! {
+        pub(super) static LOCAL: Local = {
+            let b = Arc::new(Block { c: std::array::from_fn(|_| AtomicU64::new(0)) });
+            global().live.push(b.clone());
+            register_report();
+            Local(b)
+        };
+    }
+
+    #[inline]
+    pub(super) fn add(i: usize, n: u64) {
+        let _ = LOCAL.try_with(|l| {
+            // Only this thread writes its block: load+store instead of an RMW.
+            let c = &l.0.c[i];
+            c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+        });
+    }
+
+    pub(super) fn snapshot() -> Snapshot {
+        let g = global();
+        let mut values = g.retired;
+        for b in &g.live {
+            for (i, c) in b.c.iter().enumerate() {
+                values[i] += c.load(Ordering::Relaxed);
+            }
+        }
+        Snapshot { values }
+    }
+
+    pub(super) fn reset() {
+        let mut g = global();
+        g.retired = [0; NUM_EVENTS];
+        for b in &g.live {
+            for c in b.c.iter() {
+                c.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+
+    extern "C" fn report_at_exit() {
+        eprint!("{}", snapshot().report());
+    }
+
+    fn register_report() {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            if crate::tune::get().stats_report == 1 {
+                // SAFETY: registering a plain extern "C" fn with no captured
+                // state; it only reads the global counters.
+                unsafe { libc::atexit(report_at_exit) };
+            }
+        });
+    }
+}
+
+/// Count one occurrence of `e` (no-op without the `stats` feature).
+///
+/// ```
+/// klock::stat::inc(klock::stat::Event::PvWaitNode);
+/// ```
+#[inline(always)]
+pub fn inc(e: Event) {
+    add(e, 1)
+}
+
+/// Add `n` to `e` (no-op without the `stats` feature).
+///
+/// ```
+/// klock::stat::add(klock::stat::Event::PvLatencyWakeNs, 1500);
+/// ```
+#[inline(always)]
+pub fn add(e: Event, n: u64) {
+    #[cfg(feature = "stats")]
+    imp::add(e as usize, n);
+    #[cfg(not(feature = "stats"))]
+    let _ = (e, n);
+}
+
+/// Count `e` once if `cond` (the kernel's `lockevent_cond_inc`: adds 1, not `cond`).
+///
+/// ```
+/// klock::stat::cond_inc(klock::stat::Event::PvWaitAgain, false);
+/// ```
+#[inline(always)]
+pub fn cond_inc(e: Event, cond: bool) {
+    if ENABLED && cond {
+        inc(e)
+    }
+}
+
+/// Sum of every thread's counters (all zero without the feature).
+///
+/// ```
+/// let _ = klock::stat::snapshot();
+/// ```
+pub fn snapshot() -> Snapshot {
+    #[cfg(feature = "stats")]
+    {
+        imp::snapshot()
+    }
+    #[cfg(not(feature = "stats"))]
+    {
+        Snapshot {
+            values: [0; NUM_EVENTS],
+        }
+    }
+}
+
+/// Zero every counter (concurrent increments may survive).
+///
+/// ```
+/// klock::stat::reset();
+/// ```
+pub fn reset() {
+    #[cfg(feature = "stats")]
+    imp::reset();
+}
+
+/// Print [`snapshot`]'s report to stderr.
+///
+/// ```
+/// klock::stat::print_report();
+/// ```
+pub fn print_report() {
+    eprint!("{}", snapshot().report());
+}
+
+#[cfg(all(test, feature = "stats", not(loom)))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_sum_across_threads_including_exited() {
+        // Other tests may count too: use deltas on an event only this test uses.
+        let before = snapshot().get(Event::UnfairClaim);
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                std::thread::spawn(|| {
+                    for _ in 0..100 {
+                        inc(Event::UnfairClaim);
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        add(Event::UnfairClaim, 5);
+        assert_eq!(snapshot().get(Event::UnfairClaim) - before, 405);
+        let r = snapshot().report();
+        assert!(r.contains("unfair_claim"));
+        reset();
+        assert!(snapshot().get(Event::UnfairClaim) < 405);
+    }
+
+    #[test]
+    fn latency_average() {
+        let mut s = Snapshot {
+            values: [0; NUM_EVENTS],
+        };
+        s.values[Event::PvKickWake as usize] = 4;
+        s.values[Event::PvLatencyWakeNs as usize] = 1000;
+        assert_eq!(s.avg_wake_latency_ns(), Some(250));
+        assert!(s.report().contains("250 ns"));
+    }
+}
+
+#[cfg(all(test, not(feature = "stats")))]
+mod tests_off {
+    use super::*;
+
+    #[test]
+    fn off_counts_nothing() {
+        inc(Event::LockPending);
+        assert!(snapshot().values().iter().all(|&v| v == 0));
+        assert!(snapshot().report().contains("not compiled in"));
+    }
+}

@@ -1,0 +1,414 @@
+//! Every tunable number in klock, in one place (DESIGN principle 11).
+//!
+//! Each tunable has a default and an environment variable that overrides it.
+//! The environment is read **once**, lazily, the first time any lock needs a
+//! tunable ([`get`]). An invalid value (not a number, out of range, empty)
+//! produces exactly one warning on stderr naming the variable and the allowed
+//! range, and the default is used. The same parser is exposed as
+//! [`parse_value`] so that tools and tests can check values up front.
+//!
+//! | variable | field | default | range | meaning |
+//! |---|---|---|---|---|
+//! | `KLOCK_SPIN_NS` | [`Tunables::spin_ns`] | 10000 | 0..=10000000 | PV queued spinlock: ns a waiter spins before it sleeps |
+//! | `KLOCK_KICK_AHEAD` | [`Tunables::kick_ahead`] | 2 | 0..=64 | PV: sleeping successors woken ahead of their turn (0 = off) |
+//! | `KLOCK_STEAL_NS` | [`Tunables::steal_threshold_ns`] | 1000000 | 0..=1000000000 | unfair lock: queue-head wait after which stealing stops |
+//! | `KLOCK_TICKET_SPIN_NS` | [`Tunables::ticket_spin_ns`] | 10000 | 0..=10000000 | PV ticket lock: ns spun before sleeping |
+//! | `KLOCK_TAS_BACKOFF_MIN_NS` | [`Tunables::tas_backoff_min_ns`] | 50 | 0..=1000000 | TAS lock: first backoff |
+//! | `KLOCK_TAS_BACKOFF_MAX_NS` | [`Tunables::tas_backoff_max_ns`] | 4000 | 0..=1000000 | TAS lock: backoff cap |
+//! | `KLOCK_NODE_SLOTS` | [`Tunables::node_slots`] | 16383 | 1..=16383 | queue-node slots (threads that can queue at once) |
+//! | `KLOCK_MUTEX_HANDOFF_NS` | [`Tunables::mutex_handoff_ns`] | 2000000 | 0..=1000000000 | mutex: waiter wait after which the lock is handed to it |
+//! | `KLOCK_MUTEX_SPIN_NS` | [`Tunables::mutex_spin_ns`] | 20000 | 0..=10000000 | mutex: optimistic spinning budget |
+//! | `KLOCK_MUTEX_SPIN` | [`Tunables::mutex_spin`] | 1 | 0..=1 | mutex: optimistic spinning on (1) / off (0) |
+//! | `KLOCK_SPIN` | [`Tunables::spin_kind`] | `pv` | `native`, `pv`, `pvbase`, `unfair`, `ticket`, `pvticket`, `tas` | variant behind the runtime-selected spinlock |
+//! | `KLOCK_STATS` | [`Tunables::stats_report`] | 0 | 0..=1 | print the lock-event report at exit (feature `stats`) |
+//!
+//! ```
+//! let t = klock::tune::get();
+//! assert!(t.node_slots >= 1);
+//! ```
+
+use std::fmt;
+use std::sync::OnceLock;
+
+/// Which spinlock variant the runtime selector ([`crate::spin::RawSpin`]) uses.
+///
+/// ```
+/// use klock::tune::SpinKind;
+/// assert_eq!("unfair".parse::<SpinKind>(), Ok(SpinKind::Unfair));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SpinKind {
+    /// Native queued spinlock (pure spinning; dedicated CPUs only).
+    Native,
+    /// PV queued spinlock with kick-ahead and wait-early (seed 001 patches 1-5).
+    Pv,
+    /// PV queued spinlock without kick-ahead and wait-early ("pvqspinlock (4.2-rc1)").
+    PvBase,
+    /// Queued unfair lock (seed 001 patches 6, 8).
+    Unfair,
+    /// Native ticket lock.
+    Ticket,
+    /// PV ticket lock (spin, then sleep).
+    PvTicket,
+    /// Test-and-test-and-set byte lock with backoff.
+    Tas,
+}
+
+impl SpinKind {
+    /// All variants, in the order of the documentation table.
+    ///
+    /// ```
+    /// assert_eq!(klock::tune::SpinKind::ALL.len(), 7);
+    /// ```
+    pub const ALL: [SpinKind; 7] = [
+        SpinKind::Native,
+        SpinKind::Pv,
+        SpinKind::PvBase,
+        SpinKind::Unfair,
+        SpinKind::Ticket,
+        SpinKind::PvTicket,
+        SpinKind::Tas,
+    ];
+
+    /// The `KLOCK_SPIN` spelling of this variant.
+    ///
+    /// ```
+    /// assert_eq!(klock::tune::SpinKind::PvTicket.name(), "pvticket");
+    /// ```
+    pub const fn name(self) -> &'static str {
+        match self {
+            SpinKind::Native => "native",
+            SpinKind::Pv => "pv",
+            SpinKind::PvBase => "pvbase",
+            SpinKind::Unfair => "unfair",
+            SpinKind::Ticket => "ticket",
+            SpinKind::PvTicket => "pvticket",
+            SpinKind::Tas => "tas",
+        }
+    }
+}
+
+impl std::str::FromStr for SpinKind {
+    type Err = TuneError;
+    fn from_str(s: &str) -> Result<Self, TuneError> {
+        let t = s.trim();
+        SpinKind::ALL
+            .into_iter()
+            .find(|k| k.name() == t)
+            .ok_or_else(|| TuneError {
+                var: "KLOCK_SPIN",
+                value: s.to_string(),
+                allowed: "one of native, pv, pvbase, unfair, ticket, pvticket, tas".to_string(),
+            })
+    }
+}
+
+/// A rejected tunable value: which variable, what was given, what is allowed.
+///
+/// ```
+/// let e = klock::tune::parse_value("KLOCK_KICK_AHEAD", "lots").unwrap_err();
+/// assert!(e.to_string().contains("KLOCK_KICK_AHEAD"));
+/// assert!(e.to_string().contains("0..=64"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TuneError {
+    /// The environment variable.
+    pub var: &'static str,
+    /// The rejected value, as given.
+    pub value: String,
+    /// Human-readable description of the allowed values.
+    pub allowed: String,
+}
+
+impl fmt::Display for TuneError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "klock: ignoring {}={:?}: expected {}; using the default",
+            self.var, self.value, self.allowed
+        )
+    }
+}
+
+impl std::error::Error for TuneError {}
+
+/// Description of one numeric tunable: its variable, default and range.
+///
+/// ```
+/// let v = klock::tune::VARS.iter().find(|v| v.env == "KLOCK_SPIN_NS").unwrap();
+/// assert!(v.min <= v.default && v.default <= v.max);
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct VarInfo {
+    /// Environment variable name.
+    pub env: &'static str,
+    /// Default value.
+    pub default: u64,
+    /// Smallest allowed value.
+    pub min: u64,
+    /// Largest allowed value.
+    pub max: u64,
+    /// One-line description.
+    pub doc: &'static str,
+}
+
+/// Parse a decimal integer for `var` and check it against `min..=max`.
+///
+/// Leading/trailing whitespace and `_` digit separators are accepted; anything
+/// else (empty, signs, garbage, overflow, out of range) is rejected.
+///
+/// ```
+/// use klock::tune::parse_u64;
+/// assert_eq!(parse_u64("KLOCK_X", " 1_000 ", 0, 5000), Ok(1000));
+/// assert!(parse_u64("KLOCK_X", "", 0, 5000).is_err());
+/// assert!(parse_u64("KLOCK_X", "5001", 0, 5000).is_err());
+/// ```
+pub fn parse_u64(var: &'static str, raw: &str, min: u64, max: u64) -> Result<u64, TuneError> {
+    let err = || TuneError {
+        var,
+        value: raw.to_string(),
+        allowed: format!("an integer in {min}..={max}"),
+    };
+    let t = raw.trim();
+    if t.is_empty() || !t.bytes().all(|b| b.is_ascii_digit() || b == b'_') || t.starts_with('_') {
+        return Err(err());
+    }
+    let digits: String = t.chars().filter(|&c| c != '_').collect();
+    let v: u64 = digits.parse().map_err(|_| err())?;
+    if v < min || v > max {
+        return Err(err());
+    }
+    Ok(v)
+}
+
+/// Parse a value for the variable `var` exactly as the start-up reader does.
+/// Numeric variables yield their number, `KLOCK_SPIN` yields the index of the
+/// variant in [`SpinKind::ALL`]. Unknown variables are rejected.
+///
+/// ```
+/// use klock::tune::parse_value;
+/// assert_eq!(parse_value("KLOCK_KICK_AHEAD", "4"), Ok(4));
+/// assert!(parse_value("KLOCK_KICK_AHEAD", "65").is_err());
+/// assert!(parse_value("KLOCK_SPIN", "fast").is_err());
+/// ```
+pub fn parse_value(var: &str, raw: &str) -> Result<u64, TuneError> {
+    if var == "KLOCK_SPIN" {
+        let k: SpinKind = raw.parse()?;
+        return Ok(SpinKind::ALL.iter().position(|&x| x == k).unwrap_or(0) as u64);
+    }
+    match VARS.iter().find(|v| v.env == var) {
+        Some(v) => parse_u64(v.env, raw, v.min, v.max),
+        None => Err(TuneError {
+            var: "KLOCK_?",
+            value: format!("{var}={raw}"),
+            allowed: "a known KLOCK_* variable".to_string(),
+        }),
+    }
+}
+
+macro_rules! tunables {
+    ($(
+        $(#[doc = $doc:literal])*
+        $field:ident : $ty:ty = $default:literal, $env:literal, $min:literal ..= $max:literal;
+    )*) => {
+        /// All tunables, as read once from the environment (see the module docs).
+        ///
+        /// ```
+        /// let t = klock::tune::Tunables::DEFAULT;
+        /// assert_eq!(t.kick_ahead, 2);
+        /// ```
+        #[derive(Clone, Debug)]
+        pub struct Tunables {
+            $( $(#[doc = $doc])* pub $field: $ty, )*
+            /// `KLOCK_SPIN`: variant behind the runtime-selected spinlock.
+            pub spin_kind: SpinKind,
+        }
+
+        impl Tunables {
+            /// The built-in defaults (no environment).
+            pub const DEFAULT: Tunables = Tunables {
+                $( $field: $default, )*
+                spin_kind: SpinKind::Pv,
+            };
+
+            /// Build the tunables from a variable lookup; every rejected value is
+            /// passed to `warn` (once) and replaced by its default.
+            ///
+            /// ```
+            /// use klock::tune::Tunables;
+            /// let mut warnings = Vec::new();
+            /// let t = Tunables::from_lookup(
+            ///     |v| (v == "KLOCK_KICK_AHEAD").then(|| "x".to_string()),
+            ///     |w| warnings.push(w),
+            /// );
+            /// assert_eq!(t.kick_ahead, Tunables::DEFAULT.kick_ahead);
+            /// assert_eq!(warnings.len(), 1);
+            /// ```
+            pub fn from_lookup(
+                lookup: impl Fn(&str) -> Option<String>,
+                mut warn: impl FnMut(TuneError),
+            ) -> Tunables {
+                let mut t = Tunables::DEFAULT;
+                $(
+                    if let Some(raw) = lookup($env) {
+                        match parse_u64($env, &raw, $min, $max) {
+                            Ok(v) => t.$field = v as $ty,
+                            Err(e) => warn(e),
+                        }
+                    }
+                )*
+                if let Some(raw) = lookup("KLOCK_SPIN") {
+                    match raw.parse::<SpinKind>() {
+                        Ok(k) => t.spin_kind = k,
+                        Err(e) => warn(e),
+                    }
+                }
+                t
+            }
+        }
+
+        /// Every numeric tunable's variable, default and range.
+        pub const VARS: &[VarInfo] = &[
+            $( VarInfo {
+                env: $env,
+                default: $default as u64,
+                min: $min,
+                max: $max,
+                doc: concat!($($doc, " "),*),
+            }, )*
+        ];
+    };
+}
+
+tunables! {
+    // ---- spinlocks (spin/) -------------------------------------------------
+    /// `KLOCK_SPIN_NS`: PV queued spinlock (and unfair lock): nanoseconds a
+    /// waiter spins before it sleeps on its futex word.
+    spin_ns: u64 = 10_000, "KLOCK_SPIN_NS", 0..=10_000_000;
+    /// `KLOCK_KICK_AHEAD`: PV queued spinlock: how many sleeping successors
+    /// behind the new queue head are woken ahead of their turn (0 = off).
+    kick_ahead: u32 = 2, "KLOCK_KICK_AHEAD", 0..=64;
+    /// `KLOCK_STEAL_NS`: queued unfair lock: once the queue head has waited this
+    /// long it claims the lock and stealing stops until it is served.
+    steal_threshold_ns: u64 = 1_000_000, "KLOCK_STEAL_NS", 0..=1_000_000_000;
+    /// `KLOCK_TICKET_SPIN_NS`: PV ticket lock: nanoseconds spun before sleeping.
+    ticket_spin_ns: u64 = 10_000, "KLOCK_TICKET_SPIN_NS", 0..=10_000_000;
+    /// `KLOCK_TAS_BACKOFF_MIN_NS`: TAS lock: first backoff after a failed attempt.
+    tas_backoff_min_ns: u64 = 50, "KLOCK_TAS_BACKOFF_MIN_NS", 0..=1_000_000;
+    /// `KLOCK_TAS_BACKOFF_MAX_NS`: TAS lock: backoff cap (doubling from the minimum).
+    tas_backoff_max_ns: u64 = 4_000, "KLOCK_TAS_BACKOFF_MAX_NS", 0..=1_000_000;
+    /// `KLOCK_NODE_SLOTS`: queue-node slots, i.e. how many threads can hold a
+    /// queue node at once (bounded by the 14-bit slot field of the tail).
+    node_slots: u32 = 16_383, "KLOCK_NODE_SLOTS", 1..=16_383;
+    // ---- mutex / condvar / osq (section owned by the mutex work) -----------
+    /// `KLOCK_MUTEX_HANDOFF_NS`: mutex: a waiter that has waited this long gets
+    /// the lock handed to it (bounded unfairness).
+    mutex_handoff_ns: u64 = 2_000_000, "KLOCK_MUTEX_HANDOFF_NS", 0..=1_000_000_000;
+    /// `KLOCK_MUTEX_SPIN_NS`: mutex: optimistic spinning budget in nanoseconds.
+    mutex_spin_ns: u64 = 20_000, "KLOCK_MUTEX_SPIN_NS", 0..=10_000_000;
+    /// `KLOCK_MUTEX_SPIN`: mutex: optimistic spinning on (1) or off (0).
+    mutex_spin: u32 = 1, "KLOCK_MUTEX_SPIN", 0..=1;
+    // ---- add new mutex tunables above this line -----------------------------
+    // ---- reporting ---------------------------------------------------------
+    /// `KLOCK_STATS`: print the lock-event report to stderr at process exit
+    /// (only with the `stats` feature).
+    stats_report: u32 = 0, "KLOCK_STATS", 0..=1;
+}
+
+static TUNABLES: OnceLock<Tunables> = OnceLock::new();
+
+/// The tunables, read from the environment on first call (warnings go to stderr
+/// once), then cached for the life of the process.
+///
+/// ```
+/// assert!(klock::tune::get().kick_ahead <= 64);
+/// ```
+pub fn get() -> &'static Tunables {
+    TUNABLES.get_or_init(|| Tunables::from_lookup(|v| std::env::var(v).ok(), |e| eprintln!("{e}")))
+}
+
+/// Install `t` as the process's tunables if they have not been read yet.
+/// Returns `false` (and changes nothing) if [`get`] already ran. Meant for
+/// tools and tests that set tunables programmatically before any lock is used.
+///
+/// ```
+/// let mut t = klock::tune::Tunables::DEFAULT;
+/// t.kick_ahead = 0;
+/// let _ = klock::tune::set(t); // false if something already read them
+/// ```
+pub fn set(t: Tunables) -> bool {
+    TUNABLES.set(t).is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn good_values_accepted() {
+        assert_eq!(parse_value("KLOCK_SPIN_NS", "0"), Ok(0));
+        assert_eq!(parse_value("KLOCK_SPIN_NS", "10000000"), Ok(10_000_000));
+        assert_eq!(parse_value("KLOCK_NODE_SLOTS", " 16383\n"), Ok(16383));
+        assert_eq!(parse_value("KLOCK_MUTEX_SPIN", "1"), Ok(1));
+        assert_eq!(parse_value("KLOCK_SPIN", "pvticket"), Ok(5));
+        for k in SpinKind::ALL {
+            assert_eq!(k.name().parse::<SpinKind>(), Ok(k));
+        }
+    }
+
+    #[test]
+    fn bad_values_rejected_with_message() {
+        for (var, raw) in [
+            ("KLOCK_SPIN_NS", ""),
+            ("KLOCK_SPIN_NS", "   "),
+            ("KLOCK_SPIN_NS", "abc"),
+            ("KLOCK_SPIN_NS", "-1"),
+            ("KLOCK_SPIN_NS", "+5"),
+            ("KLOCK_SPIN_NS", "1e3"),
+            ("KLOCK_SPIN_NS", "10000001"),
+            ("KLOCK_SPIN_NS", "99999999999999999999999"),
+            ("KLOCK_NODE_SLOTS", "0"),
+            ("KLOCK_NODE_SLOTS", "16384"),
+            ("KLOCK_MUTEX_SPIN", "2"),
+            ("KLOCK_KICK_AHEAD", "_4"),
+        ] {
+            let e = parse_value(var, raw).expect_err(raw);
+            let msg = e.to_string();
+            assert!(msg.contains(var), "{msg}");
+            assert!(msg.contains("..="), "{msg}");
+        }
+        let e = parse_value("KLOCK_SPIN", "fastest").unwrap_err();
+        assert!(e.to_string().contains("KLOCK_SPIN"));
+        assert!(e.to_string().contains("unfair"));
+        assert!(parse_value("KLOCK_NOPE", "1").is_err());
+    }
+
+    #[test]
+    fn from_lookup_warns_once_per_bad_variable_and_keeps_default() {
+        let env = |v: &str| match v {
+            "KLOCK_SPIN_NS" => Some("5000".to_string()),
+            "KLOCK_KICK_AHEAD" => Some("many".to_string()),
+            "KLOCK_SPIN" => Some("ticket".to_string()),
+            "KLOCK_NODE_SLOTS" => Some("0".to_string()),
+            _ => None,
+        };
+        let mut warnings = Vec::new();
+        let t = Tunables::from_lookup(env, |e| warnings.push(e));
+        assert_eq!(t.spin_ns, 5000);
+        assert_eq!(t.kick_ahead, Tunables::DEFAULT.kick_ahead);
+        assert_eq!(t.node_slots, Tunables::DEFAULT.node_slots);
+        assert_eq!(t.spin_kind, SpinKind::Ticket);
+        assert_eq!(warnings.len(), 2);
+        assert_eq!(warnings[0].var, "KLOCK_KICK_AHEAD");
+        assert_eq!(warnings[1].var, "KLOCK_NODE_SLOTS");
+    }
+
+    #[test]
+    fn defaults_within_ranges() {
+        for v in VARS {
+            assert!(v.min <= v.default && v.default <= v.max, "{}", v.env);
+            assert!(v.env.starts_with("KLOCK_"));
+            assert!(!v.doc.is_empty());
+        }
+    }
+}

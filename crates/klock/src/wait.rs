@@ -1,0 +1,744 @@
+//! How a thread waits and is woken: the one place with a spin loop and a futex call.
+//!
+//! * [`futex_wait`] / [`futex_wake`] (and the `_bitset` forms): private futexes on an
+//!   `AtomicU32`. A wait returns a [`WaitOutcome`]; **every outcome may be spurious**,
+//!   callers always re-check their condition (EINTR, EAGAIN, a wake meant for a
+//!   previous user of the same address, ...).
+//! * [`SpinBudget`] and [`spin_until`]: time-based spinning (DESIGN principle 3:
+//!   budgets are nanoseconds read from `CLOCK_MONOTONIC` every few iterations,
+//!   never raw PAUSE counts). All locks spin through [`spin_until`].
+//! * [`cpu_relax`], [`yield_now`] and [`now_ns`].
+//! * [`effective_cpus`]: min(online, affinity mask, cgroup quota), computed once.
+//!
+//! # Loom model
+//!
+//! Under `cfg(loom)` the futex is modelled exactly so that loom reports lost
+//! wake-ups as deadlocks: a global table (a loom `Mutex`) holds the waiters,
+//! keyed by the atomic's address and a bitset. `futex_wait` checks the value
+//! *under the table lock* (as the kernel checks it under the hash-bucket lock),
+//! registers itself and blocks on a loom `Condvar` until a `futex_wake` for its
+//! address marks it. A waiter nobody wakes therefore blocks forever and loom
+//! fails the model. Timeouts are **ignored** under loom (a timed wait never
+//! returns `TimedOut`): a model that relies on a timeout for progress is reported
+//! as a deadlock on purpose. Spurious wake-ups are not injected. Spin budgets
+//! count iterations under loom (one iteration per budget nanosecond), so models
+//! use budgets such as 0 or 1.
+//!
+//! ```
+//! use klock::wait::{futex_wait, futex_wake, WaitOutcome};
+//! use std::sync::atomic::AtomicU32;
+//! let w = AtomicU32::new(1);
+//! // The value is not 0, so the wait returns at once.
+//! assert_eq!(futex_wait(&w, 0, None), WaitOutcome::Mismatch);
+//! assert_eq!(futex_wake(&w, 1), 0);
+//! ```
+
+use crate::sync::atomic::AtomicU32;
+use std::time::Duration;
+
+/// Why a futex wait returned. Callers must re-check their condition in every case.
+///
+/// ```
+/// use klock::wait::{futex_wait, WaitOutcome};
+/// use std::sync::atomic::AtomicU32;
+/// use std::time::Duration;
+/// let w = AtomicU32::new(0);
+/// let r = futex_wait(&w, 0, Some(Duration::from_micros(10)));
+/// assert!(matches!(r, WaitOutcome::TimedOut | WaitOutcome::Woken | WaitOutcome::Interrupted));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaitOutcome {
+    /// Returned 0: woken by a wake (possibly one meant for someone else).
+    Woken,
+    /// The word did not hold the expected value (EAGAIN): nothing slept.
+    Mismatch,
+    /// Interrupted by a signal (EINTR).
+    Interrupted,
+    /// The timeout elapsed (ETIMEDOUT).
+    TimedOut,
+}
+
+/// Bitset meaning "any waiter" for the `_bitset` calls.
+///
+/// ```
+/// assert_eq!(klock::wait::BITSET_ANY, u32::MAX);
+/// ```
+pub const BITSET_ANY: u32 = u32::MAX;
+
+/// Sleep while `*word == expected` (private futex), at most `timeout`.
+///
+/// ```
+/// use klock::wait::{futex_wait, WaitOutcome};
+/// use std::sync::atomic::AtomicU32;
+/// assert_eq!(futex_wait(&AtomicU32::new(7), 6, None), WaitOutcome::Mismatch);
+/// ```
+#[inline]
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) -> WaitOutcome {
+    futex_wait_bitset(word, expected, BITSET_ANY, timeout)
+}
+
+/// Wake up to `n` waiters sleeping on `word`; returns how many were woken.
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// assert_eq!(klock::wait::futex_wake(&AtomicU32::new(0), u32::MAX), 0);
+/// ```
+#[inline]
+pub fn futex_wake(word: &AtomicU32, n: u32) -> u32 {
+    futex_wake_bitset(word, n, BITSET_ANY)
+}
+
+#[cfg(not(loom))]
+mod imp {
+    use super::WaitOutcome;
+    use std::sync::atomic::AtomicU32;
+    use std::time::Duration;
+
+    pub(super) fn wait_bitset(
+        word: &AtomicU32,
+        expected: u32,
+        bitset: u32,
+        timeout: Option<Duration>,
+    ) -> WaitOutcome {
+        // FUTEX_WAIT_BITSET takes an absolute CLOCK_MONOTONIC deadline.
+        let ts = timeout.map(|d| {
+            let deadline =
+                super::now_ns().saturating_add(d.as_nanos().min(u64::MAX as u128) as u64);
+            libc::timespec {
+                tv_sec: (deadline / 1_000_000_000) as libc::time_t,
+                tv_nsec: (deadline % 1_000_000_000) as libc::c_long,
+            }
+        });
+        let tsp = ts
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: `word` is a live AtomicU32 for the duration of the call; the
+        // kernel only reads it (atomically, under its hash-bucket lock). `tsp` is
+        // null or points to a timespec on this stack frame. A zero bitset would be
+        // EINVAL, so it is mapped to "any".
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAIT_BITSET | libc::FUTEX_PRIVATE_FLAG,
+                expected,
+                tsp,
+                std::ptr::null::<u32>(),
+                if bitset == 0 { u32::MAX } else { bitset },
+            )
+        };
+        if r == 0 {
+            return WaitOutcome::Woken;
+        }
+        match std::io::Error::last_os_error().raw_os_error() {
+            Some(libc::EAGAIN) => WaitOutcome::Mismatch,
+            Some(libc::EINTR) => WaitOutcome::Interrupted,
+            Some(libc::ETIMEDOUT) => WaitOutcome::TimedOut,
+            // Anything else (cannot happen for a valid private futex) is treated
+            // as a spurious return: the caller re-checks.
+            _ => WaitOutcome::Woken,
+        }
+    }
+
+    pub(super) fn wake_bitset(word: &AtomicU32, n: u32, bitset: u32) -> u32 {
+        let n = n.min(i32::MAX as u32);
+        // SAFETY: FUTEX_WAKE does not access the memory behind the address for a
+        // private futex; the address only selects the kernel hash bucket. Waking
+        // an address whose object was just released is therefore harmless (at
+        // worst a spurious wake for a later user of the address, which every
+        // waiter tolerates) -- the same contract std's futex Mutex relies on.
+        let r = unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                word.as_ptr(),
+                libc::FUTEX_WAKE_BITSET | libc::FUTEX_PRIVATE_FLAG,
+                n,
+                std::ptr::null::<libc::timespec>(),
+                std::ptr::null::<u32>(),
+                if bitset == 0 { u32::MAX } else { bitset },
+            )
+        };
+        if r < 0 { 0 } else { r as u32 }
+    }
+}
+
+#[cfg(loom)]
+mod imp {
+    //! Exact futex model: see the module docs.
+    use super::WaitOutcome;
+    use crate::sync::atomic::{AtomicU32, Ordering};
+    use loom::sync::{Condvar, Mutex};
+    use std::time::Duration;
+
+    struct Waiter {
+        id: u64,
+        addr: usize,
+        bitset: u32,
+        woken: bool,
+    }
+
+    #[derive(Default)]
+    struct Table {
+        waiters: Vec<Waiter>,
+        next_id: u64,
+    }
+
+    loom::lazy_static! {
+        static ref TABLE: (Mutex<Table>, Condvar) = (Mutex::new(Table::default()), Condvar::new());
+    }
+
+    pub(super) fn wait_bitset(
+        word: &AtomicU32,
+        expected: u32,
+        bitset: u32,
+        _timeout: Option<Duration>,
+    ) -> WaitOutcome {
+        let addr = word as *const AtomicU32 as usize;
+        let (lock, cv) = &*TABLE;
+        let mut t = lock.lock().unwrap();
+        // The value check happens under the table lock, like the kernel's check
+        // under the hash-bucket lock: a waker changes the word *before* taking
+        // the table lock, so either we see the change or we are registered.
+        if word.load(Ordering::SeqCst) != expected {
+            return WaitOutcome::Mismatch;
+        }
+        let id = t.next_id;
+        t.next_id += 1;
+        t.waiters.push(Waiter {
+            id,
+            addr,
+            bitset: if bitset == 0 { u32::MAX } else { bitset },
+            woken: false,
+        });
+        loop {
+            t = cv.wait(t).unwrap();
+            if let Some(i) = t.waiters.iter().position(|w| w.id == id && w.woken) {
+                t.waiters.remove(i);
+                return WaitOutcome::Woken;
+            }
+        }
+    }
+
+    pub(super) fn wake_bitset(word: &AtomicU32, n: u32, bitset: u32) -> u32 {
+        let addr = word as *const AtomicU32 as usize;
+        let (lock, cv) = &*TABLE;
+        let mut t = lock.lock().unwrap();
+        let mut woken = 0;
+        for w in t.waiters.iter_mut() {
+            if woken == n {
+                break;
+            }
+            if w.addr == addr && !w.woken && w.bitset & bitset != 0 {
+                w.woken = true;
+                woken += 1;
+            }
+        }
+        if woken > 0 {
+            cv.notify_all();
+        }
+        woken
+    }
+}
+
+/// Sleep while `*word == expected`, for waiters whose `bitset` intersects the
+/// waker's (FUTEX_WAIT_BITSET, private). Used to wake one ticket holder without
+/// a herd. A zero bitset means "any".
+///
+/// ```
+/// use klock::wait::{futex_wait_bitset, WaitOutcome};
+/// use std::sync::atomic::AtomicU32;
+/// assert_eq!(futex_wait_bitset(&AtomicU32::new(1), 0, 1 << 3, None), WaitOutcome::Mismatch);
+/// ```
+#[inline]
+pub fn futex_wait_bitset(
+    word: &AtomicU32,
+    expected: u32,
+    bitset: u32,
+    timeout: Option<Duration>,
+) -> WaitOutcome {
+    imp::wait_bitset(word, expected, bitset, timeout)
+}
+
+/// Wake up to `n` waiters on `word` whose bitset intersects `bitset`.
+///
+/// ```
+/// use std::sync::atomic::AtomicU32;
+/// assert_eq!(klock::wait::futex_wake_bitset(&AtomicU32::new(0), 1, 1 << 3), 0);
+/// ```
+#[inline]
+pub fn futex_wake_bitset(word: &AtomicU32, n: u32, bitset: u32) -> u32 {
+    imp::wake_bitset(word, n, bitset)
+}
+
+/// Monotonic nanoseconds (`CLOCK_MONOTONIC` via the vDSO, about 20 ns). Under
+/// loom it returns 0: there is no time in a model.
+///
+/// ```
+/// let a = klock::wait::now_ns();
+/// let b = klock::wait::now_ns();
+/// assert!(b >= a);
+/// ```
+#[inline]
+pub fn now_ns() -> u64 {
+    #[cfg(not(loom))]
+    {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists.
+        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+        (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
+    }
+    #[cfg(loom)]
+    {
+        0
+    }
+}
+
+/// The spin-wait hint (PAUSE). Under loom, a scheduling point.
+///
+/// ```
+/// klock::wait::cpu_relax();
+/// ```
+#[inline(always)]
+pub fn cpu_relax() {
+    crate::sync::spin_loop();
+}
+
+/// Give the CPU to another runnable thread (`sched_yield`).
+///
+/// ```
+/// klock::wait::yield_now();
+/// ```
+#[inline]
+pub fn yield_now() {
+    crate::sync::yield_now();
+}
+
+/// How many spin iterations pass between two clock reads.
+#[cfg(not(loom))]
+const CLOCK_EVERY: u32 = 8;
+
+/// A time budget for spinning: created with a length in nanoseconds, it expires
+/// once that much monotonic time has passed (the clock is read every few
+/// iterations, so the first expiry check after creation is cheap). An
+/// [`unbounded`](SpinBudget::unbounded) budget never expires.
+///
+/// Under loom the budget counts calls to [`expired`](SpinBudget::expired)
+/// instead (one per nanosecond of budget).
+///
+/// ```
+/// use klock::wait::SpinBudget;
+/// let mut b = SpinBudget::new(0);
+/// assert!(b.expired());
+/// let mut u = SpinBudget::unbounded();
+/// assert!(!u.expired());
+/// ```
+#[derive(Clone, Debug)]
+pub struct SpinBudget {
+    /// Absolute deadline in `now_ns` time; `u64::MAX` = unbounded; 0 = not started.
+    deadline: u64,
+    len: u64,
+    /// Iterations left until the next clock read (std) / iterations left (loom).
+    countdown: u64,
+}
+
+impl SpinBudget {
+    /// A budget of `ns` nanoseconds, starting at the first [`expired`](Self::expired) call.
+    ///
+    /// ```
+    /// let b = klock::wait::SpinBudget::new(10_000);
+    /// assert_eq!(b.len_ns(), 10_000);
+    /// ```
+    #[inline]
+    pub fn new(ns: u64) -> SpinBudget {
+        SpinBudget {
+            deadline: 0,
+            len: ns,
+            countdown: if cfg!(loom) { ns } else { 0 },
+        }
+    }
+
+    /// A budget that never expires (native spinning).
+    ///
+    /// ```
+    /// assert!(!klock::wait::SpinBudget::unbounded().expired());
+    /// ```
+    #[inline]
+    pub fn unbounded() -> SpinBudget {
+        SpinBudget {
+            deadline: u64::MAX,
+            len: u64::MAX,
+            countdown: u64::MAX,
+        }
+    }
+
+    /// The budget's length in nanoseconds.
+    ///
+    /// ```
+    /// assert_eq!(klock::wait::SpinBudget::new(5).len_ns(), 5);
+    /// ```
+    #[inline]
+    pub fn len_ns(&self) -> u64 {
+        self.len
+    }
+
+    /// Restart the budget (full length again).
+    ///
+    /// ```
+    /// let mut b = klock::wait::SpinBudget::new(0);
+    /// assert!(b.expired());
+    /// b.restart();
+    /// ```
+    #[inline]
+    pub fn restart(&mut self) {
+        *self = if self.deadline == u64::MAX {
+            SpinBudget::unbounded()
+        } else {
+            SpinBudget::new(self.len)
+        };
+    }
+
+    /// Has the budget run out? Call once per spin iteration.
+    ///
+    /// ```
+    /// let mut b = klock::wait::SpinBudget::new(1_000_000_000);
+    /// assert!(!b.expired());
+    /// ```
+    #[inline]
+    pub fn expired(&mut self) -> bool {
+        if self.deadline == u64::MAX {
+            return false;
+        }
+        #[cfg(loom)]
+        {
+            if self.countdown == 0 {
+                return true;
+            }
+            self.countdown -= 1;
+            false
+        }
+        #[cfg(not(loom))]
+        {
+            if self.len == 0 {
+                return true;
+            }
+            if self.countdown > 0 {
+                self.countdown -= 1;
+                return false;
+            }
+            self.countdown = CLOCK_EVERY as u64;
+            let now = now_ns();
+            if self.deadline == 0 {
+                self.deadline = now.saturating_add(self.len).max(1);
+                return false;
+            }
+            now >= self.deadline
+        }
+    }
+}
+
+/// Spin until `cond()` is true (returns `true`) or the budget runs out (returns
+/// `false`). `cond` is evaluated before every [`cpu_relax`], so a condition that
+/// is already true costs one call. This is the only spin loop in klock.
+///
+/// ```
+/// use klock::wait::{spin_until, SpinBudget};
+/// let mut n = 0;
+/// assert!(spin_until(&mut SpinBudget::unbounded(), || { n += 1; n == 3 }));
+/// assert!(!spin_until(&mut SpinBudget::new(0), || false));
+/// ```
+#[inline]
+pub fn spin_until(budget: &mut SpinBudget, mut cond: impl FnMut() -> bool) -> bool {
+    loop {
+        if cond() {
+            return true;
+        }
+        if budget.expired() {
+            return false;
+        }
+        cpu_relax();
+    }
+}
+
+/// Exponential backoff between two bounds in nanoseconds, built on [`spin_until`]:
+/// each [`wait_until`](Backoff::wait_until) spins for the current delay (or until
+/// the condition holds) and doubles the delay up to the cap.
+///
+/// ```
+/// let mut b = klock::wait::Backoff::new(10, 40);
+/// assert!(b.wait_until(|| true));
+/// ```
+#[derive(Clone, Debug)]
+pub struct Backoff {
+    cur: u64,
+    max: u64,
+}
+
+impl Backoff {
+    /// A backoff starting at `min_ns` and capped at `max_ns`.
+    ///
+    /// ```
+    /// let _b = klock::wait::Backoff::new(50, 4000);
+    /// ```
+    #[inline]
+    pub fn new(min_ns: u64, max_ns: u64) -> Backoff {
+        Backoff {
+            cur: min_ns.min(max_ns),
+            max: max_ns,
+        }
+    }
+
+    /// Spin for the current delay or until `cond()` holds; then grow the delay.
+    /// Returns whether `cond()` held.
+    ///
+    /// ```
+    /// let mut b = klock::wait::Backoff::new(0, 0);
+    /// assert!(!b.wait_until(|| false));
+    /// ```
+    #[inline]
+    pub fn wait_until(&mut self, cond: impl FnMut() -> bool) -> bool {
+        let ok = spin_until(&mut SpinBudget::new(self.cur), cond);
+        self.cur = (self.cur.max(1) * 2).min(self.max);
+        ok
+    }
+}
+
+/// Parse a cgroup v2 `cpu.max` file ("quota period" or "max period") into a CPU
+/// count (quota / period rounded up). `None` = no limit or unparsable.
+///
+/// ```
+/// use klock::wait::parse_cpu_max;
+/// assert_eq!(parse_cpu_max("150000 100000\n"), Some(2));
+/// assert_eq!(parse_cpu_max("max 100000"), None);
+/// ```
+pub fn parse_cpu_max(s: &str) -> Option<usize> {
+    let mut it = s.split_whitespace();
+    let quota = it.next()?;
+    let period = it.next().unwrap_or("100000");
+    if quota == "max" {
+        return None;
+    }
+    quota_cpus(quota.parse().ok()?, period.parse().ok()?)
+}
+
+/// Parse cgroup v1 `cpu.cfs_quota_us` and `cpu.cfs_period_us` contents into a CPU
+/// count (rounded up). A quota of -1 means no limit (`None`).
+///
+/// ```
+/// use klock::wait::parse_cfs_quota;
+/// assert_eq!(parse_cfs_quota("50000\n", "100000\n"), Some(1));
+/// assert_eq!(parse_cfs_quota("-1", "100000"), None);
+/// ```
+pub fn parse_cfs_quota(quota: &str, period: &str) -> Option<usize> {
+    let q: i64 = quota.trim().parse().ok()?;
+    let p: i64 = period.trim().parse().ok()?;
+    if q <= 0 || p <= 0 {
+        return None;
+    }
+    quota_cpus(q as u64, p as u64)
+}
+
+fn quota_cpus(quota: u64, period: u64) -> Option<usize> {
+    if quota == 0 || period == 0 {
+        return None;
+    }
+    Some(quota.div_ceil(period).max(1) as usize)
+}
+
+/// Find this process's cgroup v2 path in `/proc/self/cgroup` contents ("0::/path").
+#[cfg(not(loom))]
+fn cgroup_v2_path(proc_cgroup: &str) -> Option<&str> {
+    proc_cgroup
+        .lines()
+        .find_map(|l| l.strip_prefix("0::"))
+        .map(str::trim)
+}
+
+#[cfg(not(loom))]
+fn cgroup_cpus() -> Option<usize> {
+    let read = |p: &str| std::fs::read_to_string(p).ok();
+    let mut best: Option<usize> = None;
+    let mut consider = |v: Option<usize>| {
+        if let Some(v) = v {
+            best = Some(best.map_or(v, |b| b.min(v)));
+        }
+    };
+    // cgroup v2: our own group and every ancestor up to the mount root.
+    if let Some(pc) = read("/proc/self/cgroup")
+        && let Some(path) = cgroup_v2_path(&pc)
+    {
+        let mut p = path.trim_end_matches('/').to_string();
+        loop {
+            consider(read(&format!("/sys/fs/cgroup{p}/cpu.max")).and_then(|s| parse_cpu_max(&s)));
+            match p.rfind('/') {
+                Some(i) => p.truncate(i),
+                None => break,
+            }
+        }
+    }
+    // cgroup v1.
+    for dir in ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"] {
+        if let (Some(q), Some(p)) = (
+            read(&format!("{dir}/cpu.cfs_quota_us")),
+            read(&format!("{dir}/cpu.cfs_period_us")),
+        ) {
+            consider(parse_cfs_quota(&q, &p));
+        }
+    }
+    best
+}
+
+#[cfg(not(loom))]
+fn compute_effective_cpus() -> usize {
+    // SAFETY: sysconf has no memory-safety preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    let mut n = if online > 0 { online as usize } else { 1 };
+    // SAFETY: `set` is a properly sized, zeroed cpu_set_t owned by this frame.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0 {
+            let c = libc::CPU_COUNT(&set);
+            if c > 0 {
+                n = n.min(c as usize);
+            }
+        }
+    }
+    if let Some(c) = cgroup_cpus() {
+        n = n.min(c);
+    }
+    n.max(1)
+}
+
+/// Effective CPUs = min(online CPUs, CPUs in the affinity mask, cgroup v2
+/// `cpu.max` quota/period rounded up (own group and ancestors), cgroup v1 CFS
+/// quota). Computed once per process. Under loom: 2.
+///
+/// ```
+/// assert!(klock::wait::effective_cpus() >= 1);
+/// ```
+pub fn effective_cpus() -> usize {
+    #[cfg(not(loom))]
+    {
+        static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        *CPUS.get_or_init(compute_effective_cpus)
+    }
+    #[cfg(loom)]
+    {
+        2
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+
+    #[test]
+    fn cpu_max_parser() {
+        assert_eq!(parse_cpu_max("max 100000\n"), None);
+        assert_eq!(parse_cpu_max("max"), None);
+        assert_eq!(parse_cpu_max("100000 100000"), Some(1));
+        assert_eq!(parse_cpu_max("200000 100000"), Some(2));
+        assert_eq!(parse_cpu_max("250000 100000"), Some(3));
+        assert_eq!(parse_cpu_max("1000 100000"), Some(1));
+        assert_eq!(parse_cpu_max("50000"), Some(1));
+        assert_eq!(parse_cpu_max(""), None);
+        assert_eq!(parse_cpu_max("abc 100000"), None);
+        assert_eq!(parse_cpu_max("0 100000"), None);
+        assert_eq!(parse_cpu_max("100000 0"), None);
+    }
+
+    #[test]
+    fn cfs_parser() {
+        assert_eq!(parse_cfs_quota("-1\n", "100000\n"), None);
+        assert_eq!(parse_cfs_quota("400000", "100000"), Some(4));
+        assert_eq!(parse_cfs_quota("150000", "100000"), Some(2));
+        assert_eq!(parse_cfs_quota("x", "100000"), None);
+        assert_eq!(parse_cfs_quota("100000", "0"), None);
+    }
+
+    #[test]
+    fn cgroup_path() {
+        let s = "12:cpu,cpuacct:/x\n0::/user.slice/a.scope\n";
+        assert_eq!(cgroup_v2_path(s), Some("/user.slice/a.scope"));
+        assert_eq!(cgroup_v2_path("1:name=systemd:/\n"), None);
+    }
+
+    #[test]
+    fn effective_cpus_bounded_by_online() {
+        let online = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let e = effective_cpus();
+        assert!(e >= 1 && e <= online.max(1) * 2, "{e} vs {online}");
+        assert_eq!(e, effective_cpus());
+    }
+
+    #[test]
+    fn wait_mismatch_and_timeout() {
+        let w = AtomicU32::new(5);
+        assert_eq!(futex_wait(&w, 4, None), WaitOutcome::Mismatch);
+        let r = futex_wait(&w, 5, Some(Duration::from_millis(1)));
+        assert_ne!(r, WaitOutcome::Mismatch);
+    }
+
+    #[test]
+    fn wake_releases_a_sleeper() {
+        let w = Arc::new(AtomicU32::new(0));
+        let w2 = w.clone();
+        let t = std::thread::spawn(move || {
+            while w2.load(Ordering::Acquire) == 0 {
+                futex_wait(&w2, 0, None);
+            }
+        });
+        std::thread::sleep(Duration::from_millis(5));
+        w.store(1, Ordering::Release);
+        futex_wake(&w, u32::MAX);
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn bitset_wakes_only_matching() {
+        let w = Arc::new(AtomicU32::new(0));
+        let woke = Arc::new(AtomicU32::new(0));
+        let (w2, woke2) = (w.clone(), woke.clone());
+        let t = std::thread::spawn(move || {
+            while w2.load(Ordering::Acquire) == 0 {
+                futex_wait_bitset(&w2, 0, 1 << 4, None);
+            }
+            woke2.store(1, Ordering::Release);
+        });
+        std::thread::sleep(Duration::from_millis(5));
+        // A wake with a disjoint bitset must not release it (it re-checks anyway).
+        futex_wake_bitset(&w, u32::MAX, 1 << 5);
+        w.store(1, Ordering::Release);
+        futex_wake_bitset(&w, u32::MAX, 1 << 4);
+        t.join().unwrap();
+        assert_eq!(woke.load(Ordering::Acquire), 1);
+    }
+
+    #[test]
+    fn budget_expires_and_unbounded_does_not() {
+        let mut b = SpinBudget::new(1_000);
+        let mut spins = 0u64;
+        while !b.expired() {
+            spins += 1;
+            assert!(spins < 1_000_000_000);
+        }
+        let mut u = SpinBudget::unbounded();
+        for _ in 0..1000 {
+            assert!(!u.expired());
+        }
+        assert!(!spin_until(&mut SpinBudget::new(100), || false));
+    }
+
+    #[test]
+    fn backoff_grows_to_cap() {
+        let mut b = Backoff::new(1, 8);
+        for _ in 0..10 {
+            b.wait_until(|| false);
+        }
+        assert_eq!(b.cur, 8);
+    }
+}
