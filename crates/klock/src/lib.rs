@@ -10,7 +10,9 @@
 //! * locks: [`spin`] (test-and-set, ticket, queued spinlock: native, PV, unfair).
 //!
 //! ```
-//! klock::node::with_node(|q| assert!(q.is_some()));
+//! let lock = klock::SpinLock::new(0u64);
+//! *lock.lock() += 1;
+//! assert_eq!(*lock.lock(), 1);
 //! ```
 #![warn(missing_docs)]
 
@@ -21,3 +23,6 @@ pub mod spin;
 pub mod stat;
 pub mod tune;
 pub mod wait;
+
+#[cfg(not(loom))]
+pub use spin::{SpinLock, SpinLockGuard};

@@ -10,6 +10,7 @@
 //! | variable | field | default | range | meaning |
 //! |---|---|---|---|---|
 //! | `KLOCK_SPIN_NS` | [`Tunables::spin_ns`] | 10000 | 0..=10000000 | PV queued spinlock: ns a waiter spins before it sleeps |
+//! | `KLOCK_PENDING_NS` | [`Tunables::pending_wait_ns`] | 1000 | 0..=1000000 | queued spinlock: wait for an in-flight pending hand-over |
 //! | `KLOCK_KICK_AHEAD` | [`Tunables::kick_ahead`] | 2 | 0..=64 | PV: sleeping successors woken ahead of their turn (0 = off) |
 //! | `KLOCK_STEAL_NS` | [`Tunables::steal_threshold_ns`] | 1000000 | 0..=1000000000 | unfair lock: queue-head wait after which stealing stops |
 //! | `KLOCK_TICKET_SPIN_NS` | [`Tunables::ticket_spin_ns`] | 10000 | 0..=10000000 | PV ticket lock: ns spun before sleeping |
@@ -285,6 +286,9 @@ tunables! {
     /// `KLOCK_SPIN_NS`: PV queued spinlock (and unfair lock): nanoseconds a
     /// waiter spins before it sleeps on its futex word.
     spin_ns: u64 = 10_000, "KLOCK_SPIN_NS", 0..=10_000_000;
+    /// `KLOCK_PENDING_NS`: queued spinlock: how long a contender that finds a
+    /// pending-to-locked hand-over in flight waits for it before queueing.
+    pending_wait_ns: u64 = 1_000, "KLOCK_PENDING_NS", 0..=1_000_000;
     /// `KLOCK_KICK_AHEAD`: PV queued spinlock: how many sleeping successors
     /// behind the new queue head are woken ahead of their turn (0 = off).
     kick_ahead: u32 = 2, "KLOCK_KICK_AHEAD", 0..=64;

@@ -1,0 +1,850 @@
+//! The queued spinlock (qspinlock) family: native, PV (base and patched) and
+//! the queued unfair lock, as one algorithm generic over its [`WaitPolicy`].
+//!
+//! # Word layout (one `AtomicU32`, never accessed at another size)
+//!
+//! ```text
+//!  31            18 17 16 15      9   8   7            0
+//! +----------------+-----+---------+---+--------------+
+//! |   slot + 1     |level| (zero)  | P | locked byte  |
+//! +----------------+-----+---------+---+--------------+
+//! locked byte: 0 free, 1 LOCKED, 3 SLOW (held; a waiter sleeps on this word,
+//!              the unlocker must wake it), 2 = transient during a SLOW unlock
+//! P (pending): native/PV: a second contender waits for the owner without
+//!              queueing; unfair: the queue head claims the lock (no stealing)
+//! tail (bits 16-31): the last queued waiter's node, see crate::node
+//! ```
+//!
+//! # State diagram, triples (tail, pending, locked)
+//!
+//! ```text
+//! fast path:    (0,0,0) --CAS--> (0,0,1) --unlock--> (*,*,0)
+//! pending:      (0,0,1) -> (0,1,1) -> (0,1,0) -> (0,0,1)       [native, PV]
+//! queue:        (n,x,y) -> (n,0,0) -> (0,0,1)                  [we are the only waiter]
+//!               (*,x,y) -> (*,0,0) -> (*,0,1)                  [others queued behind us]
+//! PV head:      (*,0,1) -> (*,0,3)  head sleeps on the word (SLOW)
+//!               (*,0,3) -unlock-> (*,0,2) -> (*,0,0) + futex_wake(word)
+//! unfair steal: (n,0,0) -> (n,0,1)  newcomer, while the head does not claim
+//! unfair claim: (n,0,y) -> (n,1,y) -> (n,0,1)  head waited past the threshold
+//! ```
+//!
+//! # Waiting (policy)
+//!
+//! * Native: everybody spins (pending waiter, head, queued nodes).
+//! * PV: a queued node spins for `spin_ns`, then sets its node state HALTED
+//!   and sleeps on its own node word. The predecessor that makes it queue head
+//!   does **not** wake it: it marks it HEAD_HALTED and returns the node in the
+//!   [`Token`]; the unlock wakes it (kick at unlock: one wake instead of two).
+//!   The head spins for `spin_ns`, then sets SLOW in the locked byte and sleeps
+//!   on the lock word itself; the unlock sees SLOW and wakes the word. The
+//!   kernel needs a lock -> head hash table because its `pv_kick` is directed at
+//!   a CPU; a futex is directed at an address, so sleeping on the lock word lets
+//!   the kernel's futex hash do that job.
+//! * Patched PV: wait-early (a node whose predecessor is HALTED sleeps without
+//!   spinning out its budget) and kick-ahead (the new owner wakes up to
+//!   `kick_ahead` sleeping nodes behind the new head, so their wake-up latency
+//!   overlaps the critical section).
+//! * Unfair: newcomers steal (CAS on the locked byte) while the pending bit is
+//!   clear, for at most `spin_ns`, then queue. The head competes with stealers;
+//!   once it has waited `steal_threshold_ns` it sets pending ("claiming") and
+//!   stealing stops until it is served.
+//!
+//! # Ordering pairs
+//!
+//! 1. Acquire CAS/loads of the word vs the Release `fetch_sub` of unlock.
+//! 2. Node publication: `Node::reset` then the AcqRel tail exchange; the
+//!    successor's link store (Release) vs our Acquire poll of `node.next`.
+//! 3. MCS grant: `next.locked = 1` (Release) vs the waiter's Acquire poll.
+//! 4. Sleep vs grant (Dekker): waiter `state = HALTED; fence(SeqCst); load
+//!    locked` vs granter `locked = 1; fence(SeqCst); CAS state`.
+//! 5. Head sleep vs unlock: both are RMWs on the word (SLOW set by CAS, unlock
+//!    by `fetch_sub`), so one sees the other; the futex value check closes the
+//!    window between the CAS and the sleep.
+
+use super::{Token, WaitPolicy, kick_node, note_node_wake};
+use crate::node::{self, Node, QNode, TAIL_MASK, state};
+use crate::stat::{self, Event};
+use crate::sync::atomic::{AtomicU32, Ordering, fence};
+use crate::wait::{SpinBudget, futex_wait, futex_wake, spin_until, yield_now};
+use std::marker::PhantomData;
+
+const LOCKED: u32 = 1;
+/// Added to LOCKED to make SLOW (3).
+const SLOW_BIT: u32 = 2;
+const SLOW: u32 = LOCKED | SLOW_BIT;
+const LOCKED_MASK: u32 = 0xff;
+const PENDING: u32 = 1 << 8;
+const LOCKED_PENDING: u32 = LOCKED_MASK | PENDING;
+/// Predecessor state is checked when `iteration & PREV_CHECK_MASK == 0`
+/// (wait-early; every 64 spins, every spin under loom). A check frequency, not
+/// a tunable.
+const PREV_CHECK_MASK: u32 = if cfg!(loom) { 0 } else { 63 };
+
+#[inline(always)]
+#[cfg_attr(loom, allow(clippy::bad_bit_mask))]
+fn check_prev_now(i: u32) -> bool {
+    i & PREV_CHECK_MASK == 0
+}
+
+/// Raw queued spinlock, generic over its [`WaitPolicy`]. `size_of` is 4 and
+/// the all-zero word is the unlocked state.
+///
+/// ```
+/// use klock::spin::{RawQSpinLock, Native};
+/// assert_eq!(std::mem::size_of::<RawQSpinLock<Native>>(), 4);
+/// let l = RawQSpinLock::<Native>::new();
+/// let t = l.lock();
+/// assert!(l.is_locked());
+/// assert!(l.try_lock().is_none());
+/// unsafe { l.unlock(t) };
+/// assert!(!l.is_locked());
+/// ```
+#[repr(transparent)]
+pub struct RawQSpinLock<P> {
+    word: AtomicU32,
+    _p: PhantomData<fn() -> P>,
+}
+
+impl<P> std::fmt::Debug for RawQSpinLock<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawQSpinLock")
+            .field(
+                "word",
+                &format_args!("{:#010x}", self.word.load(Ordering::Relaxed)),
+            )
+            .finish()
+    }
+}
+
+impl<P: WaitPolicy> Default for RawQSpinLock<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: WaitPolicy> RawQSpinLock<P> {
+    /// An unlocked lock.
+    ///
+    /// ```
+    /// const L: klock::spin::RawQSpinLock<klock::spin::Pv> = klock::spin::RawQSpinLock::new();
+    /// # let _ = L;
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        RawQSpinLock {
+            word: AtomicU32::new(0),
+            _p: PhantomData,
+        }
+    }
+
+    /// An unlocked lock (loom: not `const`).
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        RawQSpinLock {
+            word: AtomicU32::new(0),
+            _p: PhantomData,
+        }
+    }
+
+    /// The raw lock word (for diagnostics and tests).
+    ///
+    /// ```
+    /// assert_eq!(klock::spin::RawQSpinLock::<klock::spin::Native>::new().word(), 0);
+    /// ```
+    pub fn word(&self) -> u32 {
+        self.word.load(Ordering::Relaxed)
+    }
+
+    /// Acquire the lock; the returned token must be passed to [`unlock`](Self::unlock).
+    ///
+    /// ```
+    /// let l = klock::spin::RawQSpinLock::<klock::spin::Unfair>::new();
+    /// let t = l.lock();
+    /// unsafe { l.unlock(t) };
+    /// ```
+    #[inline]
+    pub fn lock(&self) -> Token {
+        // Acquire pairs with the Release of the previous unlock.
+        if self
+            .word
+            .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            return Token::NONE;
+        }
+        self.lock_slow()
+    }
+
+    /// Acquire the lock if it is free and nobody waits (the whole word is 0).
+    ///
+    /// ```
+    /// let l = klock::spin::RawQSpinLock::<klock::spin::Pv>::new();
+    /// let t = l.try_lock().unwrap();
+    /// unsafe { l.unlock(t) };
+    /// ```
+    #[inline]
+    pub fn try_lock(&self) -> Option<Token> {
+        let v = self.word.load(Ordering::Relaxed);
+        // Acquire pairs with the Release of the previous unlock.
+        (v == 0
+            && self
+                .word
+                .compare_exchange(0, LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok())
+        .then_some(Token::NONE)
+    }
+
+    /// Is the lock held or contended (any bit set)?
+    ///
+    /// ```
+    /// assert!(!klock::spin::RawQSpinLock::<klock::spin::Pv>::new().is_locked());
+    /// ```
+    #[inline]
+    pub fn is_locked(&self) -> bool {
+        self.word.load(Ordering::Relaxed) != 0
+    }
+
+    /// Release the lock.
+    ///
+    /// # Safety
+    ///
+    /// The lock must be held by the caller, and `token` must be the one returned
+    /// by the `lock`/`try_lock` call that acquired it.
+    ///
+    /// ```
+    /// let l = klock::spin::RawQSpinLock::<klock::spin::Native>::new();
+    /// let t = l.lock();
+    /// // SAFETY: we hold it, with this token.
+    /// unsafe { l.unlock(t) };
+    /// ```
+    #[inline]
+    pub unsafe fn unlock(&self, token: Token) {
+        // Release pairs with every acquirer's Acquire load/CAS of the word.
+        // The locked byte is 1 or 3 (PV SLOW) while held; subtracting 1 never
+        // borrows from the pending bit.
+        let old = self.word.fetch_sub(LOCKED, Ordering::Release);
+        if P::SLEEP && ((old & LOCKED_MASK) != LOCKED || !token.is_none()) {
+            self.unlock_slow(old, token);
+        }
+    }
+
+    #[cold]
+    fn unlock_slow(&self, old: u32, token: Token) {
+        if old & LOCKED_MASK == SLOW {
+            // (*,*,3) -> (*,*,2) happened above; now (*,*,2) -> (*,*,0). The
+            // Release pairs with the sleeper's Acquire reload after waking.
+            self.word.fetch_sub(SLOW_BIT, Ordering::Release);
+            // Wake every sleeper of this word (the head, and no-node waiters).
+            // The lock may be freed by now: the wake only names the address
+            // (see wait::futex_wake), it does not touch the memory.
+            #[cfg(feature = "stats")]
+            LAST_WORD_KICK.store(crate::wait::now_ns(), std::sync::atomic::Ordering::Relaxed);
+            futex_wake(&self.word, u32::MAX);
+            stat::inc(Event::PvKickUnlock);
+        }
+        if !token.is_none() {
+            // Kick at unlock: the successor we made head while it slept.
+            kick_node(node::decode(token.0), state::RUNNING);
+            stat::inc(Event::PvKickUnlock);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn lock_slow(&self) -> Token {
+        if P::UNFAIR {
+            if self.steal() {
+                return Token::NONE;
+            }
+        } else if P::PENDING_PATH && self.pending_path() {
+            return Token::NONE;
+        }
+        node::with_node(|q| match q {
+            Some(q) => self.queue(q),
+            None => {
+                self.no_node();
+                Token::NONE
+            }
+        })
+    }
+
+    /// The pending path (native and PV): the second contender waits for the
+    /// owner without queueing. Returns `true` holding the lock.
+    fn pending_path(&self) -> bool {
+        let mut v = self.word.load(Ordering::Relaxed);
+        // A: a pending -> locked hand-over is in flight (0,1,0): give it a moment.
+        if v == PENDING {
+            let mut b = SpinBudget::new(P::pending_ns());
+            spin_until(&mut b, || {
+                v = self.word.load(Ordering::Relaxed);
+                v != PENDING
+            });
+        }
+        if v & !LOCKED_MASK != 0 {
+            return false; // pending or queued: queue
+        }
+        // B: claim pending. Acquire pairs with the owner's unlock if it is
+        // already gone (we then take the lock below without a further acquire).
+        let v = self.word.fetch_or(PENDING, Ordering::Acquire);
+        if v & !LOCKED_MASK != 0 {
+            if v & PENDING == 0 {
+                // We set it, but someone queued meanwhile: undo.
+                self.word.fetch_and(!PENDING, Ordering::Relaxed);
+            }
+            return false;
+        }
+        // C: (0,1,1) -> wait for (*,1,0). Acquire pairs with the owner's unlock.
+        if v & LOCKED_MASK != 0 {
+            let mut b = if P::SLEEP {
+                SpinBudget::new(P::spin_ns())
+            } else {
+                SpinBudget::unbounded()
+            };
+            if !spin_until(&mut b, || {
+                self.word.load(Ordering::Acquire) & LOCKED_MASK == 0
+            }) {
+                // PV: the owner takes long (maybe preempted): queue and sleep.
+                self.word.fetch_and(!PENDING, Ordering::Relaxed);
+                return false;
+            }
+        }
+        // (*,1,0) -> (*,0,1). Only the pending owner may do this; the head waits
+        // for pending to clear, so no one else sets locked now.
+        self.word
+            .fetch_add(LOCKED.wrapping_sub(PENDING), Ordering::Relaxed);
+        stat::inc(Event::LockPending);
+        true
+    }
+
+    /// Unfair: try to steal while the queue head is not claiming, for at most
+    /// the spin budget. Returns `true` holding the lock.
+    fn steal(&self) -> bool {
+        let mut stolen = false;
+        let mut b = SpinBudget::new(P::spin_ns());
+        spin_until(&mut b, || {
+            let v = self.word.load(Ordering::Relaxed);
+            if v & LOCKED_PENDING == 0 {
+                // Acquire pairs with the previous unlock.
+                stolen = self
+                    .word
+                    .compare_exchange(v, v | LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok();
+                return stolen;
+            }
+            // Empty queue (become head at once) or head claiming: queue.
+            v & TAIL_MASK == 0 || v & PENDING != 0
+        });
+        if stolen {
+            stat::inc(Event::UnfairSteal);
+        }
+        stolen
+    }
+
+    /// No node (slots exhausted, nesting > 4): take the lock without queueing.
+    /// Unfair but correct (the kernel's `lock_no_node`).
+    #[cold]
+    fn no_node(&self) {
+        stat::inc(Event::LockNoNode);
+        loop {
+            let mut b = SpinBudget::new(P::spin_ns());
+            if spin_until(&mut b, || {
+                if P::UNFAIR {
+                    self.steal_once()
+                } else {
+                    self.try_lock().is_some()
+                }
+            }) {
+                return;
+            }
+            if !(P::SLEEP && self.sleep_on_word()) {
+                yield_now();
+            }
+        }
+    }
+
+    fn steal_once(&self) -> bool {
+        let v = self.word.load(Ordering::Relaxed);
+        // Acquire pairs with the previous unlock.
+        v & LOCKED_PENDING == 0
+            && self
+                .word
+                .compare_exchange(v, v | LOCKED, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+    }
+
+    /// Sleep on the lock word while it is held: turn LOCKED into SLOW so the
+    /// unlock wakes the word. Returns after a wake, a word change, or at once
+    /// if the locked byte is 0 (then yields if a pending/claiming waiter is
+    /// about to take it).
+    fn sleep_on_word(&self) -> bool {
+        loop {
+            let v = self.word.load(Ordering::Relaxed);
+            let expect = match v & LOCKED_MASK {
+                0 => {
+                    if v & PENDING != 0 {
+                        yield_now();
+                    }
+                    return false;
+                }
+                LOCKED => {
+                    // SeqCst RMW: totally ordered with the unlock's fetch_sub on
+                    // the same word, so either the unlock sees SLOW or we see
+                    // the release (and retry).
+                    match self.word.compare_exchange(
+                        v,
+                        v + SLOW_BIT,
+                        Ordering::SeqCst,
+                        Ordering::Relaxed,
+                    ) {
+                        Ok(_) => v + SLOW_BIT,
+                        Err(_) => continue,
+                    }
+                }
+                // SLOW (3) or the transient 2 of a SLOW unlock: the unlocker
+                // will wake the word after clearing it.
+                _ => v,
+            };
+            // The futex re-checks the value under its bucket lock, so a release
+            // between our CAS and the sleep makes this return at once.
+            futex_wait(&self.word, expect, None);
+            #[cfg(feature = "stats")]
+            {
+                let k = LAST_WORD_KICK.load(std::sync::atomic::Ordering::Relaxed);
+                let now = crate::wait::now_ns();
+                if k != 0 && now >= k {
+                    stat::inc(Event::PvKickWake);
+                    stat::add(Event::PvLatencyWakeNs, now - k);
+                }
+            }
+            return true;
+        }
+    }
+
+    /// Exchange the tail, keeping locked and pending (a CAS loop: the kernel's
+    /// 16-bit xchg is a mixed-size access). AcqRel: Release publishes our
+    /// node's reset to the successor that decodes our tail; Acquire makes the
+    /// predecessor's node reset visible before we write its `next`.
+    fn xchg_tail(&self, tail: u32) -> u32 {
+        let mut v = self.word.load(Ordering::Relaxed);
+        loop {
+            match self.word.compare_exchange_weak(
+                v,
+                (v & !TAIL_MASK) | tail,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(old) => return old,
+                Err(x) => v = x,
+            }
+        }
+    }
+
+    fn queue(&self, q: QNode) -> Token {
+        stat::inc(Event::LockSlowpath);
+        match q.level() {
+            1 => stat::inc(Event::LockUseNode2),
+            2 => stat::inc(Event::LockUseNode3),
+            3 => stat::inc(Event::LockUseNode4),
+            _ => {}
+        }
+        let node = q.node();
+        let tail = q.tail();
+        node.reset();
+        // One more try: we just touched a cold node.
+        if (P::UNFAIR && self.steal_once()) || (!P::UNFAIR && self.try_lock().is_some()) {
+            return Token::NONE;
+        }
+        let old = self.xchg_tail(tail);
+        if old & TAIL_MASK != 0 {
+            let prev = node::decode(old & TAIL_MASK);
+            // Release pairs with prev's Acquire poll of its `next`.
+            prev.next.store(tail, Ordering::Release);
+            self.wait_node(node, prev);
+        }
+        // Queue head.
+        let last = if P::UNFAIR {
+            self.head_unfair(node, tail)
+        } else {
+            self.head_fair(node, tail)
+        };
+        if last {
+            return Token::NONE;
+        }
+        self.hand_over(node)
+    }
+
+    /// Non-head waiter: wait until the predecessor makes us head (`locked`).
+    fn wait_node(&self, node: &Node, prev: &Node) {
+        if !P::SLEEP {
+            // Acquire pairs with the predecessor's Release grant.
+            spin_until(&mut SpinBudget::unbounded(), || {
+                node.locked.load(Ordering::Acquire) != 0
+            });
+            return;
+        }
+        let mut kicked = false;
+        loop {
+            let mut early = false;
+            let mut i = 0u32;
+            let mut b = SpinBudget::new(P::spin_ns());
+            let granted = spin_until(&mut b, || {
+                // Acquire pairs with the predecessor's Release grant.
+                if node.locked.load(Ordering::Acquire) != 0 {
+                    return true;
+                }
+                if P::PATCHED && !kicked {
+                    i = i.wrapping_add(1);
+                    if check_prev_now(i)
+                        && matches!(
+                            prev.state.load(Ordering::Relaxed),
+                            state::HALTED | state::HEAD_HALTED | state::HEAD_SLEEPING
+                        )
+                    {
+                        early = true;
+                        return true;
+                    }
+                }
+                false
+            });
+            if granted && !early {
+                return;
+            }
+            // Sleep. Dekker pair with hand_over: HALTED; full fence; re-check.
+            node.state.store(state::HALTED, Ordering::Relaxed);
+            fence(Ordering::SeqCst);
+            if node.locked.load(Ordering::Acquire) == 0 {
+                stat::inc(Event::PvWaitNode);
+                stat::cond_inc(Event::PvWaitEarly, early);
+                futex_wait(&node.state, state::HALTED, None);
+                note_node_wake(node);
+            }
+            // Back to running unless a kicker already changed the state
+            // (HEAD_HALTED: made head asleep; KICKED: kick-ahead).
+            let s = match node.state.compare_exchange(
+                state::HALTED,
+                state::RUNNING,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => state::HALTED,
+                Err(s) => s,
+            };
+            // Acquire pairs with the predecessor's Release grant.
+            if node.locked.load(Ordering::Acquire) != 0 {
+                return;
+            }
+            kicked = s == STATE_KICKED;
+            if kicked {
+                node.state.store(state::RUNNING, Ordering::Relaxed);
+            } else {
+                stat::inc(Event::PvSpuriousWakeup);
+            }
+        }
+    }
+
+    /// Queue head, native and PV: wait for (*,0,0) and take the lock. Returns
+    /// whether we were the last waiter (tail cleared, nobody to hand over to).
+    fn head_fair(&self, node: &Node, tail: u32) -> bool {
+        if P::SLEEP {
+            // Successors' wait-early must see us running.
+            node.state.store(state::RUNNING, Ordering::Relaxed);
+        }
+        let mut slept = false;
+        let v = loop {
+            let mut v = 0;
+            let mut b = if P::SLEEP {
+                SpinBudget::new(P::spin_ns())
+            } else {
+                SpinBudget::unbounded()
+            };
+            // Acquire pairs with the owner's (or pending owner's) unlock.
+            if spin_until(&mut b, || {
+                v = self.word.load(Ordering::Acquire);
+                v & LOCKED_PENDING == 0
+            }) {
+                break v;
+            }
+            stat::cond_inc(Event::PvWaitAgain, slept);
+            stat::inc(Event::PvWaitHead);
+            node.state.store(state::HEAD_SLEEPING, Ordering::Relaxed);
+            slept |= self.sleep_on_word();
+            node.state.store(state::RUNNING, Ordering::Relaxed);
+        };
+        // Nobody else can set locked now: newcomers see our tail and queue, a
+        // pending setter sees the tail and backs off, stealing does not exist.
+        if v & TAIL_MASK == tail
+            && self
+                .word
+                .compare_exchange(v, LOCKED, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            return true; // (n,0,0) -> (0,0,1)
+        }
+        // (*,*,0) -> (*,*,1); a transient pending bit from a backing-off
+        // contender may be present and is left alone.
+        self.word.fetch_or(LOCKED, Ordering::Relaxed);
+        false
+    }
+
+    /// Queue head, unfair: compete with stealers; after the threshold, claim
+    /// (set pending) so stealing stops until we are served.
+    fn head_unfair(&self, node: &Node, tail: u32) -> bool {
+        node.state.store(state::RUNNING, Ordering::Relaxed);
+        let start = crate::wait::now_ns();
+        let threshold = P::steal_threshold_ns();
+        let mut claiming = false;
+        let mut last = false;
+        let mut slept = false;
+        loop {
+            if !claiming && crate::wait::now_ns().saturating_sub(start) >= threshold {
+                claiming = true;
+                // Only the head sets pending in unfair mode.
+                self.word.fetch_or(PENDING, Ordering::Relaxed);
+                stat::inc(Event::UnfairClaim);
+            }
+            let mut b = SpinBudget::new(P::spin_ns());
+            if spin_until(&mut b, || {
+                let v = self.word.load(Ordering::Relaxed);
+                if v & LOCKED_MASK != 0 {
+                    return false;
+                }
+                let is_last = v & TAIL_MASK == tail;
+                let new = if is_last {
+                    LOCKED // clears tail and our pending
+                } else {
+                    (v & !PENDING) | LOCKED
+                };
+                // Acquire pairs with the previous unlock.
+                if self
+                    .word
+                    .compare_exchange(v, new, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    last = is_last;
+                    return true;
+                }
+                false
+            }) {
+                stat::inc(Event::UnfairQueued);
+                return last;
+            }
+            stat::cond_inc(Event::PvWaitAgain, slept);
+            stat::inc(Event::PvWaitHead);
+            node.state.store(state::HEAD_SLEEPING, Ordering::Relaxed);
+            slept |= self.sleep_on_word();
+            node.state.store(state::RUNNING, Ordering::Relaxed);
+        }
+    }
+
+    /// We own the lock and a successor exists (or is linking): make it head.
+    fn hand_over(&self, node: &Node) -> Token {
+        let mut next = 0;
+        // Acquire pairs with the successor's Release link store. The successor
+        // may be preempted between its tail exchange and the link: spin, then
+        // yield (PV) so it can run.
+        let mut b = if P::SLEEP {
+            SpinBudget::new(P::spin_ns())
+        } else {
+            SpinBudget::unbounded()
+        };
+        loop {
+            if spin_until(&mut b, || {
+                next = node.next.load(Ordering::Acquire);
+                next != 0
+            }) {
+                break;
+            }
+            yield_now();
+        }
+        let nn = node::decode(next);
+        // Release pairs with the successor's Acquire poll of `locked`.
+        nn.locked.store(1, Ordering::Release);
+        if !P::SLEEP {
+            return Token::NONE;
+        }
+        // Dekker pair with wait_node: grant; full fence; look at its state.
+        fence(Ordering::SeqCst);
+        let token = if nn
+            .state
+            .compare_exchange(
+                state::HALTED,
+                state::HEAD_HALTED,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+        {
+            // Asleep: do not wake it now (it would only wait for us as head);
+            // our unlock will (kick at unlock).
+            Token(next)
+        } else {
+            Token::NONE
+        };
+        if P::PATCHED {
+            self.kick_ahead(nn);
+        }
+        token
+    }
+
+    /// Wake up to `kick_ahead` sleeping waiters behind the new head `head`.
+    /// The chain is stable: we hold the lock, so nobody behind the head can
+    /// leave the queue; links are only appended.
+    fn kick_ahead(&self, head: &Node) {
+        let k = P::kick_ahead();
+        let mut cur = head;
+        for _ in 0..k {
+            // Acquire pairs with the link's Release store.
+            let n = cur.next.load(Ordering::Acquire);
+            if n == 0 {
+                break;
+            }
+            let nn = node::decode(n);
+            if nn
+                .state
+                .compare_exchange(
+                    state::HALTED,
+                    STATE_KICKED,
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok()
+            {
+                kick_node(nn, STATE_KICKED);
+                stat::inc(Event::PvKickAhead);
+            }
+            cur = nn;
+        }
+    }
+}
+
+/// Node state set by kick-ahead: woken ahead of its turn; it spins its full
+/// budget before sleeping again (no wait-early in that round).
+const STATE_KICKED: u32 = 4;
+
+#[cfg(feature = "stats")]
+static LAST_WORD_KICK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+#[cfg(not(loom))]
+// SAFETY: the lock provides mutual exclusion: `lock`/`try_lock` return only
+// when the caller holds it, `unlock` releases it with Release ordering, and the
+// token is the per-acquisition state `unlock` needs.
+unsafe impl<P: WaitPolicy> lock_api::RawMutex for RawQSpinLock<P> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new();
+    type Guard = Token;
+
+    #[inline]
+    fn lock(&self) -> Token {
+        RawQSpinLock::lock(self)
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<Token> {
+        RawQSpinLock::try_lock(self)
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, guard: Token) {
+        // SAFETY: forwarded contract: held by the caller, with its token.
+        unsafe { RawQSpinLock::unlock(self, guard) }
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        RawQSpinLock::is_locked(self)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::spin::{Native, Pv, PvBase, Unfair};
+
+    fn basic<P: WaitPolicy>() {
+        let l = RawQSpinLock::<P>::new();
+        let t = l.lock();
+        assert_eq!(l.word(), LOCKED);
+        assert!(l.try_lock().is_none());
+        unsafe { l.unlock(t) };
+        assert_eq!(l.word(), 0);
+    }
+
+    #[test]
+    fn uncontended_all_policies() {
+        basic::<Native>();
+        basic::<Pv>();
+        basic::<PvBase>();
+        basic::<Unfair>();
+    }
+
+    fn contended<P: WaitPolicy>(threads: usize, iters: usize, no_node_every: usize) {
+        use std::sync::Arc;
+        struct Shared<P> {
+            l: RawQSpinLock<P>,
+            c: std::cell::UnsafeCell<u64>,
+        }
+        // SAFETY: `c` is only accessed with `l` held.
+        unsafe impl<P> Sync for Shared<P> {}
+        let s = Arc::new(Shared::<P> {
+            l: RawQSpinLock::new(),
+            c: std::cell::UnsafeCell::new(0),
+        });
+        let hs: Vec<_> = (0..threads)
+            .map(|i| {
+                let s = s.clone();
+                std::thread::spawn(move || {
+                    if no_node_every > 0 && i % no_node_every == 0 {
+                        crate::node::simulate_no_node(true);
+                    }
+                    for _ in 0..iters {
+                        let t = s.l.lock();
+                        // SAFETY: lock held.
+                        unsafe { *s.c.get() += 1 };
+                        unsafe { s.l.unlock(t) };
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(unsafe { *s.c.get() }, (threads * iters) as u64);
+        assert_eq!(s.l.word(), 0);
+    }
+
+    #[test]
+    fn contended_native() {
+        contended::<Native>(2, 500, 0);
+    }
+
+    #[test]
+    fn contended_pv() {
+        contended::<Pv>(6, 2000, 0);
+        contended::<PvBase>(6, 2000, 0);
+    }
+
+    #[test]
+    fn contended_unfair() {
+        contended::<Unfair>(6, 2000, 0);
+    }
+
+    #[test]
+    fn no_node_fallback() {
+        contended::<Pv>(4, 1000, 2);
+        contended::<Unfair>(4, 1000, 2);
+        contended::<Native>(2, 300, 2);
+    }
+
+    #[test]
+    fn lock_api_surface() {
+        let m = crate::spin::SpinLock::new(5);
+        {
+            let g = m.lock();
+            assert!(m.is_locked());
+            assert!(m.try_lock().is_none());
+            assert_eq!(*g, 5);
+        }
+        assert!(!m.is_locked());
+        assert_eq!(*m.try_lock().unwrap(), 5);
+    }
+}

@@ -1,0 +1,345 @@
+//! Loom models of the spinlocks: mutual exclusion (a loom `UnsafeCell`, whose
+//! concurrent access loom reports, plus a final count) and no lost wake-up
+//! (the exact futex model in `klock::wait` blocks a waiter nobody wakes; loom
+//! reports the resulting deadlock).
+//!
+//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom`
+//! (CI sets `LOOM_MAX_PREEMPTIONS=2`).
+//!
+//! The policies below set the spin budgets to 0 or 1 iteration so the sleeping
+//! paths (node sleep, head sleep with SLOW, kick at unlock, wait-early,
+//! kick-ahead) are explored rather than spun past.
+#![cfg(loom)]
+
+use klock::spin::{RawQSpinLock, RawTasLock, RawTicketLock, Token, WaitPolicy};
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::thread;
+
+macro_rules! policy {
+    ($name:ident, sleep = $s:expr, patched = $p:expr, unfair = $u:expr, spin = $spin:expr,
+     kick = $k:expr, steal = $steal:expr) => {
+        policy!(
+            $name,
+            sleep = $s,
+            patched = $p,
+            unfair = $u,
+            spin = $spin,
+            kick = $k,
+            steal = $steal,
+            pending = true
+        );
+    };
+    ($name:ident, sleep = $s:expr, patched = $p:expr, unfair = $u:expr, spin = $spin:expr,
+     kick = $k:expr, steal = $steal:expr, pending = $pend:expr) => {
+        struct $name;
+        impl WaitPolicy for $name {
+            const NAME: &'static str = stringify!($name);
+            const PENDING_PATH: bool = $pend;
+            const SLEEP: bool = $s;
+            const PATCHED: bool = $p;
+            const UNFAIR: bool = $u;
+            fn spin_ns() -> u64 {
+                $spin
+            }
+            fn ticket_spin_ns() -> u64 {
+                $spin
+            }
+            fn kick_ahead() -> u32 {
+                $k
+            }
+            fn steal_threshold_ns() -> u64 {
+                $steal
+            }
+            fn pending_ns() -> u64 {
+                0
+            }
+            fn tas_backoff_ns() -> (u64, u64) {
+                (0, 1)
+            }
+        }
+    };
+}
+
+policy!(
+    NativeM,
+    sleep = false,
+    patched = false,
+    unfair = false,
+    spin = 0,
+    kick = 0,
+    steal = 0
+);
+policy!(
+    NativeQ,
+    sleep = false,
+    patched = false,
+    unfair = false,
+    spin = 0,
+    kick = 0,
+    steal = 0,
+    pending = false
+);
+policy!(
+    PvBaseQ0,
+    sleep = true,
+    patched = false,
+    unfair = false,
+    spin = 0,
+    kick = 0,
+    steal = 0,
+    pending = false
+);
+policy!(
+    PvBase0,
+    sleep = true,
+    patched = false,
+    unfair = false,
+    spin = 0,
+    kick = 0,
+    steal = 0
+);
+policy!(
+    PvBase1,
+    sleep = true,
+    patched = false,
+    unfair = false,
+    spin = 1,
+    kick = 0,
+    steal = 0
+);
+policy!(
+    Pv0,
+    sleep = true,
+    patched = true,
+    unfair = false,
+    spin = 0,
+    kick = 1,
+    steal = 0
+);
+policy!(
+    PvQ0,
+    sleep = true,
+    patched = true,
+    unfair = false,
+    spin = 0,
+    kick = 2,
+    steal = 0,
+    pending = false
+);
+policy!(
+    Pv2,
+    sleep = true,
+    patched = true,
+    unfair = false,
+    spin = 2,
+    kick = 2,
+    steal = 0
+);
+policy!(
+    UnfairClaim,
+    sleep = true,
+    patched = false,
+    unfair = true,
+    spin = 0,
+    kick = 0,
+    steal = 0
+);
+policy!(
+    UnfairSteal,
+    sleep = true,
+    patched = false,
+    unfair = true,
+    spin = 1,
+    kick = 0,
+    steal = u64::MAX
+);
+
+trait Lock: Send + Sync + 'static {
+    fn new() -> Self;
+    fn acquire(&self) -> Token;
+    /// # Safety: held, token from acquire.
+    unsafe fn release(&self, t: Token);
+}
+
+impl<P: WaitPolicy> Lock for RawQSpinLock<P> {
+    fn new() -> Self {
+        RawQSpinLock::new()
+    }
+    fn acquire(&self) -> Token {
+        self.lock()
+    }
+    unsafe fn release(&self, t: Token) {
+        unsafe { self.unlock(t) }
+    }
+}
+
+impl<P: WaitPolicy> Lock for RawTicketLock<P> {
+    fn new() -> Self {
+        RawTicketLock::new()
+    }
+    fn acquire(&self) -> Token {
+        self.lock();
+        Token::NONE
+    }
+    unsafe fn release(&self, _t: Token) {
+        unsafe { self.unlock() }
+    }
+}
+
+impl<P: WaitPolicy> Lock for RawTasLock<P> {
+    fn new() -> Self {
+        RawTasLock::new()
+    }
+    fn acquire(&self) -> Token {
+        self.lock();
+        Token::NONE
+    }
+    unsafe fn release(&self, _t: Token) {
+        unsafe { self.unlock() }
+    }
+}
+
+struct Shared<L> {
+    lock: L,
+    data: UnsafeCell<u32>,
+}
+
+// SAFETY: `data` is only accessed with `lock` held (which is what the model checks).
+unsafe impl<L: Sync> Sync for Shared<L> {}
+
+fn critical<L: Lock>(s: &Shared<L>) {
+    let t = s.lock.acquire();
+    // loom reports a concurrent access here if mutual exclusion fails.
+    s.data.with_mut(|p| unsafe { *p += 1 });
+    // SAFETY: held, with its token.
+    unsafe { s.lock.release(t) };
+}
+
+/// `threads` threads (including main) each take the lock `rounds` times.
+fn model<L: Lock>(threads: usize, rounds: usize) {
+    let mut b = loom::model::Builder::new();
+    if b.preemption_bound.is_none() {
+        b.preemption_bound = Some(2);
+    }
+    // Pure spinning (native) produces long yield chains; allow them.
+    b.max_branches = 100_000;
+    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let r = runs.clone();
+    b.check(move || {
+        r.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let s = Arc::new(Shared {
+            lock: L::new(),
+            data: UnsafeCell::new(0),
+        });
+        let hs: Vec<_> = (1..threads)
+            .map(|_| {
+                let s = s.clone();
+                thread::spawn(move || {
+                    for _ in 0..rounds {
+                        critical(&s);
+                    }
+                })
+            })
+            .collect();
+        for _ in 0..rounds {
+            critical(&s);
+        }
+        for h in hs {
+            h.join().unwrap();
+        }
+        let n = s.data.with(|p| unsafe { *p });
+        assert_eq!(n as usize, threads * rounds);
+    });
+    eprintln!(
+        "{}: {} executions",
+        std::any::type_name::<L>(),
+        runs.load(std::sync::atomic::Ordering::Relaxed)
+    );
+}
+
+#[test]
+fn qspin_native_2() {
+    model::<RawQSpinLock<NativeM>>(2, 2);
+}
+
+/// Without the pending path, two threads reach the MCS queue and hand-over.
+#[test]
+fn qspin_native_queue_2() {
+    model::<RawQSpinLock<NativeQ>>(2, 2);
+}
+
+/// PV queue with two threads: node sleep, head sleep (SLOW), kick at unlock.
+#[test]
+fn qspin_pvbase_queue_2() {
+    model::<RawQSpinLock<PvBaseQ0>>(2, 2);
+}
+
+#[test]
+fn qspin_pvbase_sleep_kick_slow_3() {
+    model::<RawQSpinLock<PvBase0>>(3, 1);
+}
+
+#[test]
+fn qspin_pvbase_spin1_2() {
+    model::<RawQSpinLock<PvBase1>>(2, 2);
+}
+
+#[test]
+fn qspin_pv_wait_early_kick_ahead_3() {
+    model::<RawQSpinLock<Pv0>>(3, 1);
+}
+
+/// Four threads, no pending path: the owner that came through the queue makes
+/// a sleeping successor head (token, kick at unlock) and kicks ahead the
+/// sleeper behind it.
+#[test]
+fn qspin_pv_kick_ahead_4() {
+    model::<RawQSpinLock<PvQ0>>(4, 1);
+}
+
+#[test]
+fn qspin_pv_spin2_2() {
+    model::<RawQSpinLock<Pv2>>(2, 2);
+}
+
+#[test]
+fn qspin_unfair_claim_3() {
+    model::<RawQSpinLock<UnfairClaim>>(3, 1);
+}
+
+#[test]
+fn qspin_unfair_steal_2() {
+    model::<RawQSpinLock<UnfairSteal>>(2, 2);
+}
+
+/// Three threads, spin budget 1: a mix of spinning and sleeping paths.
+#[test]
+fn qspin_pvbase_spin1_3() {
+    model::<RawQSpinLock<PvBase1>>(3, 1);
+}
+
+#[test]
+fn qspin_unfair_steal_3() {
+    model::<RawQSpinLock<UnfairSteal>>(3, 1);
+}
+
+#[test]
+fn ticket_pv_2x2() {
+    model::<RawTicketLock<PvBase0>>(2, 2);
+}
+
+#[test]
+fn ticket_native_2() {
+    model::<RawTicketLock<NativeM>>(2, 2);
+}
+
+#[test]
+fn ticket_pv_3() {
+    model::<RawTicketLock<PvBase0>>(3, 1);
+}
+
+#[test]
+fn tas_pv_3() {
+    model::<RawTasLock<PvBase0>>(3, 1);
+}
