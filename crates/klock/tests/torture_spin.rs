@@ -244,3 +244,23 @@ fn torture_dyn() {
 fn torture_pv_tas() {
     torture::<RawTasLock<Pv>>("pv_tas");
 }
+
+/// The patched PV lock with kick-ahead on (off by default).
+struct PvKickAhead;
+impl klock::spin::WaitPolicy for PvKickAhead {
+    const NAME: &'static str = "pv_kick2";
+    const SLEEP: bool = true;
+    const PATCHED: bool = true;
+    const UNFAIR: bool = false;
+    fn kick_ahead() -> u32 {
+        2
+    }
+    fn spin_ns() -> u64 {
+        2_000
+    }
+}
+
+#[test]
+fn torture_pvqspin_kick_ahead() {
+    torture::<RawQSpinLock<PvKickAhead>>("pvqspin_kick_ahead");
+}
