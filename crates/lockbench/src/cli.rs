@@ -93,6 +93,14 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(e) => {
             let _ = e.print();
+            if e.kind() == clap::error::ErrorKind::InvalidSubcommand {
+                use clap::CommandFactory;
+                let names: Vec<String> = Cli::command()
+                    .get_subcommands()
+                    .map(|c| c.get_name().to_string())
+                    .collect();
+                eprintln!("allowed subcommands: {}", names.join(", "));
+            }
             return e.exit_code();
         }
     };

@@ -35,7 +35,9 @@ pub fn percentile_sorted(sorted: &[u64], p: f64) -> u64 {
         return 0;
     }
     let n = sorted.len();
-    let rank = ((p / 100.0) * n as f64).ceil() as usize;
+    // The small epsilon keeps float noise (99.9/100*1000 = 999.0000000001) from
+    // bumping an exact rank up by one.
+    let rank = ((p / 100.0) * n as f64 - 1e-9).ceil() as usize;
     sorted[rank.clamp(1, n) - 1]
 }
 
@@ -117,4 +119,59 @@ pub fn median_opt(v: &[Option<f64>]) -> Option<f64> {
     s.sort_by(f64::total_cmp);
     let m = median(&s);
     if m.is_finite() { Some(m) } else { None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_odd_even_empty() {
+        assert_eq!(median(&[5.0]), 5.0);
+        assert_eq!(median(&[9.0, 1.0, 5.0]), 5.0);
+        assert_eq!(median(&[1.0, 2.0, 3.0, 10.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn percentiles_nearest_rank() {
+        let v: Vec<u64> = (1..=1000).collect();
+        assert_eq!(percentile_sorted(&v, 50.0), 500);
+        assert_eq!(percentile_sorted(&v, 99.0), 990);
+        assert_eq!(percentile_sorted(&v, 99.9), 999);
+        assert_eq!(percentile_sorted(&v, 0.0), 1);
+        assert_eq!(percentile_sorted(&v, 100.0), 1000);
+        assert_eq!(percentile_sorted(&[], 50.0), 0);
+        assert_eq!(percentile_sorted(&[7], 99.9), 7);
+    }
+
+    #[test]
+    fn fairness_ratio_including_starved_thread() {
+        assert_eq!(fairness(&[100, 100]), Some(1.0));
+        assert_eq!(fairness(&[50, 100, 200]), Some(4.0));
+        assert_eq!(
+            fairness(&[0, 100]),
+            None,
+            "a starved thread is infinite unfairness"
+        );
+        assert_eq!(fairness(&[0, 0]), Some(1.0));
+        assert_eq!(fairness(&[]), Some(1.0));
+        assert_eq!(fairness(&[42]), Some(1.0));
+    }
+
+    #[test]
+    fn min_avg_max_and_spread() {
+        let m = min_avg_max(&[2, 4, 9]);
+        assert_eq!((m.min, m.avg, m.max), (2.0, 5.0, 9.0));
+        assert_eq!(min_avg_max(&[]), MinAvgMax::default());
+        assert_eq!(spread(&[2.0, 4.0, 6.0]), 1.0);
+        assert_eq!(spread(&[3.0]), 0.0);
+    }
+
+    #[test]
+    fn median_of_optional_fairness() {
+        assert_eq!(median_opt(&[Some(2.0), Some(4.0), Some(3.0)]), Some(3.0));
+        assert_eq!(median_opt(&[Some(2.0), None, None]), None);
+        assert_eq!(median_opt(&[Some(2.0), None, Some(1.0)]), Some(2.0));
+    }
 }

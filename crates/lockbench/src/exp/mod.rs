@@ -163,16 +163,16 @@ pub struct CommonArgs {
     #[arg(long, value_parser = parse_threads, default_value = "1,2,4,8,32")]
     pub threads: ThreadList,
     /// Busy work inside the critical section, ns (overrides the preset).
-    #[arg(long, value_parser = parse_nonneg)]
+    #[arg(long, value_parser = parse_nonneg, allow_hyphen_values = true)]
     pub cs_ns: Option<f64>,
     /// Busy work outside the critical section, ns (overrides the preset).
-    #[arg(long, value_parser = parse_nonneg)]
+    #[arg(long, value_parser = parse_nonneg, allow_hyphen_values = true)]
     pub ncs_ns: Option<f64>,
     /// Sleep inside the critical section, µs (overrides the preset).
-    #[arg(long, value_parser = parse_nonneg)]
+    #[arg(long, value_parser = parse_nonneg, allow_hyphen_values = true)]
     pub cs_sleep_us: Option<f64>,
     /// Measurement window per run, seconds (decimal, > 0, <= 3600).
-    #[arg(long, value_parser = parse_duration, default_value = "1")]
+    #[arg(long, value_parser = parse_duration, default_value = "1", allow_hyphen_values = true)]
     pub duration: f64,
     /// Repetitions per configuration, interleaved (1..=100).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
