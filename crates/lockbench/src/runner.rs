@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use crate::adapter::BenchLock;
 use crate::sys::{Usage, thread_usage};
-use crate::work::spin_work;
+use crate::work::spin_work_from;
 
 /// Parameters of one run.
 #[derive(Clone, Debug, PartialEq)]
@@ -132,14 +132,15 @@ struct Control {
     results: Mutex<Vec<Option<WorkerResult>>>,
 }
 
+/// CS work chained on `seed` (the previous work's result mixed with the counter just
+/// loaded), so it cannot start before the NCS work ends or the counter is read.
 #[inline(always)]
-fn cs_payload(spec_iters: u64, sleep: Option<Duration>) {
-    if spec_iters > 0 {
-        std::hint::black_box(spin_work(spec_iters));
-    }
+fn cs_payload(seed: u64, iters: u64, sleep: Option<Duration>) -> u64 {
+    let r = spin_work_from(seed, iters);
     if let Some(d) = sleep {
         std::thread::sleep(d);
     }
+    r
 }
 
 fn worker<L: BenchLock>(
@@ -162,36 +163,39 @@ fn worker<L: BenchLock>(
     let u0 = thread_usage();
     let slot = &ctl.slots[idx].0;
     let (mut n, mut torn) = (0u64, 0u64);
+    // The work chain's running value: NCS -> CS -> NCS ... are one dependency chain.
+    let mut acc: u64 = idx as u64;
     // Relaxed: the stop flag only ends the loop; results are published via `done`.
     while !ctl.stop.load(Ordering::Relaxed) {
-        if spec.ncs_iters > 0 {
-            std::hint::black_box(spin_work(spec.ncs_iters));
-        }
+        acc = spin_work_from(acc, spec.ncs_iters);
         let sample = n & mask == 0;
         let t0 = sample.then(Instant::now);
         let t1 = if reader {
-            let (t1, bad) = shared.lock.with_read(&ctx, || {
+            let (t1, bad, r) = shared.lock.with_read(&ctx, || {
                 let t1 = sample.then(Instant::now);
                 // Relaxed: ordering comes from the lock under test.
                 let a = shared.a.load(Ordering::Relaxed);
-                cs_payload(spec.cs_iters, spec.cs_sleep);
+                let r = cs_payload(acc ^ a, spec.cs_iters, spec.cs_sleep);
                 let b = shared.b.load(Ordering::Relaxed);
-                (t1, a != b)
+                (t1, a != b, r)
             });
             torn += bad as u64;
+            acc = r;
             t1
         } else {
-            shared.lock.with_lock(&ctx, || {
+            let (t1, r) = shared.lock.with_lock(&ctx, || {
                 let t1 = sample.then(Instant::now);
                 // Relaxed: ordering comes from the lock under test; a broken lock shows
                 // up as lost updates, not as UB.
                 let a = shared.a.load(Ordering::Relaxed);
                 let b = shared.b.load(Ordering::Relaxed);
                 shared.a.store(a.wrapping_add(1), Ordering::Relaxed);
-                cs_payload(spec.cs_iters, spec.cs_sleep);
+                let r = cs_payload(acc ^ a, spec.cs_iters, spec.cs_sleep);
                 shared.b.store(b.wrapping_add(1), Ordering::Relaxed);
-                t1
-            })
+                (t1, r)
+            });
+            acc = r;
+            t1
         };
         if let (Some(t0), Some(t1)) = (t0, t1) {
             lat.push(t1.saturating_duration_since(t0).as_nanos() as u64);
@@ -201,6 +205,7 @@ fn worker<L: BenchLock>(
         // is not needed (an op in flight is counted in the drain).
         slot.store(n, Ordering::Relaxed);
     }
+    std::hint::black_box(acc);
     let usage = thread_usage().since(&u0);
     let r = WorkerResult {
         ops_final: n,

@@ -17,7 +17,20 @@ use std::time::Instant;
 /// ```
 #[inline(always)]
 pub fn spin_work(iters: u64) -> u64 {
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    spin_work_from(0x9E37_79B9_7F4A_7C15, iters)
+}
+
+/// Like [`spin_work`], but the chain starts from `seed`. Feeding one call's result into
+/// the next makes consecutive work blocks one dependency chain, so out-of-order
+/// execution cannot overlap them (the runner chains NCS → CS → NCS this way).
+///
+/// ```
+/// let a = lockbench::work::spin_work_from(1, 5);
+/// assert_eq!(a, lockbench::work::spin_work_from(1, 5));
+/// ```
+#[inline(always)]
+pub fn spin_work_from(seed: u64, iters: u64) -> u64 {
+    let mut x = seed;
     for _ in 0..iters {
         x = x
             .wrapping_mul(6_364_136_223_846_793_005)
@@ -76,10 +89,10 @@ pub fn calibration() -> Calibration {
         const N: u64 = 200_000;
         let mut best = f64::INFINITY;
         // Warm up, then take the fastest of several trials (the least disturbed one).
-        std::hint::black_box(spin_work(N));
+        let mut acc = std::hint::black_box(spin_work(N));
         for _ in 0..9 {
             let t = Instant::now();
-            std::hint::black_box(spin_work(std::hint::black_box(N)));
+            acc = std::hint::black_box(spin_work_from(acc, std::hint::black_box(N)));
             let ns = t.elapsed().as_nanos() as f64 / N as f64;
             if ns < best {
                 best = ns;
