@@ -31,6 +31,21 @@ pub enum Command {
     Uncontended(UncontendedArgs),
     /// The standard suite (default: --quick); writes report.json/.csv/.html.
     Report(exp::report::ReportArgs),
+    /// Re-render a saved JSON report: print its tables, optionally write HTML/CSV.
+    Render(RenderArgs),
+}
+
+/// Arguments of `lockbench render`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RenderArgs {
+    /// A JSON file written by `--json` or `report`.
+    pub input: std::path::PathBuf,
+    /// Write the HTML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+    /// Write the CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<std::path::PathBuf>,
 }
 
 /// Arguments of `lockbench uncontended`.
@@ -83,6 +98,20 @@ pub fn dispatch(cmd: Command) -> Result<i32, CliError> {
             exp::finish(&report, a.json.as_ref(), a.csv.as_ref())
         }
         Command::Report(a) => exp::report::run(&a),
+        Command::Render(a) => {
+            let text = std::fs::read_to_string(&a.input)
+                .map_err(|e| CliError(format!("cannot read {}: {e}", a.input.display())))?;
+            let report = crate::record::Report::from_json(&text).map_err(|e| {
+                CliError(format!(
+                    "{} is not a lockbench JSON report: {e}",
+                    a.input.display()
+                ))
+            })?;
+            if let Some(p) = &a.html {
+                exp::write_file(p, &crate::html::render(&report))?;
+            }
+            exp::finish(&report, None, a.csv.as_ref())
+        }
     }
 }
 

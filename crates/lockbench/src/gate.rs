@@ -121,3 +121,47 @@ pub fn wait_idle(cfg: &GateConfig) -> bool {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> GateConfig {
+        GateConfig {
+            enabled: true,
+            ..GateConfig::from_env()
+        }
+    }
+
+    #[test]
+    fn pollution_threshold_is_fraction_of_window_but_at_least_two_ticks() {
+        let tick = tick_ns();
+        let second = 1_000_000_000;
+        let rep = |foreign_ns| WindowReport {
+            foreign_ns,
+            steal_ns: 0,
+            elapsed_ns: second,
+        };
+        // 10% of one CPU over 1 s = 100 ms.
+        assert!(!rep(0).polluted(&cfg()));
+        assert!(!rep(second / 20).polluted(&cfg()));
+        assert!(rep(second / 5).polluted(&cfg()));
+        // Short window: the two-tick floor applies (one tick of noise is not pollution).
+        let short = WindowReport {
+            foreign_ns: tick,
+            steal_ns: 0,
+            elapsed_ns: 10_000_000,
+        };
+        assert!(!short.polluted(&cfg()));
+        let short = WindowReport {
+            foreign_ns: 3 * tick,
+            ..short
+        };
+        assert!(short.polluted(&cfg()));
+    }
+
+    #[test]
+    fn disabled_gate_returns_at_once() {
+        assert!(wait_idle(&GateConfig::disabled()));
+    }
+}

@@ -26,21 +26,25 @@ pub fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-const W: f64 = 720.0;
-const H: f64 = 320.0;
-const L: f64 = 70.0;
-const R: f64 = 180.0;
+const W: f64 = 760.0;
+const H: f64 = 400.0;
+const L: f64 = 100.0;
+const R: f64 = 170.0;
 const T: f64 = 30.0;
-const B: f64 = 40.0;
+/// Bottom margin of bar charts (rotated labels); line charts use [`B_LINE`].
+const B: f64 = 120.0;
+const B_LINE: f64 = 40.0;
 
 struct Axis {
     lo: f64,
     hi: f64,
     log: bool,
+    /// Bottom margin (px).
+    b: f64,
 }
 
 impl Axis {
-    fn new(vals: impl Iterator<Item = f64>, log: bool) -> Axis {
+    fn new(vals: impl Iterator<Item = f64>, log: bool, b: f64) -> Axis {
         let v: Vec<f64> = vals
             .filter(|x| x.is_finite() && (!log || *x > 0.0))
             .collect();
@@ -51,6 +55,7 @@ impl Axis {
                 lo: if log { 1.0 } else { 0.0 },
                 hi: 1.0,
                 log,
+                b,
             };
         }
         if log {
@@ -59,12 +64,13 @@ impl Axis {
             if hi <= lo {
                 hi = lo * 10.0;
             }
-            Axis { lo, hi, log }
+            Axis { lo, hi, log, b }
         } else {
             Axis {
                 lo: 0.0,
                 hi: if hi > 0.0 { hi * 1.1 } else { 1.0 },
                 log,
+                b,
             }
         }
     }
@@ -75,7 +81,11 @@ impl Axis {
         } else {
             (v - self.lo) / (self.hi - self.lo)
         };
-        H - B - f.clamp(0.0, 1.0) * (H - T - B)
+        self.h() - self.b - f.clamp(0.0, 1.0) * (self.h() - T - self.b)
+    }
+    /// Chart height: bar charts are taller (room for rotated labels).
+    fn h(&self) -> f64 {
+        H - B + self.b
     }
     fn ticks(&self) -> Vec<f64> {
         if self.log {
@@ -113,8 +123,9 @@ fn frame(
     body: &str,
     legend: &[(String, String)],
 ) -> String {
+    let (h, b) = (axis.h(), axis.b);
     let mut s = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" font-family="sans-serif" font-size="11">"#
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="sans-serif" font-size="11">"#
     );
     s.push_str(&format!(
         r#"<text x="{}" y="18" font-size="13" font-weight="bold">{}</text>"#,
@@ -133,15 +144,15 @@ fn frame(
     }
     s.push_str(&format!(
         r#"<text transform="translate(14,{:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
-        (H - B + T) / 2.0,
+        (h - b + T) / 2.0,
         esc(ylabel)
     ));
     s.push_str(&format!(
         r##"<line x1="{L}" y1="{T}" x2="{L}" y2="{:.1}" stroke="#333"/><line x1="{L}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#333"/>"##,
-        H - B,
-        H - B,
+        h - b,
+        h - b,
         W - R,
-        H - B
+        h - b
     ));
     s.push_str(body);
     for (i, (name, color)) in legend.iter().enumerate() {
@@ -171,6 +182,7 @@ pub fn line_chart(
     let axis = Axis::new(
         lines.iter().flat_map(|(_, v)| v.iter().flatten().copied()),
         log,
+        B_LINE,
     );
     let n = xlabels.len().max(1);
     let x = |i: usize| L + 20.0 + (W - L - R - 40.0) * i as f64 / (n.max(2) - 1) as f64;
@@ -179,7 +191,7 @@ pub fn line_chart(
         body.push_str(&format!(
             r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
             x(i),
-            H - B + 16.0,
+            axis.h() - B_LINE + 16.0,
             esc(lab)
         ));
     }
@@ -228,7 +240,7 @@ pub fn bar_chart(
     names: &[String],
     log: bool,
 ) -> String {
-    let axis = Axis::new(groups.iter().flat_map(|(_, v)| v.iter().copied()), log);
+    let axis = Axis::new(groups.iter().flat_map(|(_, v)| v.iter().copied()), log, B);
     let ng = groups.len().max(1) as f64;
     let gw = (W - L - R) / ng;
     let nb = names.len().max(1) as f64;
@@ -250,7 +262,7 @@ pub fn bar_chart(
             ));
         }
         body.push_str(&format!(
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end" transform="rotate(-30 {:.1} {:.1})">{}</text>"#,
+            r#"<text x="{:.1}" y="{:.1}" text-anchor="end" transform="rotate(-40 {:.1} {:.1})">{}</text>"#,
             gx + gw * 0.4,
             H - B + 12.0,
             gx + gw * 0.4,
@@ -275,7 +287,7 @@ fn series_plots(s: &Series) -> String {
             .map(|r| (r.lock.clone(), vec![r.uncontended_ns_per_op.unwrap_or(0.0)]))
             .collect();
         return bar_chart(
-            &s.title,
+            "uncontended lock+unlock",
             "ns per lock+unlock",
             &groups,
             &["ns/op".into()],
@@ -313,7 +325,7 @@ fn series_plots(s: &Series) -> String {
             }
         }
         return bar_chart(
-            &format!("{}: reader and writer throughput", s.title),
+            "reader and writer throughput (median runs)",
             "Mops/s",
             &groups,
             &["readers".into(), "writers".into()],
@@ -360,7 +372,7 @@ fn series_plots(s: &Series) -> String {
         })
         .collect();
     let mut out = line_chart(
-        &format!("{}: throughput", s.title),
+        "total throughput against threads",
         "Mops/s",
         &xl,
         &tput,

@@ -38,6 +38,7 @@ impl Noise {
         self.halt();
     }
     fn halt(&mut self) {
+        // Relaxed: pairs with nothing; the join below is the synchronisation.
         self.stop.store(true, Ordering::Relaxed);
         for h in self.handles.drain(..) {
             let _ = h.join();

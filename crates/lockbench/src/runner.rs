@@ -247,6 +247,7 @@ pub fn run<L: BenchLock>(spec: &RunSpec) -> RunOutput {
             .expect("spawning a worker thread");
         handles.push(h);
     }
+    // Relaxed: only a count; the workers wait on `go` for the real hand-off.
     while ctl.ready.load(Ordering::Relaxed) < t {
         std::thread::yield_now();
     }
@@ -254,8 +255,10 @@ pub fn run<L: BenchLock>(spec: &RunSpec) -> RunOutput {
     // Release: pairs with the workers' Acquire loads of `go`.
     ctl.go.store(true, Ordering::Release);
     std::thread::sleep(spec.duration);
+    // Relaxed: the flag only ends the loops; results are published through `done`.
     ctl.stop.store(true, Ordering::Relaxed);
     let elapsed_ns = start.elapsed().as_nanos() as u64;
+    // Relaxed: a snapshot of independent counters; each is exact for its own thread.
     let ops: Vec<u64> = ctl
         .slots
         .iter()
@@ -266,6 +269,7 @@ pub fn run<L: BenchLock>(spec: &RunSpec) -> RunOutput {
     while ctl.done.load(Ordering::Acquire) < t && stop_t.elapsed() < spec.drain_timeout {
         std::thread::sleep(Duration::from_micros(200));
     }
+    // Acquire: as above; pairs with the workers' Release increments.
     let collapsed = ctl.done.load(Ordering::Acquire) < t;
     let drain_ns = stop_t.elapsed().as_nanos() as u64;
     if collapsed {

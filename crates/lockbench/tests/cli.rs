@@ -141,3 +141,15 @@ fn tiny_mutex_run_through_the_binary_writes_json() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn render_rejects_missing_and_bad_files() {
+    assert_usage_error(&["render", "/nonexistent/lockbench.json"], &["cannot read"]);
+    let f = std::env::temp_dir().join(format!("lockbench-bad-{}.json", std::process::id()));
+    std::fs::write(&f, "{not json").unwrap();
+    assert_usage_error(
+        &["render", f.to_str().unwrap()],
+        &["not a lockbench JSON report"],
+    );
+    let _ = std::fs::remove_file(f);
+}

@@ -678,3 +678,106 @@ pub fn write_file(path: &PathBuf, contents: &str) -> Result<(), CliError> {
 pub fn command_line() -> String {
     std::env::args().collect::<Vec<_>>().join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::Record;
+
+    fn cfg(lock: &str, threads: usize, readers: usize, cs_ns: f64) -> Config {
+        Config {
+            experiment: "mutex".into(),
+            entry: crate::locks::find(lock).unwrap(),
+            threads,
+            readers,
+            rw: readers > 0,
+            workload: Workload {
+                name: "t".into(),
+                cs_ns,
+                ncs_ns: 0.0,
+                cs_sleep_us: 0.0,
+            },
+            duration: Duration::from_millis(1),
+            noise: 0,
+            implicit: false,
+        }
+    }
+
+    fn rec(mops: f64) -> Record {
+        Record {
+            throughput_mops: mops,
+            ..Record::default()
+        }
+    }
+
+    #[test]
+    fn ceiling_uses_cpus_times_single_thread_and_serial_bound() {
+        // No CS work: only the CPU term. 2 CPUs, T=1 does 3 Mops/s.
+        let cfgs = vec![
+            cfg("std", 1, 0, 0.0),
+            cfg("std", 4, 0, 0.0),
+            cfg("std", 2, 0, 0.0),
+        ];
+        let mut recs = vec![rec(3.0), rec(3.0), rec(6.0)];
+        fill_ceiling(&cfgs, &mut recs, 2);
+        assert_eq!(recs[0].ceiling_fraction, Some(1.0));
+        assert_eq!(recs[1].ceiling_fraction, Some(0.5));
+        assert_eq!(recs[2].ceiling_fraction, Some(1.0));
+        // A different lock has no T=1 reference: no ceiling.
+        let cfgs = vec![cfg("std", 1, 0, 0.0), cfg("ttas", 2, 0, 0.0)];
+        let mut recs = vec![rec(3.0), rec(3.0)];
+        fill_ceiling(&cfgs, &mut recs, 2);
+        assert_eq!(recs[1].ceiling_fraction, None);
+    }
+
+    #[test]
+    fn serial_bound_caps_the_ideal() {
+        // A 1-ms critical section allows at most 1000 ops/s = 0.001 Mops/s.
+        let cfgs = vec![cfg("std", 1, 0, 1e6), cfg("std", 2, 0, 1e6)];
+        let mut recs = vec![rec(0.001), rec(0.001)];
+        fill_ceiling(&cfgs, &mut recs, 2);
+        let c = recs[1].ceiling_fraction.unwrap();
+        assert!((0.9..1.1).contains(&c), "{c}");
+    }
+
+    #[test]
+    fn implicit_single_thread_references_are_added_once() {
+        let mut v = vec![
+            cfg("std", 2, 0, 0.0),
+            cfg("std", 8, 0, 0.0),
+            cfg("ttas", 1, 0, 0.0),
+        ];
+        add_single_thread_refs(&mut v);
+        let implicit: Vec<_> = v.iter().filter(|c| c.implicit).collect();
+        assert_eq!(implicit.len(), 1);
+        assert_eq!(implicit[0].entry.name, "std");
+        assert_eq!(implicit[0].threads, 1);
+    }
+
+    #[test]
+    fn workload_presets_and_overrides() {
+        for p in ["balanced", "hot", "long", "sleep"] {
+            assert!(Workload::preset(p).is_some(), "{p}");
+        }
+        assert_eq!(Workload::preset("balanced").unwrap().cs_ns, 100.0);
+        assert_eq!(Workload::preset("sleep").unwrap().cs_sleep_us, 1.0);
+    }
+
+    #[test]
+    fn select_locks_rejects_unknown_and_wrong_kind() {
+        let e = select_locks(&["nope".into()], &[LockKind::Mutex], &[LockKind::Mutex]).unwrap_err();
+        assert!(e.0.contains("known locks") && e.0.contains("ticket"));
+        let e =
+            select_locks(&["std".into()], &[LockKind::RwLock], &[LockKind::RwLock]).unwrap_err();
+        assert!(e.0.contains("std_rw"));
+        let all = select_locks(&[], &[LockKind::Mutex], &[LockKind::Mutex]).unwrap();
+        assert!(all.iter().all(|e| e.kind == LockKind::Mutex));
+        let two = select_locks(
+            &["std".into(), "std".into(), "mcs".into()],
+            &[LockKind::Mutex],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(two.len(), 2);
+    }
+}
