@@ -2,7 +2,8 @@
 //!
 //! Plots per series: throughput against threads per lock (line chart), fairness
 //! (per-thread max/min against threads, log scale; a starved thread plots at the top as
-//! `inf`), latency distribution (p50/p99/p99.9 bars per lock, log scale, at the largest
+//! `inf`), per-thread ops at the largest thread count (sorted, relative to the mean),
+//! latency distribution (p50/p99/p99.9 bars per lock, log scale, at the largest
 //! thread count); reader/writer throughput bars; uncontended ns/op bars. All tables of the
 //! terminal output follow.
 
@@ -383,6 +384,39 @@ fn series_plots(s: &Series) -> String {
         "max/min",
         &xl,
         &fair,
+        true,
+    ));
+    // Per-thread distribution at the largest T: each thread's ops relative to the mean,
+    // sorted descending (a flat line at 1 is perfectly fair; 0 ops plot at 1e-4).
+    let ranks: Vec<String> = (1..=tmax)
+        .map(|i| {
+            if tmax <= 12 || i == 1 || i == tmax || i % (tmax / 8).max(1) == 0 {
+                format!("#{i}")
+            } else {
+                String::new()
+            }
+        })
+        .collect();
+    let dist: Vec<(String, Vec<Option<f64>>)> = locks
+        .iter()
+        .filter_map(|l| find(l, tmax))
+        .map(|r| {
+            let mut v = r.per_thread_ops.clone();
+            v.sort_unstable_by(|a, b| b.cmp(a));
+            let avg = r.ops_per_thread.avg.max(1e-9);
+            (
+                r.lock.clone(),
+                v.iter()
+                    .map(|&x| Some((x as f64 / avg).max(1e-4)))
+                    .collect(),
+            )
+        })
+        .collect();
+    out.push_str(&line_chart(
+        &format!("per-thread ops at T={tmax}, sorted, relative to the mean (log)"),
+        "ops / mean",
+        &ranks,
+        &dist,
         true,
     ));
     out.push_str(&bar_chart(
