@@ -142,7 +142,11 @@ pub fn series(report: &Report) -> Vec<Series<'_>> {
                 p.duration_s
             );
             if p.noise > 0 {
-                t.push_str(&format!(", {} noise threads", p.noise));
+                t.push_str(&format!(
+                    ", {} noise thread{}",
+                    p.noise,
+                    if p.noise == 1 { "" } else { "s" }
+                ));
             }
             t
         };
