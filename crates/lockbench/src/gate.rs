@@ -11,6 +11,7 @@
 //! flagged (`gate_flagged_runs` in the JSON) so lockbench never loops forever on a busy
 //! machine. `LOCKBENCH_NO_IDLE_GATE=1` (or `--no-idle-gate`) disables it.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::sys::{ProcStat, Usage, proc_stat, process_usage, tick_ns};
@@ -28,6 +29,26 @@ pub struct GateConfig {
     pub busy_frac: f64,
     /// Retries of a polluted run before it is kept and flagged.
     pub max_retries: u32,
+    /// Total time the gate may cost this process (waiting plus discarded runs); once
+    /// spent, runs start without waiting and are never retried (only flagged).
+    /// `None`: unbounded (each wait and retry count is still bounded).
+    pub budget: Option<Duration>,
+}
+
+/// Time spent by the gate in this process (waits + discarded runs), ns.
+static SPENT_NS: AtomicU64 = AtomicU64::new(0);
+
+/// Charges `d` to the process-wide gate budget.
+pub fn charge(d: Duration) {
+    // Relaxed: a statistic; no data is published with it.
+    SPENT_NS.fetch_add(d.as_nanos() as u64, Ordering::Relaxed);
+}
+
+/// Whether the gate may still spend time under `cfg`'s budget.
+pub fn budget_left(cfg: &GateConfig) -> bool {
+    // Relaxed: a statistic, see `charge`.
+    cfg.budget
+        .is_none_or(|b| SPENT_NS.load(Ordering::Relaxed) < b.as_nanos() as u64)
 }
 
 impl GateConfig {
@@ -42,6 +63,7 @@ impl GateConfig {
             window: Duration::from_millis(100),
             busy_frac: 0.10,
             max_retries: 3,
+            budget: None,
         }
     }
     /// A disabled gate.
@@ -103,23 +125,29 @@ impl WindowReport {
     }
 }
 
-/// Waits (bounded by `cfg.max_wait`) until a window shows no noticeable foreign CPU use.
+/// Waits (bounded by `cfg.max_wait` and the budget) until a window shows no noticeable foreign CPU use.
 /// Returns `true` if quiet was reached (or the gate is disabled), `false` on timeout.
 pub fn wait_idle(cfg: &GateConfig) -> bool {
     if !cfg.enabled {
         return true;
     }
-    let deadline = Instant::now() + cfg.max_wait;
-    loop {
+    if !budget_left(cfg) {
+        return false;
+    }
+    let t0 = Instant::now();
+    let deadline = t0 + cfg.max_wait;
+    let quiet = loop {
         let w = Window::begin();
         std::thread::sleep(cfg.window);
         if !w.end().polluted(cfg) {
-            return true;
+            break true;
         }
         if Instant::now() >= deadline {
-            return false;
+            break false;
         }
-    }
+    };
+    charge(t0.elapsed());
+    quiet
 }
 
 #[cfg(test)]

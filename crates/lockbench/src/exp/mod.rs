@@ -438,7 +438,9 @@ pub fn run_configs(configs: &[Config], opts: &RunOptions, machine: &mut Machine)
                 noise.stop();
                 col[i].violations += out.violations;
                 let polluted = opts.gate.enabled && wr.polluted(&opts.gate);
-                if polluted && tries < opts.gate.max_retries {
+                if polluted && tries < opts.gate.max_retries && crate::gate::budget_left(&opts.gate)
+                {
+                    crate::gate::charge(Duration::from_nanos(wr.elapsed_ns));
                     tries += 1;
                     col[i].discarded += 1;
                     continue;

@@ -3,7 +3,8 @@
 //!
 //! * quick (default, ≲ 3 min on 2 CPUs): every mutex competitor on `balanced` at
 //!   T = 1, 2, 4, 8 (0.3 s × 3 runs); every rwlock at 2+2 and 8+8 (0.3 s × 3);
-//!   uncontended (10^6 ops × 3). Idle gate shortened (0.5 s wait, 1 retry).
+//!   uncontended (10^6 ops × 3). Idle gate shortened (0.5 s wait, 1 retry, 50 s total
+//!   budget; after that runs are only flagged).
 //! * full (~15 min): `balanced` at T = 1, 2, 4, 8, 32 (2 s × 5), `hot` at the same
 //!   thread counts (1 s × 3), rwlock 2+2 and 8+8 (2 s × 5: the writer-starvation check),
 //!   uncontended (10^7 ops × 10). Full idle gate.
@@ -76,6 +77,8 @@ fn plan(full: bool, no_gate: bool) -> Plan {
         gate.max_wait = Duration::from_millis(500);
         gate.window = Duration::from_millis(50);
         gate.max_retries = 1;
+        // Keeps the quick suite within ~3 minutes even on a busy machine.
+        gate.budget = Some(Duration::from_secs(50));
         Plan {
             balanced: (vec![1, 2, 4, 8], 0.3, 3),
             hot: None,
@@ -108,8 +111,9 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
         gate: p.gate,
         progress: !args.quiet,
     };
+    let chatty = !args.quiet && crate::sys::stderr_is_tty();
     let say = |s: &str| {
-        if !args.quiet {
+        if chatty {
             eprintln!("lockbench report: {s}");
         }
     };
