@@ -75,9 +75,16 @@ pub struct UncontendedArgs {
 pub fn dispatch(cmd: Command) -> Result<i32, CliError> {
     match cmd {
         Command::List => {
+            let mut text = String::new();
             for e in crate::locks::registry() {
-                println!("{}\n    {} [{}]", e.name, e.desc, e.kind.as_str());
+                text.push_str(&format!(
+                    "{}\n    {} [{}]\n",
+                    e.name,
+                    e.desc,
+                    e.kind.as_str()
+                ));
             }
+            exp::out(&text);
             Ok(0)
         }
         Command::Mutex(a) => exp::mutex::run(&a),

@@ -643,7 +643,7 @@ pub fn finish(
     json: Option<&PathBuf>,
     csv: Option<&PathBuf>,
 ) -> Result<i32, CliError> {
-    print!("{}", crate::table::render(report));
+    out(&crate::table::render(report));
     if let Some(p) = json {
         write_file(p, &report.to_json())?;
     }
@@ -651,6 +651,15 @@ pub fn finish(
         write_file(p, &crate::record::to_csv(&report.results))?;
     }
     Ok(exit_status(report))
+}
+
+/// Writes `s` to stdout, ignoring errors (a closed pipe such as `| head` must not
+/// turn into a panic after the measurements are done).
+pub fn out(s: &str) {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(s.as_bytes());
+    let _ = o.flush();
 }
 
 /// 1 if the report holds any mutual-exclusion violation, else 0.

@@ -165,14 +165,14 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
         &crate::record::to_csv(&report.results),
     )?;
     super::write_file(&out.join("report.html"), &crate::html::render(&report))?;
-    print!("{}", crate::table::render(&report));
+    super::out(&crate::table::render(&report));
     let discarded: usize = report.results.iter().map(|r| r.discarded_runs).sum();
     let flagged: usize = report.results.iter().map(|r| r.gate_flagged_runs).sum();
-    println!(
+    super::out(&format!(
         "\nReport written to {} (report.json, report.csv, report.html) in {:.0} s; \
-         runs discarded for foreign CPU use: {discarded}; kept but flagged noisy: {flagged}.",
+         runs discarded for foreign CPU use: {discarded}; kept but flagged noisy: {flagged}.\n",
         out.display(),
         t0.elapsed().as_secs_f64()
-    );
+    ));
     Ok(super::exit_status(&report))
 }
