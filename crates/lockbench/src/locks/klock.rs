@@ -26,9 +26,39 @@
 //! one that needs a per-thread queue node through `BenchLock::Ctx`).
 //! Names must start with `klock_`; the description is one line.
 
-use crate::adapter::LockEntry;
+use crate::adapter::{LockApiMutex, LockEntry};
+use klock::spin::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTicketLock, Unfair};
 
-/// Registry lines for klock's locks (none yet).
+/// Registry lines for klock's locks.
 pub fn entries() -> Vec<LockEntry> {
-    Vec::new()
+    vec![
+        LockEntry::mutex::<LockApiMutex<RawTasLock<Native>>>(
+            "klock_tas",
+            "klock TAS: test-and-test-and-set byte lock with backoff (unfair byte lock)",
+        ),
+        LockEntry::mutex::<LockApiMutex<RawTicketLock<Native>>>(
+            "klock_ticket",
+            "klock ticket lock, native (pure spinning, FIFO)",
+        ),
+        LockEntry::mutex::<LockApiMutex<RawTicketLock<Pv>>>(
+            "klock_pvticket",
+            "klock PV ticket lock: spin, then sleep; unlock wakes the next ticket (pvticketlock)",
+        ),
+        LockEntry::mutex::<LockApiMutex<RawQSpinLock<Native>>>(
+            "klock_qspin",
+            "klock native qspinlock: pending bit + MCS queue, pure spinning",
+        ),
+        LockEntry::mutex::<LockApiMutex<RawQSpinLock<PvBase>>>(
+            "klock_pvqspin_base",
+            "klock PV qspinlock, no kick-ahead/wait-early (pvqspinlock 4.2-rc1)",
+        ),
+        LockEntry::mutex::<LockApiMutex<RawQSpinLock<Pv>>>(
+            "klock_pvqspin",
+            "klock PV qspinlock + wait-early (+ kick-ahead if KLOCK_KICK_AHEAD>0); klock::SpinLock",
+        ),
+        LockEntry::mutex::<LockApiMutex<RawQSpinLock<Unfair>>>(
+            "klock_unfair",
+            "klock queued unfair lock: steal while the head does not claim; bounded",
+        ),
+    ]
 }
