@@ -29,6 +29,9 @@ pub enum Command {
     Rwlock(exp::rwlock::RwArgs),
     /// Single-thread lock+unlock cost, ns per op.
     Uncontended(UncontendedArgs),
+    /// Seed 001's experiment: time to finish a fixed build-like job per spinlock
+    /// at 1x..16x the effective CPUs, with and without noise, plus a pinned row.
+    Spin(exp::spin::SpinArgs),
     /// The standard suite (default: --quick); writes report.json/.csv/.html.
     Report(exp::report::ReportArgs),
     /// Re-render a saved JSON report: print its tables, optionally write HTML/CSV.
@@ -105,6 +108,7 @@ pub fn dispatch(cmd: Command) -> Result<i32, CliError> {
             exp::finish(&report, a.json.as_ref(), a.csv.as_ref())
         }
         Command::Report(a) => exp::report::run(&a),
+        Command::Spin(a) => exp::spin::run(&a),
         Command::Render(a) => {
             let text = std::fs::read_to_string(&a.input)
                 .map_err(|e| CliError(format!("cannot read {}: {e}", a.input.display())))?;

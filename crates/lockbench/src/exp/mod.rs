@@ -16,6 +16,7 @@
 pub mod mutex;
 pub mod report;
 pub mod rwlock;
+pub mod spin;
 pub mod uncontended;
 
 use std::path::PathBuf;

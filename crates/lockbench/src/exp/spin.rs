@@ -1,0 +1,539 @@
+//! `lockbench spin`: seed 001's experiment in user space.
+//!
+//! The seed timed a kernel build (`make -j <vCPUs>`) in VM guests with more vCPUs
+//! than physical CPUs, per spinlock variant. Here a *build-like job of fixed size*
+//! plays the build: `--sections` critical sections in total, grouped into tasks
+//! ("compilation units") that worker threads pull from a shared queue; each
+//! section is `--work-ns` of computation followed by a short critical section
+//! (`--cs-ns`) on one of `--shared-locks` locks (chosen pseudo-randomly, like the
+//! few hot kernel locks a build hammers). The result is the **time to finish**
+//! the job, per lock, at threads = 1x, 1.5x, 2x, 4x and 16x the effective CPUs
+//! (the overcommitted guests), optionally again with `--noise N` CPU hogs (a
+//! host stealing CPU), plus a pinned row: threads = effective CPUs, each pinned
+//! to its own CPU (the seed's NUMA-pinned, no-overcommit guest).
+//!
+//! Tables are laid out like the seed's: one row per lock, one column per thread
+//! count, cells are median times to finish. A job that does not finish within
+//! `--timeout` seconds is stopped and shown as `>T (x%)` with the fraction done.
+//! With `--features stats` the lock-event counters of each configuration (summed
+//! over its runs) are printed too.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use super::{CliError, out, write_file};
+use crate::adapter::{BenchLock, LockApiMutex};
+use crate::noise::Noise;
+use crate::table::Table;
+use crate::work::{calibration, spin_work_from};
+use klock::spin::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTicketLock, Unfair};
+
+/// Arguments of `lockbench spin`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct SpinArgs {
+    /// Comma-separated locks; default: the seed's rows (klock_pvticket,
+    /// klock_pvqspin_base, klock_pvqspin, klock_tas, klock_unfair) plus
+    /// klock_qspin, klock_ticket, std, parking_lot. `--locks help` lists them.
+    #[arg(long, value_delimiter = ',')]
+    pub locks: Vec<String>,
+    /// Thread counts as multiples of the effective CPUs (each 0.5..=64).
+    #[arg(long, value_delimiter = ',', default_values_t = vec![1.0, 1.5, 2.0, 4.0, 16.0])]
+    pub mults: Vec<f64>,
+    /// Critical sections in the whole job (its fixed size), 1000..=1e9.
+    #[arg(long, default_value_t = 200_000, value_parser = clap::value_parser!(u64).range(1000..=1_000_000_000))]
+    pub sections: u64,
+    /// Critical sections per task pulled from the queue, 1..=100000.
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub per_task: u64,
+    /// Number of shared locks the sections spread over, 1..=64.
+    #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub shared_locks: u32,
+    /// Work inside each critical section, ns (0..=1e6).
+    #[arg(long, default_value_t = 100.0)]
+    pub cs_ns: f64,
+    /// Computation before each critical section, ns (0..=1e7).
+    #[arg(long, default_value_t = 2000.0)]
+    pub work_ns: f64,
+    /// Also run every configuration with N CPU-hog threads (0..=256).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=256))]
+    pub noise: Option<u32>,
+    /// Repetitions per configuration (interleaved), 1..=50; cells are medians.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub runs: u32,
+    /// Stop a job after this many seconds (0.1..=3600).
+    #[arg(long, default_value_t = 10.0)]
+    pub timeout: f64,
+    /// Skip the pinned no-overcommit row.
+    #[arg(long)]
+    pub no_pinned: bool,
+    /// Write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+}
+
+/// One job to run.
+#[derive(Clone, Debug)]
+pub struct JobSpec {
+    /// Worker threads.
+    pub threads: usize,
+    /// Total critical sections.
+    pub sections: u64,
+    /// Sections per task.
+    pub per_task: u64,
+    /// Shared locks.
+    pub shared_locks: usize,
+    /// CS work iterations.
+    pub cs_iters: u64,
+    /// Work iterations before each CS.
+    pub work_iters: u64,
+    /// Pin worker i to the i-th CPU of the affinity mask.
+    pub pinned: bool,
+    /// Give up after this long.
+    pub timeout: Duration,
+}
+
+/// Outcome of one job.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct JobResult {
+    /// Wall time until the last worker finished, seconds.
+    pub secs: f64,
+    /// Sections completed (== spec.sections unless timed out).
+    pub done: u64,
+    /// Stopped by the timeout.
+    pub timed_out: bool,
+    /// Lost updates detected (a broken lock).
+    pub violations: u64,
+}
+
+type JobFn = fn(&JobSpec) -> JobResult;
+
+/// The locks this experiment can run: name, description, job runner.
+pub fn lock_table() -> Vec<(&'static str, &'static str, JobFn)> {
+    vec![
+        (
+            "klock_pvticket",
+            "pvticketlock analogue",
+            job::<LockApiMutex<RawTicketLock<Pv>>>,
+        ),
+        (
+            "klock_pvqspin_base",
+            "pvqspinlock (4.2-rc1)",
+            job::<LockApiMutex<RawQSpinLock<PvBase>>>,
+        ),
+        (
+            "klock_pvqspin",
+            "patched pvqspinlock",
+            job::<LockApiMutex<RawQSpinLock<Pv>>>,
+        ),
+        (
+            "klock_tas",
+            "unfair byte lock",
+            job::<LockApiMutex<RawTasLock<Native>>>,
+        ),
+        (
+            "klock_unfair",
+            "unfair queued lock",
+            job::<LockApiMutex<RawQSpinLock<Unfair>>>,
+        ),
+        (
+            "klock_qspin",
+            "native qspinlock",
+            job::<LockApiMutex<RawQSpinLock<Native>>>,
+        ),
+        (
+            "klock_ticket",
+            "native ticket lock",
+            job::<LockApiMutex<RawTicketLock<Native>>>,
+        ),
+        (
+            "std",
+            "std::sync::Mutex",
+            job::<crate::locks::stdlib::StdMutex>,
+        ),
+        (
+            "parking_lot",
+            "parking_lot::Mutex",
+            job::<LockApiMutex<parking_lot::RawMutex>>,
+        ),
+    ]
+}
+
+#[repr(align(128))]
+struct Slot<L> {
+    lock: L,
+    /// Two counters updated non-atomically-in-spirit under the lock (relaxed
+    /// load + store): a broken lock loses updates, never causes UB.
+    a: AtomicU64,
+    b: AtomicU64,
+}
+
+fn pin_to_nth_cpu(n: usize) {
+    // SAFETY: `set` is a zeroed cpu_set_t owned by this frame; the calls only
+    // read/write it and the calling thread's affinity.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return;
+        }
+        let cpus: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+            .filter(|&c| libc::CPU_ISSET(c, &set))
+            .collect();
+        if cpus.is_empty() {
+            return;
+        }
+        let mut one: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpus[n % cpus.len()], &mut one);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+    }
+}
+
+/// Runs one fixed-size job on lock type `L`.
+pub fn job<L: BenchLock>(spec: &JobSpec) -> JobResult {
+    let locks: Arc<Vec<Slot<L>>> = Arc::new(
+        (0..spec.shared_locks.max(1))
+            .map(|_| Slot {
+                lock: L::new(),
+                a: AtomicU64::new(0),
+                b: AtomicU64::new(0),
+            })
+            .collect(),
+    );
+    let tasks = spec.sections.div_ceil(spec.per_task.max(1));
+    let next_task = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = Instant::now();
+    let handles: Vec<_> = (0..spec.threads.max(1))
+        .map(|i| {
+            let (locks, next_task, done, stop) =
+                (locks.clone(), next_task.clone(), done.clone(), stop.clone());
+            let spec = spec.clone();
+            std::thread::spawn(move || {
+                if spec.pinned {
+                    pin_to_nth_cpu(i);
+                }
+                let ctx = L::Ctx::default();
+                let mut seed = 0x9E37_79B9_7F4A_7C15u64 ^ (i as u64).wrapping_mul(0x1234_5679);
+                let mut mine = 0u64;
+                // Relaxed: the stop flag publishes nothing.
+                while !stop.load(Ordering::Relaxed) {
+                    // Relaxed: a work counter; the task number carries no data.
+                    let t = next_task.fetch_add(1, Ordering::Relaxed);
+                    if t >= tasks {
+                        break;
+                    }
+                    let first = t * spec.per_task;
+                    let n = spec.per_task.min(spec.sections - first);
+                    for _ in 0..n {
+                        seed = spin_work_from(seed, spec.work_iters);
+                        let slot = &locks[(seed >> 33) as usize % locks.len()];
+                        seed = slot.lock.with_lock(&ctx, || {
+                            // Relaxed load/store: the lock orders them; a
+                            // broken lock shows as a lost update.
+                            let a = slot.a.load(Ordering::Relaxed);
+                            slot.a.store(a + 1, Ordering::Relaxed);
+                            let s = spin_work_from(seed ^ a, spec.cs_iters);
+                            let b = slot.b.load(Ordering::Relaxed);
+                            slot.b.store(b + 1, Ordering::Relaxed);
+                            s
+                        });
+                        mine += 1;
+                    }
+                }
+                // Relaxed: summed after join, which synchronises.
+                done.fetch_add(mine, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    // Watch for the timeout without busy-waiting.
+    let mut timed_out = false;
+    while handles.iter().any(|h| !h.is_finished()) {
+        if start.elapsed() > spec.timeout && !timed_out {
+            timed_out = true;
+            stop.store(true, Ordering::Relaxed);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let secs = start.elapsed().as_secs_f64();
+    for h in handles {
+        let _ = h.join();
+    }
+    let done = done.load(Ordering::Relaxed);
+    let counted: u64 = locks.iter().map(|s| s.a.load(Ordering::Relaxed)).sum();
+    let counted_b: u64 = locks.iter().map(|s| s.b.load(Ordering::Relaxed)).sum();
+    JobResult {
+        secs,
+        done,
+        timed_out,
+        violations: done.abs_diff(counted) + done.abs_diff(counted_b),
+    }
+}
+
+fn fmt_secs(s: f64) -> String {
+    if s >= 60.0 {
+        format!("{}m{:05.2}s", (s / 60.0).floor() as u64, s % 60.0)
+    } else {
+        format!("{s:.3}s")
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Cell {
+    lock: String,
+    table: String,
+    threads: usize,
+    noise: usize,
+    pinned: bool,
+    runs: Vec<JobResult>,
+    median_secs: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    events: Option<Vec<(String, u64)>>,
+}
+
+/// Runs `lockbench spin`; returns the exit status.
+pub fn run(a: &SpinArgs) -> Result<i32, CliError> {
+    let table = lock_table();
+    let names: Vec<&str> = table.iter().map(|t| t.0).collect();
+    if a.locks.iter().any(|l| l == "help") {
+        for (n, d, _) in &table {
+            out(&format!("{n}\n    {d}\n"));
+        }
+        return Ok(0);
+    }
+    let locks: Vec<_> = if a.locks.is_empty() {
+        table.clone()
+    } else {
+        let mut v = Vec::new();
+        for l in &a.locks {
+            match table.iter().find(|t| t.0 == l) {
+                Some(t) => v.push(*t),
+                None => {
+                    return Err(CliError(format!(
+                        "unknown lock `{l}` for `spin`; allowed: {}",
+                        names.join(", ")
+                    )));
+                }
+            }
+        }
+        v
+    };
+    if let Some(m) = a.mults.iter().find(|m| !(0.5..=64.0).contains(*m)) {
+        return Err(CliError(format!(
+            "--mults: {m} is out of range; each multiple must be in 0.5..=64"
+        )));
+    }
+    if !(0.0..=1e6).contains(&a.cs_ns) || !(0.0..=1e7).contains(&a.work_ns) {
+        return Err(CliError(
+            "--cs-ns must be in 0..=1000000 and --work-ns in 0..=10000000".into(),
+        ));
+    }
+    if !(0.1..=3600.0).contains(&a.timeout) {
+        return Err(CliError("--timeout must be in 0.1..=3600 seconds".into()));
+    }
+    let cpus = klock::wait::effective_cpus();
+    let cal = calibration();
+    let base = JobSpec {
+        threads: cpus,
+        sections: a.sections,
+        per_task: a.per_task,
+        shared_locks: a.shared_locks as usize,
+        cs_iters: cal.iters_for(a.cs_ns),
+        work_iters: cal.iters_for(a.work_ns),
+        pinned: false,
+        timeout: Duration::from_secs_f64(a.timeout),
+    };
+    let threads: Vec<usize> = a
+        .mults
+        .iter()
+        .map(|m| ((cpus as f64 * m).round() as usize).max(1))
+        .collect();
+    // (table title, noise, pinned, thread counts)
+    let mut groups: Vec<(String, usize, bool, Vec<usize>)> = vec![(
+        format!("time to finish, {cpus} effective CPUs, no noise"),
+        0,
+        false,
+        threads.clone(),
+    )];
+    if let Some(n) = a.noise.filter(|&n| n > 0) {
+        groups.push((
+            format!("time to finish, {cpus} effective CPUs, --noise {n}"),
+            n as usize,
+            false,
+            threads.clone(),
+        ));
+    }
+    if !a.no_pinned {
+        groups.push((
+            format!("time to finish, pinned, threads = {cpus} effective CPUs (no overcommit)"),
+            0,
+            true,
+            vec![cpus],
+        ));
+    }
+    out(&format!(
+        "lockbench spin: job of {} critical sections ({} per task) on {} shared locks, \
+         cs {} ns, work {} ns between; {} runs per cell, medians\n",
+        a.sections, a.per_task, a.shared_locks, a.cs_ns, a.work_ns, a.runs
+    ));
+    let mut cells: Vec<Cell> = Vec::new();
+    let mut violations = 0u64;
+    for (title, noise, pinned, tlist) in &groups {
+        let mut rows: Vec<Vec<String>> = locks.iter().map(|l| vec![l.0.to_string()]).collect();
+        let mut events_rows: Vec<Vec<String>> = Vec::new();
+        for &t in tlist {
+            let spec = JobSpec {
+                threads: t,
+                pinned: *pinned,
+                ..base.clone()
+            };
+            let mut results: Vec<Vec<JobResult>> = vec![Vec::new(); locks.len()];
+            let mut acc: Vec<Vec<u64>> = vec![vec![0; klock::stat::NUM_EVENTS]; locks.len()];
+            for _ in 0..a.runs {
+                for (i, l) in locks.iter().enumerate() {
+                    let nz = (*noise > 0).then(|| Noise::start(*noise));
+                    let before = klock::stat::snapshot();
+                    let r = (l.2)(&spec);
+                    let d = klock::stat::snapshot().delta(&before);
+                    for (k, v) in d.values().iter().enumerate() {
+                        acc[i][k] += v;
+                    }
+                    drop(nz);
+                    violations += r.violations;
+                    results[i].push(r);
+                }
+            }
+            for (i, l) in locks.iter().enumerate() {
+                let rs = &results[i];
+                let mut secs: Vec<f64> = rs.iter().map(|r| r.secs).collect();
+                secs.sort_by(|x, y| x.total_cmp(y));
+                let med = secs[secs.len() / 2];
+                let cell = if let Some(r) = rs.iter().find(|r| r.timed_out) {
+                    format!(
+                        ">{} ({:.0}%)",
+                        fmt_secs(a.timeout),
+                        100.0 * r.done as f64 / a.sections as f64
+                    )
+                } else {
+                    fmt_secs(med)
+                };
+                rows[i].push(cell);
+                let ev = klock::stat::ENABLED.then(|| {
+                    klock::stat::Event::ALL
+                        .iter()
+                        .map(|e| (e.name().to_string(), acc[i][*e as usize]))
+                        .filter(|(_, v)| *v > 0)
+                        .collect::<Vec<_>>()
+                });
+                if let Some(ev) = &ev
+                    && !ev.is_empty()
+                {
+                    let runs = a.runs as u64;
+                    let lat = {
+                        let n = acc[i][klock::stat::Event::PvKickWake as usize];
+                        (n > 0).then(|| acc[i][klock::stat::Event::PvLatencyWakeNs as usize] / n)
+                    };
+                    events_rows.push(vec![
+                        l.0.to_string(),
+                        t.to_string(),
+                        ev.iter()
+                            .filter(|(n, _)| n != "pv_latency_wake")
+                            .map(|(n, v)| format!("{n}={}", v / runs))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                            + &lat.map_or(String::new(), |l| format!(" wake_latency={l}ns")),
+                    ]);
+                }
+                cells.push(Cell {
+                    lock: l.0.to_string(),
+                    table: title.clone(),
+                    threads: t,
+                    noise: *noise,
+                    pinned: *pinned,
+                    runs: rs.clone(),
+                    median_secs: med,
+                    events: ev,
+                });
+            }
+        }
+        let mut header = vec!["lock".to_string()];
+        header.extend(tlist.iter().map(|t| {
+            if *pinned {
+                format!("{t} threads")
+            } else {
+                format!("{t} threads ({:.1}x)", *t as f64 / cpus as f64)
+            }
+        }));
+        out(&Table {
+            title: title.clone(),
+            header,
+            rows,
+        }
+        .to_text());
+        if !events_rows.is_empty() {
+            out(&Table {
+                title: format!("lock events per run (feature stats): {title}"),
+                header: vec!["lock".into(), "threads".into(), "events".into()],
+                rows: events_rows,
+            }
+            .to_text());
+        }
+    }
+    if !klock::stat::ENABLED {
+        out("\n(lock-event counters: build with `--features stats` to see them)\n");
+    }
+    if let Some(p) = &a.json {
+        let j = serde_json::json!({
+            "experiment": "spin",
+            "command": super::command_line(),
+            "machine": crate::sys::Machine::probe(),
+            "effective_cpus": cpus,
+            "cells": cells,
+        });
+        write_file(p, &serde_json::to_string_pretty(&j).unwrap_or_default())?;
+    }
+    if violations > 0 {
+        eprintln!("error: mutual-exclusion violations detected ({violations} lost updates)");
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(threads: usize) -> JobSpec {
+        JobSpec {
+            threads,
+            sections: 2000,
+            per_task: 7,
+            shared_locks: 3,
+            cs_iters: 5,
+            work_iters: 5,
+            pinned: false,
+            timeout: Duration::from_secs(60),
+        }
+    }
+
+    #[test]
+    fn every_lock_finishes_the_job_exactly() {
+        for (name, _, f) in lock_table() {
+            let r = f(&spec(2));
+            assert!(!r.timed_out, "{name}");
+            assert_eq!(r.done, 2000, "{name}");
+            assert_eq!(r.violations, 0, "{name}");
+        }
+        let r = job::<LockApiMutex<RawQSpinLock<Pv>>>(&JobSpec {
+            pinned: true,
+            ..spec(3)
+        });
+        assert_eq!((r.done, r.violations), (2000, 0));
+    }
+
+    #[test]
+    fn formats_times_like_the_seed() {
+        assert_eq!(fmt_secs(1.5), "1.500s");
+        assert_eq!(fmt_secs(62.5), "1m02.50s");
+    }
+}
