@@ -765,6 +765,7 @@ mod tests {
         let t = l.lock();
         assert_eq!(l.word(), LOCKED);
         assert!(l.try_lock().is_none());
+        // SAFETY: held, with its token.
         unsafe { l.unlock(t) };
         assert_eq!(l.word(), 0);
     }
@@ -800,6 +801,7 @@ mod tests {
                         let t = s.l.lock();
                         // SAFETY: lock held.
                         unsafe { *s.c.get() += 1 };
+                        // SAFETY: held, with its token.
                         unsafe { s.l.unlock(t) };
                     }
                 })
@@ -808,6 +810,7 @@ mod tests {
         for h in hs {
             h.join().unwrap();
         }
+        // SAFETY: all threads joined; no concurrent access.
         assert_eq!(unsafe { *s.c.get() }, (threads * iters) as u64);
         assert_eq!(s.l.word(), 0);
     }

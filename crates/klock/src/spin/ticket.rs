@@ -257,6 +257,7 @@ mod tests {
         let l = RawTicketLock::<Pv>::new();
         for _ in 0..70_000 {
             l.lock();
+            // SAFETY: held.
             unsafe { l.unlock() };
         }
         assert!(!l.is_locked());
@@ -268,6 +269,7 @@ mod tests {
         let n = RawTicketLock::<Native>::new();
         for _ in 0..70_000 {
             assert!(n.try_lock());
+            // SAFETY: held.
             unsafe { n.unlock() };
         }
         assert!(!n.is_locked());
@@ -287,7 +289,9 @@ mod tests {
                     std::thread::spawn(move || {
                         for _ in 0..2000 {
                             s.0.lock();
+                            // SAFETY: lock held.
                             unsafe { *s.1.get() += 1 };
+                            // SAFETY: held.
                             unsafe { s.0.unlock() };
                         }
                     })
@@ -296,6 +300,7 @@ mod tests {
             for h in hs {
                 h.join().unwrap();
             }
+            // SAFETY: all threads joined.
             assert_eq!(unsafe { *s.1.get() }, threads as u64 * 2000);
         }
         run::<Pv>(6);
