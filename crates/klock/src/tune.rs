@@ -20,7 +20,7 @@
 //! | `KLOCK_MUTEX_HANDOFF_NS` | [`Tunables::mutex_handoff_ns`] | 2000000 | 0..=1000000000 | mutex: waiter wait after which the lock is handed to it |
 //! | `KLOCK_MUTEX_SPIN_NS` | [`Tunables::mutex_spin_ns`] | 20000 | 0..=10000000 | mutex: optimistic spinning budget |
 //! | `KLOCK_MUTEX_SPIN` | [`Tunables::mutex_spin`] | 1 | 0..=1 | mutex: optimistic spinning on (1) / off (0) |
-//! | `KLOCK_SPIN` | [`Tunables::spin_kind`] | `pv` | `native`, `pv`, `pvbase`, `unfair`, `ticket`, `pvticket`, `tas` | variant behind the runtime-selected spinlock |
+//! | `KLOCK_SPIN` | [`Tunables::spin_kind`] | `unfair` | `native`, `pv`, `pvbase`, `unfair`, `ticket`, `pvticket`, `tas` | variant behind the runtime-selected spinlock |
 //! | `KLOCK_STATS` | [`Tunables::stats_report`] | 0 | 0..=1 | print the lock-event report at exit (feature `stats`) |
 //!
 //! ```
@@ -229,7 +229,7 @@ macro_rules! tunables {
             /// The built-in defaults (no environment).
             pub const DEFAULT: Tunables = Tunables {
                 $( $field: $default, )*
-                spin_kind: SpinKind::Pv,
+                spin_kind: SpinKind::Unfair,
             };
 
             /// Build the tunables from a variable lookup; every rejected value is

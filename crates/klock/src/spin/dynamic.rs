@@ -99,7 +99,7 @@ impl RawSpin {
         }
     }
 
-    /// The process's variant (`KLOCK_SPIN`, default `pv`).
+    /// The process's variant (`KLOCK_SPIN`, default `unfair`).
     ///
     /// ```
     /// let _k: klock::tune::SpinKind = klock::spin::RawSpin::kind();

@@ -54,11 +54,11 @@ pub fn entries() -> Vec<LockEntry> {
         ),
         LockEntry::mutex::<LockApiMutex<RawQSpinLock<Pv>>>(
             "klock_pvqspin",
-            "klock PV qspinlock + wait-early (+ kick-ahead if KLOCK_KICK_AHEAD>0); klock::SpinLock",
+            "klock PV qspinlock + wait-early (+ kick-ahead if KLOCK_KICK_AHEAD>0)",
         ),
         LockEntry::mutex::<LockApiMutex<RawQSpinLock<Unfair>>>(
             "klock_unfair",
-            "klock queued unfair lock: steal while the head does not claim; bounded",
+            "klock queued unfair lock: steal while the head does not claim; bounded (klock::SpinLock)",
         ),
     ]
 }
