@@ -11,7 +11,7 @@
 //! locked byte: 0 free, 1 LOCKED, 3 SLOW (held; a waiter sleeps on this word,
 //!              the unlocker must wake it), 2 = transient during a SLOW unlock
 //! P (pending): native/PV: a second contender waits for the owner without
-//!              queueing; unfair: the queue head claims the lock (no stealing)
+//!              queueing; unfair: the queue head is spinning or claiming (no stealing)
 //! tail (bits 16-31): the last queued waiter's node, see crate::node
 //! ```
 //!
@@ -25,7 +25,8 @@
 //! PV head:      (*,0,1) -> (*,0,3)  head sleeps on the word (SLOW)
 //!               (*,0,3) -unlock-> (*,0,2) -> (*,0,0) + futex_wake(word)
 //! unfair steal: (n,0,0) -> (n,0,1)  newcomer, while the head does not claim
-//! unfair claim: (n,0,y) -> (n,1,y) -> (n,0,1)  head waited past the threshold
+//! unfair head:  (n,0,y) -> (n,1,y) -> (n,0,1)  spinning (or claiming after the threshold)
+//!               (n,1,y) -> (n,0,y) -> sleep      budget spent, not yet claiming
 //! ```
 //!
 //! # Waiting (policy)
@@ -45,9 +46,12 @@
 //!   `kick_ahead` sleeping nodes behind the new head, so their wake-up latency
 //!   overlaps the critical section).
 //! * Unfair: newcomers steal (CAS on the locked byte) while the pending bit is
-//!   clear, for at most `spin_ns`, then queue. The head competes with stealers;
-//!   once it has waited `steal_threshold_ns` it sets pending ("claiming") and
-//!   stealing stops until it is served.
+//!   clear, for at most `spin_ns`, then queue. The queue head sets pending
+//!   while it spins (it is running and takes the lock the moment it is free:
+//!   no stealing), and clears it when it goes to sleep (stealing allowed while
+//!   the head sleeps or is preempted: the lock keeps moving). Once the head has
+//!   waited `steal_threshold_ns` it keeps pending set while asleep too
+//!   ("claiming"): stealing stops until it is served.
 //!
 //! # Ordering pairs
 //!
@@ -449,6 +453,8 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
         }
         let node = q.node();
         let tail = q.tail();
+        // Unfair: the waiter's wait counts from here (queue time included).
+        let start = if P::UNFAIR { crate::wait::now_ns() } else { 0 };
         node.reset();
         // One more try: we just touched a cold node.
         if (P::UNFAIR && self.steal_once()) || (!P::UNFAIR && self.try_lock().is_some()) {
@@ -463,7 +469,7 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
         }
         // Queue head.
         let last = if P::UNFAIR {
-            self.head_unfair(node, tail)
+            self.head_unfair(node, tail, start)
         } else {
             self.head_fair(node, tail)
         };
@@ -588,9 +594,8 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
 
     /// Queue head, unfair: compete with stealers; after the threshold, claim
     /// (set pending) so stealing stops until we are served.
-    fn head_unfair(&self, node: &Node, tail: u32) -> bool {
+    fn head_unfair(&self, node: &Node, tail: u32, start: u64) -> bool {
         node.state.store(state::RUNNING, Ordering::Relaxed);
-        let start = crate::wait::now_ns();
         let threshold = P::steal_threshold_ns();
         let mut claiming = false;
         let mut last = false;
@@ -598,10 +603,12 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
         loop {
             if !claiming && crate::wait::now_ns().saturating_sub(start) >= threshold {
                 claiming = true;
-                // Only the head sets pending in unfair mode.
-                self.word.fetch_or(PENDING, Ordering::Relaxed);
                 stat::inc(Event::UnfairClaim);
             }
+            // While we spin, pending is set: we are running and will take the
+            // lock as soon as it is free, so stealing stops (mainline's hybrid
+            // PV rule). Only the head sets pending in unfair mode.
+            self.word.fetch_or(PENDING, Ordering::Relaxed);
             let mut b = SpinBudget::new(P::spin_ns());
             if spin_until(&mut b, || {
                 let v = self.word.load(Ordering::Relaxed);
@@ -627,6 +634,12 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
             }) {
                 stat::inc(Event::UnfairQueued);
                 return last;
+            }
+            // Going to sleep: allow stealing again, unless we have waited past
+            // the threshold (claiming): then pending stays set while we sleep
+            // and the lock waits for us.
+            if !claiming {
+                self.word.fetch_and(!PENDING, Ordering::Relaxed);
             }
             stat::cond_inc(Event::PvWaitAgain, slept);
             stat::inc(Event::PvWaitHead);
