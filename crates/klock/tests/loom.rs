@@ -218,6 +218,12 @@ fn critical<L: Lock>(s: &Shared<L>) {
 
 /// `threads` threads (including main) each take the lock `rounds` times.
 fn model<L: Lock>(threads: usize, rounds: usize) {
+    model_with::<L>(threads, rounds, false)
+}
+
+/// As [`model`]; with `no_node`, the first spawned thread has no queue node
+/// (the fallback path: steal/trylock, then sleep on the lock word as SLOW).
+fn model_with<L: Lock>(threads: usize, rounds: usize, no_node: bool) {
     let mut b = loom::model::Builder::new();
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(2);
@@ -233,9 +239,12 @@ fn model<L: Lock>(threads: usize, rounds: usize) {
             data: UnsafeCell::new(0),
         });
         let hs: Vec<_> = (1..threads)
-            .map(|_| {
+            .map(|i| {
                 let s = s.clone();
                 thread::spawn(move || {
+                    if no_node && i == 1 {
+                        klock::node::simulate_no_node(true);
+                    }
                     for _ in 0..rounds {
                         critical(&s);
                     }
@@ -327,6 +336,22 @@ fn qspin_unfair_steal_3() {
 #[test]
 fn ticket_pv_2x2() {
     model::<RawTicketLock<PvBase0>>(2, 2);
+}
+
+/// A thread without a node (sleeps on the lock word) beside queued ones.
+#[test]
+fn qspin_pvbase_no_node_3() {
+    model_with::<RawQSpinLock<PvBaseQ0>>(3, 1, true);
+}
+
+#[test]
+fn qspin_unfair_no_node_3() {
+    model_with::<RawQSpinLock<UnfairClaim>>(3, 1, true);
+}
+
+#[test]
+fn tas_native_2() {
+    model::<RawTasLock<NativeM>>(2, 2);
 }
 
 #[test]
