@@ -352,12 +352,17 @@ pub fn print_report() {
     eprint!("{}", snapshot().report());
 }
 
+/// Serialises tests that call [`reset`] with tests that check counter deltas.
+#[cfg(all(test, feature = "stats", not(loom)))]
+pub(crate) static TEST_SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[cfg(all(test, feature = "stats", not(loom)))]
 mod tests {
     use super::*;
 
     #[test]
     fn counts_sum_across_threads_including_exited() {
+        let _s = TEST_SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         // Other tests may count too: use deltas on an event only this test uses.
         let before = snapshot().get(Event::UnfairClaim);
         let hs: Vec<_> = (0..4)

@@ -851,6 +851,34 @@ mod tests {
         contended::<Native>(2, 300, 2);
     }
 
+    /// A second locker while the lock is held must take the pending path or
+    /// the queue, and the counters must see it (feature `stats`).
+    #[cfg(feature = "stats")]
+    #[test]
+    fn slow_path_is_counted() {
+        let _s = crate::stat::TEST_SERIAL
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let before = crate::stat::snapshot();
+        let l = std::sync::Arc::new(RawQSpinLock::<Pv>::new());
+        let t = l.lock();
+        let l2 = l.clone();
+        let h = std::thread::spawn(move || {
+            let t = l2.lock();
+            // SAFETY: held, with its token.
+            unsafe { l2.unlock(t) };
+        });
+        // Let the other thread find the lock held (it waits however long we take).
+        while l.word() & !LOCKED_MASK == 0 && !h.is_finished() {
+            std::thread::yield_now();
+        }
+        // SAFETY: held, with its token.
+        unsafe { l.unlock(t) };
+        h.join().unwrap();
+        let d = crate::stat::snapshot().delta(&before);
+        assert!(d.get(Event::LockPending) + d.get(Event::LockSlowpath) >= 1);
+    }
+
     #[test]
     fn lock_api_surface() {
         let m = crate::spin::SpinLock::new(5);
