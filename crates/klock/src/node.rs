@@ -55,20 +55,52 @@ use std::sync::Mutex as StdMutex;
 use std::sync::atomic::{AtomicPtr, Ordering as StdOrdering};
 
 /// Bit offset of the tail (level field) in a 32-bit word.
+///
+/// ```
+/// assert_eq!(klock::node::TAIL_OFFSET, 16);
+/// ```
 pub const TAIL_OFFSET: u32 = 16;
 /// Bit offset of the level field.
+///
+/// ```
+/// assert_eq!(klock::node::LEVEL_OFFSET, klock::node::TAIL_OFFSET);
+/// ```
 pub const LEVEL_OFFSET: u32 = 16;
 /// Width of the level field.
+///
+/// ```
+/// assert_eq!(1 << klock::node::LEVEL_BITS, klock::node::LEVELS);
+/// ```
 pub const LEVEL_BITS: u32 = 2;
 /// Bit offset of the slot+1 field.
+///
+/// ```
+/// assert_eq!(klock::node::SLOT_OFFSET, 18);
+/// ```
 pub const SLOT_OFFSET: u32 = LEVEL_OFFSET + LEVEL_BITS;
 /// Width of the slot+1 field.
+///
+/// ```
+/// assert_eq!(klock::node::SLOT_BITS, 14);
+/// ```
 pub const SLOT_BITS: u32 = 32 - SLOT_OFFSET;
 /// Mask of every tail bit (level and slot).
+///
+/// ```
+/// assert_eq!(klock::node::TAIL_MASK, 0xffff_0000);
+/// ```
 pub const TAIL_MASK: u32 = !((1 << TAIL_OFFSET) - 1);
 /// Nesting levels per thread (the kernel's `_Q_MAX_NODES`).
+///
+/// ```
+/// assert_eq!(klock::node::LEVELS, 4);
+/// ```
 pub const LEVELS: u32 = 4;
 /// Largest possible slot count (slot+1 must fit in [`SLOT_BITS`]).
+///
+/// ```
+/// assert_eq!(klock::node::MAX_SLOTS, 16383);
+/// ```
 pub const MAX_SLOTS: u32 = (1 << SLOT_BITS) - 1;
 
 /// Encode `(slot, level)` as a tail. Returns `None` if either is out of range.
@@ -102,16 +134,36 @@ pub const fn decode_tail(tail: u32) -> Option<(u32, u32)> {
 }
 
 /// Node state values used by the PV locks in [`Node::state`].
+///
+/// ```
+/// assert_ne!(klock::node::state::RUNNING, klock::node::state::HALTED);
+/// ```
 pub mod state {
     /// The waiter is running (spinning or working).
+    ///
+    /// ```
+    /// assert_eq!(klock::node::state::RUNNING, 0);
+    /// ```
     pub const RUNNING: u32 = 0;
     /// The waiter sleeps (or is about to) on its own `state` word, waiting to
     /// become queue head.
+    ///
+    /// ```
+    /// assert_eq!(klock::node::state::HALTED, 1);
+    /// ```
     pub const HALTED: u32 = 1;
     /// The waiter was made queue head while asleep; the lock owner will wake it
     /// when it unlocks (kick at unlock). Never woken earlier.
+    ///
+    /// ```
+    /// assert_eq!(klock::node::state::HEAD_HALTED, 2);
+    /// ```
     pub const HEAD_HALTED: u32 = 2;
     /// The waiter is queue head and sleeps on the lock word.
+    ///
+    /// ```
+    /// assert_eq!(klock::node::state::HEAD_SLEEPING, 3);
+    /// ```
     pub const HEAD_SLEEPING: u32 = 3;
 }
 
@@ -360,11 +412,22 @@ pub struct SlotLease {
 
 impl SlotLease {
     /// The slot number.
+    ///
+    /// ```
+    /// let r = klock::node::Registry::new(1);
+    /// assert_eq!(r.acquire().unwrap().slot(), 0);
+    /// ```
     pub fn slot(&self) -> u32 {
         self.slot
     }
 
     /// The node of this slot at `level` (`None` if `level >= LEVELS`).
+    ///
+    /// ```
+    /// let r = klock::node::Registry::new(1);
+    /// let l = r.acquire().unwrap();
+    /// assert!(l.node(0).is_some() && l.node(4).is_none());
+    /// ```
     pub fn node(&self, level: u32) -> Option<&Node> {
         self.registry.node(encode_tail(self.slot, level)?)
     }
@@ -438,18 +501,30 @@ pub struct QNode {
 impl QNode {
     /// The node.
     #[inline]
+    ///
+    /// ```
+    /// klock::node::with_node(|q| q.unwrap().node().reset());
+    /// ```
     pub fn node(&self) -> &'static Node {
         self.node
     }
 
     /// Its tail code (low 16 bits zero).
     #[inline]
+    ///
+    /// ```
+    /// klock::node::with_node(|q| assert_eq!(q.unwrap().tail() & 0xffff, 0));
+    /// ```
     pub fn tail(&self) -> u32 {
         self.tail
     }
 
     /// Its nesting level (0..=3).
     #[inline]
+    ///
+    /// ```
+    /// klock::node::with_node(|q| assert!(q.unwrap().level() < 4));
+    /// ```
     pub fn level(&self) -> u32 {
         (self.tail >> LEVEL_OFFSET) & ((1 << LEVEL_BITS) - 1)
     }

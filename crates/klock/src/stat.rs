@@ -46,9 +46,17 @@ macro_rules! events {
 
         impl Event {
             /// Every event, in declaration order.
+            ///
+            /// ```
+            /// assert_eq!(klock::stat::Event::ALL.len(), klock::stat::NUM_EVENTS);
+            /// ```
             pub const ALL: &'static [Event] = &[ $( Event::$v, )* ];
 
             /// The kernel-style name.
+            ///
+            /// ```
+            /// assert_eq!(klock::stat::Event::LockSlowpath.name(), "lock_slowpath");
+            /// ```
             pub const fn name(self) -> &'static str {
                 match self { $( Event::$v => $name, )* }
             }
@@ -108,6 +116,10 @@ events! {
 }
 
 /// Number of events.
+///
+/// ```
+/// assert!(klock::stat::NUM_EVENTS > 0);
+/// ```
 pub const NUM_EVENTS: usize = Event::ALL.len();
 
 /// Summed counter values at one moment.
@@ -132,6 +144,10 @@ impl Snapshot {
     }
 
     /// All values, indexed like [`Event::ALL`].
+    ///
+    /// ```
+    /// assert_eq!(klock::stat::snapshot().values().len(), klock::stat::NUM_EVENTS);
+    /// ```
     pub fn values(&self) -> &[u64; NUM_EVENTS] {
         &self.values
     }

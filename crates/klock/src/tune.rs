@@ -227,6 +227,10 @@ macro_rules! tunables {
 
         impl Tunables {
             /// The built-in defaults (no environment).
+            ///
+            /// ```
+            /// assert_eq!(klock::tune::Tunables::DEFAULT.node_slots, 16383);
+            /// ```
             pub const DEFAULT: Tunables = Tunables {
                 $( $field: $default, )*
                 spin_kind: SpinKind::Unfair,
@@ -269,6 +273,10 @@ macro_rules! tunables {
         }
 
         /// Every numeric tunable's variable, default and range.
+        ///
+        /// ```
+        /// assert!(klock::tune::VARS.iter().any(|v| v.env == "KLOCK_STEAL_NS"));
+        /// ```
         pub const VARS: &[VarInfo] = &[
             $( VarInfo {
                 env: $env,

@@ -62,26 +62,57 @@ pub trait WaitPolicy: Send + Sync + 'static {
     /// default; models turn it off to reach the queue with fewer threads.
     const PENDING_PATH: bool = true;
     /// Spin budget (ns) of queued-spinlock waiters before sleeping.
+    ///
+    /// ```
+    /// use klock::spin::{Pv, WaitPolicy};
+    /// assert_eq!(Pv::spin_ns(), klock::tune::get().spin_ns);
+    /// ```
     fn spin_ns() -> u64 {
         tune::get().spin_ns
     }
     /// How long (ns) a contender waits for an in-flight pending hand-over.
+    ///
+    /// ```
+    /// use klock::spin::{Native, WaitPolicy};
+    /// assert_eq!(Native::pending_ns(), klock::tune::get().pending_wait_ns);
+    /// ```
     fn pending_ns() -> u64 {
         tune::get().pending_wait_ns
     }
     /// Spin budget (ns) of ticket-lock waiters before sleeping.
+    ///
+    /// ```
+    /// use klock::spin::{Pv, WaitPolicy};
+    /// assert_eq!(Pv::ticket_spin_ns(), klock::tune::get().ticket_spin_ns);
+    /// ```
     fn ticket_spin_ns() -> u64 {
         tune::get().ticket_spin_ns
     }
     /// Kick-ahead depth (only used when `PATCHED`).
+    ///
+    /// ```
+    /// use klock::spin::{Pv, WaitPolicy};
+    /// assert!(Pv::kick_ahead() <= 64);
+    /// ```
     fn kick_ahead() -> u32 {
         tune::get().kick_ahead
     }
     /// Unfair lock: queue-head wait (ns) after which stealing stops.
+    ///
+    /// ```
+    /// use klock::spin::{Unfair, WaitPolicy};
+    /// let _ = Unfair::steal_threshold_ns();
+    /// ```
     fn steal_threshold_ns() -> u64 {
         tune::get().steal_threshold_ns
     }
     /// TAS backoff bounds (ns).
+    ///
+    /// ```
+    /// use klock::spin::{Native, WaitPolicy};
+    /// let (lo, hi) = Native::tas_backoff_ns();
+    /// assert!(lo <= 1_000_000 && hi <= 1_000_000);
+    /// ```
     fn tas_backoff_ns() -> (u64, u64) {
         let t = tune::get();
         (t.tas_backoff_min_ns, t.tas_backoff_max_ns)
@@ -167,6 +198,10 @@ pub struct Token(pub(crate) u32);
 
 impl Token {
     /// No deferred kick.
+    ///
+    /// ```
+    /// assert!(klock::spin::Token::NONE.is_none());
+    /// ```
     pub const NONE: Token = Token(0);
 
     /// `true` if there is no deferred kick.
@@ -224,6 +259,12 @@ mod aliases {
     /// ```
     pub type TasLock<T> = lock_api::Mutex<RawTasLock<Native>, T>;
     /// Guard of [`TasLock`].
+    ///
+    /// ```
+    /// let l = klock::spin::TasLock::new(1);
+    /// let g: klock::spin::TasLockGuard<'_, i32> = l.lock();
+    /// assert_eq!(*g, 1);
+    /// ```
     pub type TasLockGuard<'a, T> = lock_api::MutexGuard<'a, RawTasLock<Native>, T>;
 
     /// Native ticket lock (FIFO, pure spinning).
@@ -234,6 +275,12 @@ mod aliases {
     /// ```
     pub type TicketLock<T> = lock_api::Mutex<RawTicketLock<Native>, T>;
     /// Guard of [`TicketLock`].
+    ///
+    /// ```
+    /// let l = klock::spin::TicketLock::new(1);
+    /// let g: klock::spin::TicketLockGuard<'_, i32> = l.lock();
+    /// assert_eq!(*g, 1);
+    /// ```
     pub type TicketLockGuard<'a, T> = lock_api::MutexGuard<'a, RawTicketLock<Native>, T>;
 
     /// PV ticket lock (spin within the budget, then sleep; unlock wakes the
@@ -245,6 +292,12 @@ mod aliases {
     /// ```
     pub type PvTicketLock<T> = lock_api::Mutex<RawTicketLock<Pv>, T>;
     /// Guard of [`PvTicketLock`].
+    ///
+    /// ```
+    /// let l = klock::spin::PvTicketLock::new(1);
+    /// let g: klock::spin::PvTicketLockGuard<'_, i32> = l.lock();
+    /// assert_eq!(*g, 1);
+    /// ```
     pub type PvTicketLockGuard<'a, T> = lock_api::MutexGuard<'a, RawTicketLock<Pv>, T>;
 
     /// Native queued spinlock (4 bytes; pure spinning).
@@ -255,6 +308,12 @@ mod aliases {
     /// ```
     pub type QSpinLock<T> = lock_api::Mutex<RawQSpinLock<Native>, T>;
     /// Guard of [`QSpinLock`].
+    ///
+    /// ```
+    /// let l = klock::spin::QSpinLock::new(1);
+    /// let g: klock::spin::QSpinLockGuard<'_, i32> = l.lock();
+    /// assert_eq!(*g, 1);
+    /// ```
     pub type QSpinLockGuard<'a, T> = lock_api::MutexGuard<'a, RawQSpinLock<Native>, T>;
 
     /// PV queued spinlock without kick-ahead and wait-early.
@@ -265,6 +324,12 @@ mod aliases {
     /// ```
     pub type PvBaseQSpinLock<T> = lock_api::Mutex<RawQSpinLock<PvBase>, T>;
     /// Guard of [`PvBaseQSpinLock`].
+    ///
+    /// ```
+    /// let l = klock::spin::PvBaseQSpinLock::new(1);
+    /// let g: klock::spin::PvBaseQSpinLockGuard<'_, i32> = l.lock();
+    /// assert_eq!(*g, 1);
+    /// ```
     pub type PvBaseQSpinLockGuard<'a, T> = lock_api::MutexGuard<'a, RawQSpinLock<PvBase>, T>;
 
     /// PV queued spinlock with kick-ahead and wait-early.
@@ -275,6 +340,12 @@ mod aliases {
     /// ```
     pub type PvQSpinLock<T> = lock_api::Mutex<RawQSpinLock<Pv>, T>;
     /// Guard of [`PvQSpinLock`].
+    ///
+    /// ```
+    /// let l = klock::spin::PvQSpinLock::new(1);
+    /// let g: klock::spin::PvQSpinLockGuard<'_, i32> = l.lock();
+    /// assert_eq!(*g, 1);
+    /// ```
     pub type PvQSpinLockGuard<'a, T> = lock_api::MutexGuard<'a, RawQSpinLock<Pv>, T>;
 
     /// Queued unfair lock.
@@ -285,6 +356,12 @@ mod aliases {
     /// ```
     pub type UnfairQSpinLock<T> = lock_api::Mutex<RawQSpinLock<Unfair>, T>;
     /// Guard of [`UnfairQSpinLock`].
+    ///
+    /// ```
+    /// let l = klock::spin::UnfairQSpinLock::new(1);
+    /// let g: klock::spin::UnfairQSpinLockGuard<'_, i32> = l.lock();
+    /// assert_eq!(*g, 1);
+    /// ```
     pub type UnfairQSpinLockGuard<'a, T> = lock_api::MutexGuard<'a, RawQSpinLock<Unfair>, T>;
 
     /// Spinlock whose variant is chosen at start-up by `KLOCK_SPIN`.
@@ -295,6 +372,12 @@ mod aliases {
     /// ```
     pub type DynSpinLock<T> = lock_api::Mutex<RawSpin, T>;
     /// Guard of [`DynSpinLock`].
+    ///
+    /// ```
+    /// let l = klock::spin::DynSpinLock::new(1);
+    /// let g: klock::spin::DynSpinLockGuard<'_, i32> = l.lock();
+    /// assert_eq!(*g, 1);
+    /// ```
     pub type DynSpinLockGuard<'a, T> = lock_api::MutexGuard<'a, RawSpin, T>;
 
     /// The default spinlock: the queued unfair lock, chosen by measurement
@@ -313,6 +396,12 @@ mod aliases {
     /// ```
     pub type SpinLock<T> = UnfairQSpinLock<T>;
     /// Guard of [`SpinLock`].
+    ///
+    /// ```
+    /// let l = klock::spin::SpinLock::new(1);
+    /// let g: klock::spin::SpinLockGuard<'_, i32> = l.lock();
+    /// assert_eq!(*g, 1);
+    /// ```
     pub type SpinLockGuard<'a, T> = UnfairQSpinLockGuard<'a, T>;
 }
 

@@ -141,7 +141,7 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
         }
     }
 
-    /// An unlocked lock (loom: not `const`).
+    /// An unlocked lock (loom: not `const`; under loom only).
     #[cfg(loom)]
     pub fn new() -> Self {
         RawQSpinLock {

@@ -71,7 +71,7 @@ impl<P: WaitPolicy> RawTasLock<P> {
         }
     }
 
-    /// An unlocked lock (loom: not `const`).
+    /// An unlocked lock (loom: not `const`; under loom only).
     #[cfg(loom)]
     pub fn new() -> Self {
         RawTasLock {

@@ -96,7 +96,7 @@ impl<P: WaitPolicy> RawTicketLock<P> {
         }
     }
 
-    /// An unlocked lock (loom: not `const`).
+    /// An unlocked lock (loom: not `const`; under loom only).
     #[cfg(loom)]
     pub fn new() -> Self {
         RawTicketLock {
