@@ -1028,9 +1028,10 @@ impl<S: SpinPolicy> RawMutex<S> {
         // We own the lock and WLOCK.
         let h = self.list.head();
         let hn = (h != 0).then(|| node::decode(h));
-        if let Some(hn) = hn {
-            hn.state.store(WOKEN, Ordering::Relaxed);
-        }
+        // If the head is still WOKEN from an earlier wake it has not re-armed
+        // yet (re-arming needs WLOCK, which we hold): it is awake and will
+        // re-try after our release, so no futex_wake is needed.
+        let need_wake = hn.is_some_and(|hn| hn.state.swap(WOKEN, Ordering::Relaxed) != WOKEN);
         let mut o = self.owner.load(Ordering::Relaxed);
         let handed = loop {
             let (new, handed) = match hn {
@@ -1053,8 +1054,10 @@ impl<S: SpinPolicy> RawMutex<S> {
             }
         };
         // From here on only the head's type-stable node is touched.
-        if let Some(hn) = hn {
-            stat::cond_inc(Event::MutexHandoff, handed);
+        stat::cond_inc(Event::MutexHandoff, handed);
+        if let Some(hn) = hn
+            && need_wake
+        {
             stat::inc(Event::MutexWake);
             wait::futex_wake(&hn.state, 1);
         }
