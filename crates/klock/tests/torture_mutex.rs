@@ -65,13 +65,13 @@ fn torture<S: SpinPolicy>(run: Duration) {
         .map(|i| {
             let (m, stop) = (m.clone(), stop.clone());
             std::thread::spawn(move || {
-                let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ (i as u64 + 1) * 0x1234_5678);
+                let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ ((i as u64 + 1) * 0x1234_5678));
                 let mut ops = 0u64;
                 let mut first_op: Option<Duration> = None;
                 let mut timeouts = 0u64;
                 while !stop.load(Ordering::Relaxed) || ops == 0 {
                     let r = rng.next();
-                    let mut g = if i % 4 == 3 && r % 2 == 0 {
+                    let mut g = if i % 4 == 3 && r.is_multiple_of(2) {
                         // Timed lockers: leave the wait list on timeout.
                         match m.try_lock_for(Duration::from_micros(200 + r % 3000)) {
                             Some(g) => g,
@@ -99,7 +99,7 @@ fn torture<S: SpinPolicy>(run: Duration) {
                     }
                     g.counter = v + 1;
                     g.inside = false;
-                    let fair = r % 97 == 0;
+                    let fair = r.is_multiple_of(97);
                     if fair {
                         lock_api::MutexGuard::unlock_fair(g);
                     } else {
@@ -209,7 +209,7 @@ fn producer_consumer<S: SpinPolicy>() {
                 if g.done == producers as usize {
                     break;
                 }
-                if c % 2 == 0 {
+                if c.is_multiple_of(2) {
                     not_empty.wait_for(&mut g, Duration::from_micros(500));
                 } else {
                     not_empty.wait(&mut g);
