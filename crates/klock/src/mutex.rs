@@ -354,7 +354,7 @@ pub(crate) fn lock_bit(word: &AtomicU32, bit: u32) -> u32 {
         if o & bit == 0 {
             return o | bit;
         }
-        osq::spin_then_yield(|| (word.load(Ordering::Relaxed) & bit == 0).then_some(()));
+        osq::spin_then_yield(|| (osq::peek(word, Ordering::Relaxed) & bit == 0).then_some(()));
     }
 }
 
@@ -705,7 +705,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         let mut got = false;
         let mut iter = 0u32;
         wait::spin_until(total, || {
-            let o = self.owner.load(Ordering::Relaxed);
+            let o = osq::peek(&self.owner, Ordering::Relaxed);
             if o & (HANDOFF | PICKUP) != 0 {
                 // A waiter is owed the lock (or has it): spinning is pointless;
                 // a PICKUP addressed to us is taken by the caller's trylock.
@@ -812,7 +812,7 @@ impl<S: SpinPolicy> RawMutex<S> {
                 return false;
             }
             wait::spin_until(&mut SpinBudget::new(ns), || {
-                self.owner.load(Ordering::Relaxed) >> ID_SHIFT == 0
+                osq::peek(&self.owner, Ordering::Relaxed) >> ID_SHIFT == 0
             });
             wait::yield_now();
         }
@@ -1009,7 +1009,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             }
             if o & WLOCK != 0 {
                 osq::spin_then_yield(|| {
-                    (self.owner.load(Ordering::Relaxed) & WLOCK == 0).then_some(())
+                    (osq::peek(&self.owner, Ordering::Relaxed) & WLOCK == 0).then_some(())
                 });
                 o = self.owner.load(Ordering::Relaxed);
                 continue;

@@ -104,6 +104,43 @@ pub(crate) fn spin_then_yield<T>(mut cond: impl FnMut() -> Option<T>) -> T {
     }
 }
 
+/// Read `a` inside a wait loop. Natively a plain load. Under loom a plain
+/// load in a loop may return the same stale value forever (real hardware makes
+/// stores visible eventually), which loom would report as a livelock; a failed
+/// `compare_exchange` reads the newest value without storing, so `peek` uses
+/// one with an expected value no klock word holds (`u32::MAX`; were it there,
+/// the "exchange" would rewrite the same value).
+#[inline(always)]
+pub(crate) fn peek(a: &AtomicU32, ord: Ordering) -> u32 {
+    #[cfg(loom)]
+    {
+        match a.compare_exchange(u32::MAX, u32::MAX, Ordering::AcqRel, ord) {
+            Ok(v) | Err(v) => v,
+        }
+    }
+    #[cfg(not(loom))]
+    {
+        a.load(ord)
+    }
+}
+
+/// Store `v` into a word another thread spins on. Natively a plain store;
+/// under loom a `swap`, because loom orders a plain store only after the
+/// stores its thread has seen (a partial modification order), so a spinner's
+/// RMW could keep reading an older value that real hardware would have
+/// overwritten; a swap reads (and so follows) the newest value.
+#[inline(always)]
+pub(crate) fn publish(a: &AtomicU32, v: u32, ord: Ordering) {
+    #[cfg(loom)]
+    {
+        a.swap(v, ord);
+    }
+    #[cfg(not(loom))]
+    {
+        a.store(v, ord);
+    }
+}
+
 /// Publish a heartbeat in `node.state` (microseconds, truncated): successors
 /// read it to guess whether this spinner is still running.
 #[inline]
@@ -206,7 +243,7 @@ impl Osq {
         // Release: our `prev` (and `aux`) stores must be visible before we are
         // reachable through prev.next (the kernel's smp_wmb); pairs with the
         // Acquire `swap` of prev.next in `wait_next` / `unlock`.
-        prev.next.store(me, Ordering::Release);
+        publish(&prev.next, me, Ordering::Release);
 
         if pos <= max_pos {
             let stale = crate::tune::get().osq_stale_ns;
@@ -220,7 +257,7 @@ impl Osq {
                     }
                 }
                 // Acquire pairs with the predecessor's Release store of `locked`.
-                n.locked.load(Ordering::Acquire) == 1
+                peek(&n.locked, Ordering::Acquire) == 1
             }) && n.locked.load(Ordering::Acquire) == 1
             {
                 return true;
@@ -234,7 +271,7 @@ impl Osq {
             prev = node::decode(prev_tail);
             // Acquire on success: step C of an unqueueing predecessor released
             // our new `prev`; relaxed reload below.
-            if prev.next.load(Ordering::Relaxed) == me
+            if peek(&prev.next, Ordering::Relaxed) == me
                 && prev
                     .next
                     .compare_exchange(me, 0, Ordering::AcqRel, Ordering::Relaxed)
@@ -243,7 +280,7 @@ impl Osq {
                 return Some(false);
             }
             // Acquire pairs with the Release grant store: we own the queue head.
-            if n.locked.load(Ordering::Acquire) == 1 {
+            if peek(&n.locked, Ordering::Acquire) == 1 {
                 return Some(true);
             }
             // prev may itself have unqueued and rewritten our prev (its step C).
@@ -261,10 +298,8 @@ impl Osq {
         };
         // Step C: link successor and predecessor. Release on prev.next pairs
         // with the successor's / prev's Acquire reads of the link.
-        node::decode(next_tail)
-            .prev
-            .store(prev_tail, Ordering::Release);
-        prev.next.store(next_tail, Ordering::Release);
+        publish(&node::decode(next_tail).prev, prev_tail, Ordering::Release);
+        publish(&prev.next, next_tail, Ordering::Release);
         false
     }
 
@@ -277,7 +312,7 @@ impl Osq {
         spin_then_yield(|| {
             // Acquire on success pairs with the swaps of later joiners (none
             // exist if the CAS succeeds; kept for symmetry with the kernel).
-            if self.tail.load(Ordering::Relaxed) == me
+            if peek(&self.tail, Ordering::Relaxed) == me
                 && self
                     .tail
                     .compare_exchange(me, prev_tail, Ordering::AcqRel, Ordering::Relaxed)
@@ -285,7 +320,7 @@ impl Osq {
             {
                 return Some(None);
             }
-            if n.next.load(Ordering::Relaxed) != 0 {
+            if peek(&n.next, Ordering::Relaxed) != 0 {
                 // Acquire pairs with the successor's Release store of the link,
                 // so its `prev` store is visible to us.
                 let next = n.next.swap(0, Ordering::Acquire);
@@ -326,7 +361,7 @@ impl Osq {
         }
         if next != 0 {
             // Release pairs with the successor's Acquire read of `locked`.
-            node::decode(next).locked.store(1, Ordering::Release);
+            publish(&node::decode(next).locked, 1, Ordering::Release);
         }
     }
 }
