@@ -91,6 +91,7 @@ use crate::osq::{self, Osq};
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{self, SpinBudget, WaitOutcome};
+use std::cell::Cell;
 use std::marker::PhantomData;
 
 /// First waiter exists: unlock must take the slow path.
@@ -117,7 +118,10 @@ pub(crate) const WOKEN: u32 = 2;
 // Thread ids
 // ---------------------------------------------------------------------------
 
-struct Tid(u32);
+/// Returns the thread's id to the free list when the thread exits, and marks
+/// the cached id anonymous so a lock used from a later TLS destructor cannot
+/// reuse an id another thread may receive.
+struct TidGuard(Cell<u32>);
 
 static FREE_IDS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
 static NEXT_ID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
@@ -135,23 +139,52 @@ fn alloc_id() -> u32 {
     id
 }
 
-impl Drop for Tid {
+impl Drop for TidGuard {
     fn drop(&mut self) {
-        if self.0 != ANON_ID {
-            FREE_IDS
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(self.0);
+        let id = self.0.get();
+        let _ = TID.try_with(|c| c.set(ANON_ID));
+        if id != 0 && id != ANON_ID {
+            FREE_IDS.lock().unwrap_or_else(|e| e.into_inner()).push(id);
         }
     }
 }
 
-crate::sync::thread_local! {
-    static TID: Tid = Tid(alloc_id());
+#[cfg(not(loom))]
+std::thread_local! {
+    // Const-initialised and without a destructor: the fast path reads it with
+    // one TLS load (0 = not assigned yet).
+    static TID: Cell<u32> = const { Cell::new(0) };
+    static TID_GUARD: TidGuard = const { TidGuard(Cell::new(0)) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static TID: Cell<u32> = Cell::new(0);
+    static TID_GUARD: TidGuard = TidGuard(Cell::new(0));
 }
 
-/// This thread's owner id (1..=[`ANON_ID`]); [`ANON_ID`] once the thread-local
-/// is gone (a lock used from a TLS destructor).
+#[cold]
+fn assign_id() -> u32 {
+    let id = alloc_id();
+    // Register the recycling guard; if this thread's TLS is being torn down,
+    // stay anonymous (and give the id back).
+    match TID_GUARD.try_with(|g| g.0.set(id)) {
+        Ok(()) => {
+            let _ = TID.try_with(|c| c.set(id));
+            id
+        }
+        Err(_) => {
+            if id != ANON_ID {
+                FREE_IDS.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+            }
+            let _ = TID.try_with(|c| c.set(ANON_ID));
+            ANON_ID
+        }
+    }
+}
+
+/// This thread's owner id (1..=[`ANON_ID`]), unique among live threads;
+/// [`ANON_ID`] once the thread's TLS is being destroyed (a lock used from a
+/// TLS destructor).
 ///
 /// ```
 /// let id = klock::mutex::current_id();
@@ -160,7 +193,11 @@ crate::sync::thread_local! {
 /// ```
 #[inline]
 pub fn current_id() -> u32 {
-    TID.try_with(|t| t.0).unwrap_or(ANON_ID)
+    match TID.try_with(|c| c.get()) {
+        Ok(0) => assign_id(),
+        Ok(id) => id,
+        Err(_) => ANON_ID,
+    }
 }
 
 // ---------------------------------------------------------------------------
