@@ -1,1 +1,5 @@
-fn main() {}
+//! The `lockbench` binary; see the library's `cli` module.
+
+fn main() {
+    std::process::exit(lockbench::cli::main());
+}

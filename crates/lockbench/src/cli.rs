@@ -1,0 +1,153 @@
+//! The command line (clap derive). Usage errors exit with status 2, mutual-exclusion
+//! violations with 1.
+//!
+//! To add a subcommand: add a variant to [`Command`] holding the experiment's clap
+//! `Args` struct, and one arm in [`dispatch`] calling its `run` (see [`crate::exp`]).
+
+use clap::{Parser, Subcommand};
+
+use crate::adapter::LockKind;
+use crate::exp::{self, CliError};
+
+/// Side-by-side lock benchmarks: klock, std, parking_lot, glibc and plain spinlocks.
+#[derive(Parser, Debug)]
+#[command(name = "lockbench", version, about, long_about = None)]
+pub struct Cli {
+    /// What to run; without one, `report --quick`.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List the registered locks: name, then a one-line description.
+    List,
+    /// Contended counter loop: locks × thread counts.
+    Mutex(exp::mutex::MutexArgs),
+    /// Reader/writer loop with a torn-read check (rwlock competitors only).
+    Rwlock(exp::rwlock::RwArgs),
+    /// Single-thread lock+unlock cost, ns per op.
+    Uncontended(UncontendedArgs),
+    /// The standard suite (default: --quick); writes report.json/.csv/.html.
+    Report(exp::report::ReportArgs),
+    /// Re-render a saved JSON report: print its tables, optionally write HTML/CSV.
+    Render(RenderArgs),
+}
+
+/// Arguments of `lockbench render`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct RenderArgs {
+    /// A JSON file written by `--json` or `report`.
+    pub input: std::path::PathBuf,
+    /// Write the HTML report to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<std::path::PathBuf>,
+    /// Write the CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<std::path::PathBuf>,
+}
+
+/// Arguments of `lockbench uncontended`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct UncontendedArgs {
+    /// Comma-separated lock names; default: all.
+    #[arg(long, value_delimiter = ',')]
+    pub locks: Vec<String>,
+    /// Lock+unlock operations per run (1000..=1e9).
+    #[arg(long, default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1000..=1_000_000_000))]
+    pub ops: u64,
+    /// Repetitions (interleaved), 1..=100.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub runs: u32,
+    /// Write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+    /// Write the results as CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<std::path::PathBuf>,
+    /// Disable the idle gate.
+    #[arg(long)]
+    pub no_idle_gate: bool,
+}
+
+/// Runs one parsed command; returns the exit status.
+pub fn dispatch(cmd: Command) -> Result<i32, CliError> {
+    match cmd {
+        Command::List => {
+            let mut text = String::new();
+            for e in crate::locks::registry() {
+                text.push_str(&format!(
+                    "{}\n    {} [{}]\n",
+                    e.name,
+                    e.desc,
+                    e.kind.as_str()
+                ));
+            }
+            exp::out(&text);
+            Ok(0)
+        }
+        Command::Mutex(a) => exp::mutex::run(&a),
+        Command::Rwlock(a) => exp::rwlock::run(&a),
+        Command::Uncontended(a) => {
+            let all = [LockKind::Mutex, LockKind::RwLock];
+            let locks = exp::select_locks(&a.locks, &all, &all)?;
+            let mut gate = crate::gate::GateConfig::from_env();
+            if a.no_idle_gate {
+                gate.enabled = false;
+            }
+            let results = exp::uncontended::measure(&locks, a.ops, a.runs as usize, &gate);
+            let report = crate::record::Report {
+                machine: crate::sys::Machine::probe(),
+                command: exp::command_line(),
+                results,
+            };
+            exp::finish(&report, a.json.as_ref(), a.csv.as_ref())
+        }
+        Command::Report(a) => exp::report::run(&a),
+        Command::Render(a) => {
+            let text = std::fs::read_to_string(&a.input)
+                .map_err(|e| CliError(format!("cannot read {}: {e}", a.input.display())))?;
+            let report = crate::record::Report::from_json(&text).map_err(|e| {
+                CliError(format!(
+                    "{} is not a lockbench JSON report: {e}",
+                    a.input.display()
+                ))
+            })?;
+            if let Some(p) = &a.html {
+                exp::write_file(p, &crate::html::render(&report))?;
+            }
+            exp::finish(&report, None, a.csv.as_ref())
+        }
+    }
+}
+
+/// Parses `std::env::args`, runs, and returns the process exit status.
+pub fn main() -> i32 {
+    crate::sys::leave_single_threaded_mode();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            if e.kind() == clap::error::ErrorKind::InvalidSubcommand {
+                use clap::CommandFactory;
+                let names: Vec<String> = Cli::command()
+                    .get_subcommands()
+                    .map(|c| c.get_name().to_string())
+                    .collect();
+                eprintln!("allowed subcommands: {}", names.join(", "));
+            }
+            return e.exit_code();
+        }
+    };
+    let cmd = cli
+        .command
+        .unwrap_or_else(|| Command::Report(exp::report::ReportArgs::quick_default()));
+    match dispatch(cmd) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! `lockbench mutex`: the contended counter loop, locks × thread counts.
+
+use std::time::Duration;
+
+use super::{
+    CliError, CommonArgs, Config, add_single_thread_refs, finish, run_configs, select_locks,
+};
+use crate::adapter::{LockEntry, LockKind};
+use crate::record::Report;
+use crate::sys::Machine;
+
+/// Arguments of `lockbench mutex`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct MutexArgs {
+    /// Shared options.
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Builds the mutex configurations for `locks × threads` (every thread a writer).
+pub fn configs(
+    experiment: &str,
+    locks: &[LockEntry],
+    threads: &[usize],
+    workload: &super::Workload,
+    duration: Duration,
+    noise: usize,
+) -> Vec<Config> {
+    let mut v = Vec::new();
+    for &t in threads {
+        for e in locks {
+            v.push(Config {
+                experiment: experiment.into(),
+                entry: *e,
+                threads: t,
+                readers: 0,
+                rw: false,
+                workload: workload.clone(),
+                duration,
+                noise,
+                implicit: false,
+            });
+        }
+    }
+    add_single_thread_refs(&mut v);
+    v
+}
+
+/// Runs `lockbench mutex`; returns the exit status.
+pub fn run(args: &MutexArgs) -> Result<i32, CliError> {
+    let c = &args.common;
+    let locks = select_locks(
+        &c.locks,
+        &[LockKind::Mutex, LockKind::RwLock],
+        &[LockKind::Mutex],
+    )?;
+    let w = c.workload()?;
+    let cfgs = configs(
+        "mutex",
+        &locks,
+        &c.threads.0,
+        &w,
+        Duration::from_secs_f64(c.duration),
+        c.noise as usize,
+    );
+    let mut machine = Machine::probe();
+    let results = run_configs(&cfgs, &c.options(), &mut machine);
+    let report = Report {
+        machine,
+        command: super::command_line(),
+        results,
+    };
+    finish(&report, c.json.as_ref(), c.csv.as_ref())
+}

@@ -1,0 +1,93 @@
+//! `lockbench rwlock`: readers check a torn-read invariant while writers update two
+//! fields; per-class metrics (`readers`, `writers`).
+
+use std::time::Duration;
+
+use super::{
+    CliError, CommonArgs, Config, add_single_thread_refs, finish, run_configs, select_locks,
+};
+use crate::adapter::{LockEntry, LockKind};
+use crate::record::Report;
+use crate::sys::Machine;
+
+/// Arguments of `lockbench rwlock`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct RwArgs {
+    /// Shared options (`--threads T` means T/2 readers and T − T/2 writers).
+    #[command(flatten)]
+    pub common: CommonArgs,
+    /// Reader threads (with --writers: one configuration R+W, replacing --threads).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=1024))]
+    pub readers: Option<u32>,
+    /// Writer threads (with --readers).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=1024))]
+    pub writers: Option<u32>,
+}
+
+/// Builds reader/writer configurations for `locks × (readers, writers)` pairs.
+pub fn configs(
+    experiment: &str,
+    locks: &[LockEntry],
+    pairs: &[(usize, usize)],
+    workload: &super::Workload,
+    duration: Duration,
+    noise: usize,
+) -> Vec<Config> {
+    let mut v = Vec::new();
+    for &(r, w) in pairs {
+        for e in locks {
+            v.push(Config {
+                experiment: experiment.into(),
+                entry: *e,
+                threads: r + w,
+                readers: r,
+                rw: true,
+                workload: workload.clone(),
+                duration,
+                noise,
+                implicit: false,
+            });
+        }
+    }
+    add_single_thread_refs(&mut v);
+    v
+}
+
+/// The (readers, writers) pairs requested by `args`.
+pub fn pairs(args: &RwArgs) -> Result<Vec<(usize, usize)>, CliError> {
+    match (args.readers, args.writers) {
+        (Some(r), Some(w)) if r + w >= 1 => Ok(vec![(r as usize, w as usize)]),
+        (Some(_), Some(_)) => Err(CliError(
+            "--readers + --writers must be at least 1 thread".into(),
+        )),
+        (None, None) => Ok(args.common.threads.0.iter().map(|&t| (t / 2, t - t / 2)).collect()),
+        _ => Err(CliError(
+            "give both --readers and --writers, or neither (then --threads T splits T/2 readers, T-T/2 writers)"
+                .into(),
+        )),
+    }
+}
+
+/// Runs `lockbench rwlock`; returns the exit status.
+pub fn run(args: &RwArgs) -> Result<i32, CliError> {
+    let c = &args.common;
+    let locks = select_locks(&c.locks, &[LockKind::RwLock], &[LockKind::RwLock])?;
+    let w = c.workload()?;
+    let p = pairs(args)?;
+    let cfgs = configs(
+        "rwlock",
+        &locks,
+        &p,
+        &w,
+        Duration::from_secs_f64(c.duration),
+        c.noise as usize,
+    );
+    let mut machine = Machine::probe();
+    let results = run_configs(&cfgs, &c.options(), &mut machine);
+    let report = Report {
+        machine,
+        command: super::command_line(),
+        results,
+    };
+    finish(&report, c.json.as_ref(), c.csv.as_ref())
+}

@@ -1,0 +1,23 @@
+//! lockbench: side-by-side lock benchmarks for klock and its competitors.
+//!
+//! Layers (each reusable by new experiments under [`exp`]):
+//! * [`work`] calibrated busy work; [`adapter`] the one lock trait + registry entry;
+//!   [`locks`] the registry; [`runner`] the generic contended runner;
+//! * [`gate`] idle gate; [`noise`] CPU-hog threads; [`sys`] rusage, /proc, machine;
+//! * [`stats`] statistics; [`record`] the JSON/CSV record; [`table`] terminal tables;
+//!   [`html`] the HTML report; [`exp`] experiments (mutex, rwlock, uncontended, report);
+//!   [`cli`] the command line.
+
+pub mod adapter;
+pub mod cli;
+pub mod exp;
+pub mod gate;
+pub mod html;
+pub mod locks;
+pub mod noise;
+pub mod record;
+pub mod runner;
+pub mod stats;
+pub mod sys;
+pub mod table;
+pub mod work;

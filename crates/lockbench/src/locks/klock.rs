@@ -1,0 +1,34 @@
+//! klock's competitors. Empty until the lock issues land; each klock lock is one line.
+//!
+//! A klock lock implementing `lock_api::RawMutex` / `lock_api::RawRwLock` needs no
+//! adapter of its own: wrap it in the generic adapters and add a line to `entries()`:
+//!
+//! ```ignore
+//! use crate::adapter::{LockApiMutex, LockApiRwLock, LockEntry};
+//!
+//! pub fn entries() -> Vec<LockEntry> {
+//!     vec![
+//!         LockEntry::mutex::<LockApiMutex<klock::RawMutex>>(
+//!             "klock_mutex",
+//!             "klock mutex: MCS-queued optimistic spinning with handoff",
+//!         ),
+//!         LockEntry::rwlock::<LockApiRwLock<klock::RawRwSem>>(
+//!             "klock_rwsem",
+//!             "klock rwsem: reader spinning, writer handoff",
+//!         ),
+//!     ]
+//! }
+//! ```
+//!
+//! A lock that always hands off on unlock can use `LockApiFairMutex<R>` (calls
+//! `unlock_fair`). A lock that is not a `lock_api` lock implements
+//! [`BenchLock`](crate::adapter::BenchLock) itself (see `spin.rs` for examples, including
+//! one that needs a per-thread queue node through `BenchLock::Ctx`).
+//! Names must start with `klock_`; the description is one line.
+
+use crate::adapter::LockEntry;
+
+/// Registry lines for klock's locks (none yet).
+pub fn entries() -> Vec<LockEntry> {
+    Vec::new()
+}

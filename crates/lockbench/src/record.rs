@@ -1,0 +1,212 @@
+//! The result record (one per experiment × lock × threads × parameters), the report
+//! file format, and JSON/CSV writers.
+//!
+//! JSON has no infinity: a fairness ratio that is infinite (a thread did zero ops while
+//! another did some) is encoded as `null`. `ceiling_fraction` is `null` when no
+//! single-thread reference exists (e.g. the uncontended experiment).
+
+use serde::{Deserialize, Serialize};
+
+use crate::stats::MinAvgMax;
+use crate::sys::Machine;
+
+/// Sampled acquisition latency, nanoseconds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Latency {
+    /// Median.
+    pub p50: u64,
+    /// 99th percentile.
+    pub p99: u64,
+    /// 99.9th percentile.
+    pub p999: u64,
+    /// Largest sample.
+    pub max: u64,
+    /// Number of samples behind these figures (all runs).
+    pub samples: u64,
+}
+
+/// Per-class metrics of a reader/writer run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClassMetrics {
+    /// Threads of this class.
+    pub threads: usize,
+    /// Median throughput of this class, Mops/s.
+    pub throughput_mops: f64,
+    /// Per-thread ops min/avg/max (the median run).
+    pub ops_per_thread: MinAvgMax,
+    /// Per-thread max/min ratio (median over runs); `null` = infinite.
+    pub fairness_max_min: Option<f64>,
+    /// Sampled acquisition latency.
+    pub latency_ns: Latency,
+    /// Share of all ops done by this class (median run), 0..1.
+    pub share_of_ops: f64,
+}
+
+/// Workload parameters of a record.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Params {
+    /// Preset name (`balanced`, `hot`, `long`, `sleep`, or `custom`).
+    pub workload: String,
+    /// Requested critical-section work, ns.
+    pub cs_ns: f64,
+    /// Requested work outside the critical section, ns.
+    pub ncs_ns: f64,
+    /// Sleep inside the critical section, µs (0 = none).
+    pub cs_sleep_us: f64,
+    /// Calibrated CS work actually configured, ns (iterations × ns/iter).
+    pub cs_work_ns: f64,
+    /// Measurement window per run, seconds.
+    pub duration_s: f64,
+    /// Noise (CPU hog) threads.
+    pub noise: usize,
+}
+
+/// One result row.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Record {
+    /// Experiment name (`mutex`, `rwlock`, `uncontended`, ...).
+    pub experiment: String,
+    /// Competitor name.
+    pub lock: String,
+    /// Total worker threads.
+    pub threads: usize,
+    /// Workload parameters.
+    pub params: Params,
+    /// A single-thread reference run added only to compute the ceiling.
+    pub implicit: bool,
+    /// Median total throughput, Mops/s.
+    pub throughput_mops: f64,
+    /// Throughput of every kept run, Mops/s.
+    pub runs_mops: Vec<f64>,
+    /// (max − min) / median of `runs_mops`.
+    pub spread: f64,
+    /// Per-thread ops min/avg/max (the median run).
+    pub ops_per_thread: MinAvgMax,
+    /// Per-thread ops of the median run, thread order (readers first).
+    pub per_thread_ops: Vec<u64>,
+    /// Per-thread max/min ratio (median over runs); `null` = infinite (a starved thread).
+    pub fairness_max_min: Option<f64>,
+    /// Throughput / ideal (see docs/lockbench.md); `null` if not applicable.
+    pub ceiling_fraction: Option<f64>,
+    /// Sampled acquisition latency (percentiles: median over runs; max: over all runs).
+    pub latency_ns: Latency,
+    /// Worker CPU time per op, ns (median over runs).
+    pub cpu_ns_per_op: f64,
+    /// Voluntary context switches of the workers per run (median).
+    pub csw_voluntary: u64,
+    /// Involuntary context switches of the workers per run (median).
+    pub csw_involuntary: u64,
+    /// Steal time during kept runs, ms (sum).
+    pub steal_ms: u64,
+    /// Mutual-exclusion violations summed over every executed run (also discarded
+    /// ones): lost/extra updates plus torn reads. Anything but 0 is a bug in the lock.
+    pub violations: u64,
+    /// Whether any run collapsed (workers failed to drain within the timeout).
+    pub collapsed: bool,
+    /// Number of collapsed runs.
+    pub collapsed_runs: usize,
+    /// Longest drain after the stop flag, ms.
+    pub drain_ms_max: f64,
+    /// Kept runs.
+    pub runs: usize,
+    /// Runs discarded because of foreign CPU use (then retried).
+    pub discarded_runs: usize,
+    /// Kept runs during which the idle gate still saw foreign CPU use after all retries,
+    /// or which started without reaching quiet.
+    pub gate_flagged_runs: usize,
+    /// Uncontended lock+unlock cost, ns/op (the `uncontended` experiment only).
+    pub uncontended_ns_per_op: Option<f64>,
+    /// Reader metrics (reader/writer experiments only).
+    pub readers: Option<ClassMetrics>,
+    /// Writer metrics (reader/writer experiments only).
+    pub writers: Option<ClassMetrics>,
+}
+
+/// A whole report file: machine plus records.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// Where it was measured.
+    pub machine: Machine,
+    /// The command line that produced it.
+    pub command: String,
+    /// Result rows.
+    pub results: Vec<Record>,
+}
+
+impl Report {
+    /// Pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("report serialises")
+    }
+    /// Parses JSON produced by [`Report::to_json`].
+    pub fn from_json(s: &str) -> Result<Report, serde_json::Error> {
+        serde_json::from_str(s)
+    }
+    /// Total violations over all records.
+    pub fn violations(&self) -> u64 {
+        self.results.iter().map(|r| r.violations).sum()
+    }
+}
+
+fn opt(v: Option<f64>) -> String {
+    v.map(|x| format!("{x:.4}")).unwrap_or_else(|| "inf".into())
+}
+
+/// CSV: one line per record, flat columns (`inf` for an infinite fairness ratio).
+pub fn to_csv(records: &[Record]) -> String {
+    let mut s = String::from(
+        "experiment,lock,threads,readers,writers,workload,cs_ns,ncs_ns,cs_sleep_us,duration_s,noise,implicit,\
+         throughput_mops,spread,ops_min,ops_avg,ops_max,fairness_max_min,ceiling_fraction,\
+         lat_p50_ns,lat_p99_ns,lat_p999_ns,lat_max_ns,cpu_ns_per_op,csw_voluntary,csw_involuntary,\
+         steal_ms,violations,collapsed,runs,discarded_runs,gate_flagged_runs,uncontended_ns_per_op,\
+         reader_mops,writer_mops\n",
+    );
+    for r in records {
+        let p = &r.params;
+        let cls = |c: &Option<ClassMetrics>| c.as_ref().map(|c| c.threads).unwrap_or(0);
+        let mops = |c: &Option<ClassMetrics>| {
+            c.as_ref()
+                .map(|c| format!("{:.4}", c.throughput_mops))
+                .unwrap_or_default()
+        };
+        s.push_str(&format!(
+            "{},{},{},{},{},{},{},{},{},{},{},{},{:.4},{:.4},{},{:.1},{},{},{},{},{},{},{},{:.2},{},{},{},{},{},{},{},{},{},{},{}\n",
+            r.experiment,
+            r.lock,
+            r.threads,
+            cls(&r.readers),
+            r.writers.as_ref().map(|c| c.threads).unwrap_or(r.threads),
+            p.workload,
+            p.cs_ns,
+            p.ncs_ns,
+            p.cs_sleep_us,
+            p.duration_s,
+            p.noise,
+            r.implicit,
+            r.throughput_mops,
+            r.spread,
+            r.ops_per_thread.min,
+            r.ops_per_thread.avg,
+            r.ops_per_thread.max,
+            opt(r.fairness_max_min),
+            r.ceiling_fraction.map(|x| format!("{x:.4}")).unwrap_or_default(),
+            r.latency_ns.p50,
+            r.latency_ns.p99,
+            r.latency_ns.p999,
+            r.latency_ns.max,
+            r.cpu_ns_per_op,
+            r.csw_voluntary,
+            r.csw_involuntary,
+            r.steal_ms,
+            r.violations,
+            r.collapsed,
+            r.runs,
+            r.discarded_runs,
+            r.gate_flagged_runs,
+            r.uncontended_ns_per_op.map(|x| format!("{x:.3}")).unwrap_or_default(),
+            mops(&r.readers),
+            mops(&r.writers),
+        ));
+    }
+    s
+}

@@ -1,0 +1,356 @@
+//! The generic contended runner, monomorphized per lock type.
+//!
+//! One run: `threads` workers (the first `readers` of them readers, the rest writers)
+//! hammer one lock guarding two counters `a` and `b`, which share a 128-byte-aligned
+//! block with the lock (like `Mutex<u64>`).
+//!
+//! * Writer critical section: load `a` and `b`, store `a+1`, do the calibrated CS work
+//!   (and/or sleep), store `b+1`. A broken lock loses updates (final `a`/`b` ≠ writer ops).
+//! * Reader critical section: load `a`, do the CS work, load `b`, count a torn read if
+//!   `a ≠ b`.
+//! * Outside: the calibrated NCS work.
+//!
+//! The counters are relaxed atomics, so even a broken lock is not undefined behaviour:
+//! it only shows up as violations.
+//!
+//! Timing: workers spin (yielding) at a gate until all are ready, then the window starts.
+//! Each worker counts ops in its own cache-padded slot; the main thread snapshots all
+//! slots the instant it raises the stop flag, so throughput covers exactly the window.
+//! Workers then drain (finish the acquisition they are in); if that takes longer than
+//! `drain_timeout` the run is `collapsed`: the stuck threads are detached and keep the
+//! `Arc`ed state alive until they finish, so nothing is freed under them.
+//! One acquisition in `2^sample_shift` is timed (`Instant`, vDSO clock) for latency.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::adapter::BenchLock;
+use crate::sys::{Usage, thread_usage};
+use crate::work::spin_work_from;
+
+/// Parameters of one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunSpec {
+    /// Total worker threads.
+    pub threads: usize,
+    /// How many of them are readers (0 for the mutex experiment).
+    pub readers: usize,
+    /// Work-loop iterations inside the critical section.
+    pub cs_iters: u64,
+    /// Work-loop iterations outside the critical section.
+    pub ncs_iters: u64,
+    /// Sleep inside the critical section, if any.
+    pub cs_sleep: Option<Duration>,
+    /// Measurement window.
+    pub duration: Duration,
+    /// How long workers may take to finish after the stop flag before the run counts
+    /// as collapsed.
+    pub drain_timeout: Duration,
+    /// Time one acquisition in `2^sample_shift`.
+    pub sample_shift: u32,
+}
+
+impl RunSpec {
+    /// A short spec, handy for tests: `threads` writers, no work, `ms` milliseconds.
+    ///
+    /// ```
+    /// let s = lockbench::runner::RunSpec::quick(2, 5);
+    /// assert_eq!(s.threads, 2);
+    /// ```
+    pub fn quick(threads: usize, ms: u64) -> RunSpec {
+        RunSpec {
+            threads,
+            readers: 0,
+            cs_iters: 0,
+            ncs_iters: 0,
+            cs_sleep: None,
+            duration: Duration::from_millis(ms),
+            drain_timeout: Duration::from_secs(5),
+            sample_shift: 6,
+        }
+    }
+}
+
+/// Per-class (readers or writers) raw results of a run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ClassOutput {
+    /// Ops per thread in the window (snapshot at stop).
+    pub ops: Vec<u64>,
+    /// Sorted sampled acquisition latencies, ns.
+    pub latencies: Vec<u64>,
+}
+
+/// Raw results of one run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunOutput {
+    /// Window length, ns.
+    pub elapsed_ns: u64,
+    /// Ops per thread in the window, in thread order (readers first).
+    pub ops: Vec<u64>,
+    /// Writers' ops and latencies.
+    pub writers: ClassOutput,
+    /// Readers' ops and latencies (empty for the mutex experiment).
+    pub readers: ClassOutput,
+    /// Worker CPU time + context switches (RUSAGE_THREAD, summed over finished workers).
+    pub usage: Usage,
+    /// Ops completed including the drain (denominator for CPU per op).
+    pub total_ops_final: u64,
+    /// Lost/extra updates plus torn reads.
+    pub violations: u64,
+    /// Torn reads seen by readers.
+    pub torn_reads: u64,
+    /// Whether some worker did not finish within the drain timeout.
+    pub collapsed: bool,
+    /// Time from stop to the last worker finishing (or the timeout), ns.
+    pub drain_ns: u64,
+}
+
+#[repr(C, align(128))]
+struct Shared<L> {
+    lock: L,
+    a: AtomicU64,
+    b: AtomicU64,
+}
+
+#[repr(align(128))]
+struct Slot(AtomicU64);
+
+struct WorkerResult {
+    ops_final: u64,
+    torn: u64,
+    lat: Vec<u64>,
+    usage: Usage,
+}
+
+struct Control {
+    ready: AtomicUsize,
+    go: AtomicBool,
+    stop: AtomicBool,
+    done: AtomicUsize,
+    slots: Vec<Slot>,
+    results: Mutex<Vec<Option<WorkerResult>>>,
+}
+
+/// CS work chained on `seed` (the previous work's result mixed with the counter just
+/// loaded), so it cannot start before the NCS work ends or the counter is read.
+#[inline(always)]
+fn cs_payload(seed: u64, iters: u64, sleep: Option<Duration>) -> u64 {
+    let r = spin_work_from(seed, iters);
+    if let Some(d) = sleep {
+        std::thread::sleep(d);
+    }
+    r
+}
+
+fn worker<L: BenchLock>(
+    idx: usize,
+    reader: bool,
+    spec: RunSpec,
+    shared: Arc<Shared<L>>,
+    ctl: Arc<Control>,
+) {
+    let ctx = L::Ctx::default();
+    if spec.cs_sleep.is_some() {
+        // A sleeping critical section should sleep about as long as asked: drop this
+        // thread's timer slack from the default 50 µs to 1 ns.
+        // SAFETY: prctl(PR_SET_TIMERSLACK) takes plain integers and only affects the
+        // calling thread.
+        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    }
+    let mask = (1u64 << spec.sample_shift.min(30)) - 1;
+    let cap = (spec.duration.as_secs_f64() * 2e6) as usize >> spec.sample_shift.min(30);
+    let mut lat: Vec<u64> = Vec::with_capacity(cap.min(1 << 20));
+    // Relaxed: only a count; the gate itself is `go`.
+    ctl.ready.fetch_add(1, Ordering::Relaxed);
+    // Acquire: pairs with the main thread's Release store of `go` (window start).
+    while !ctl.go.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+    let u0 = thread_usage();
+    let slot = &ctl.slots[idx].0;
+    let (mut n, mut torn) = (0u64, 0u64);
+    // The work chain's running value: NCS -> CS -> NCS ... are one dependency chain.
+    let mut acc: u64 = idx as u64;
+    // Relaxed: the stop flag only ends the loop; results are published via `done`.
+    while !ctl.stop.load(Ordering::Relaxed) {
+        acc = spin_work_from(acc, spec.ncs_iters);
+        let sample = n & mask == 0;
+        let t0 = sample.then(Instant::now);
+        let t1 = if reader {
+            let (t1, bad, r) = shared.lock.with_read(&ctx, || {
+                let t1 = sample.then(Instant::now);
+                // Relaxed: ordering comes from the lock under test.
+                let a = shared.a.load(Ordering::Relaxed);
+                let r = cs_payload(acc ^ a, spec.cs_iters, spec.cs_sleep);
+                let b = shared.b.load(Ordering::Relaxed);
+                (t1, a != b, r)
+            });
+            torn += bad as u64;
+            acc = r;
+            t1
+        } else {
+            let (t1, r) = shared.lock.with_lock(&ctx, || {
+                let t1 = sample.then(Instant::now);
+                // Relaxed: ordering comes from the lock under test; a broken lock shows
+                // up as lost updates, not as UB.
+                let a = shared.a.load(Ordering::Relaxed);
+                let b = shared.b.load(Ordering::Relaxed);
+                shared.a.store(a.wrapping_add(1), Ordering::Relaxed);
+                let r = cs_payload(acc ^ a, spec.cs_iters, spec.cs_sleep);
+                shared.b.store(b.wrapping_add(1), Ordering::Relaxed);
+                (t1, r)
+            });
+            acc = r;
+            t1
+        };
+        if let (Some(t0), Some(t1)) = (t0, t1) {
+            lat.push(t1.saturating_duration_since(t0).as_nanos() as u64);
+        }
+        n += 1;
+        // Relaxed: a counter the main thread snapshots; exactness at the stop instant
+        // is not needed (an op in flight is counted in the drain).
+        slot.store(n, Ordering::Relaxed);
+    }
+    std::hint::black_box(acc);
+    let usage = thread_usage().since(&u0);
+    let r = WorkerResult {
+        ops_final: n,
+        torn,
+        lat,
+        usage,
+    };
+    ctl.results.lock().unwrap_or_else(|e| e.into_inner())[idx] = Some(r);
+    // Release: publishes our result (and our counter writes) to the main thread's
+    // Acquire load of `done`.
+    ctl.done.fetch_add(1, Ordering::Release);
+}
+
+/// Runs one contended run of lock type `L` (the entry point a [`LockEntry`]
+/// (crate::adapter::LockEntry) stores).
+pub fn run<L: BenchLock>(spec: &RunSpec) -> RunOutput {
+    crate::sys::leave_single_threaded_mode();
+    let t = spec.threads.max(1);
+    let readers = spec.readers.min(t);
+    let shared = Arc::new(Shared {
+        lock: L::new(),
+        a: AtomicU64::new(0),
+        b: AtomicU64::new(0),
+    });
+    let ctl = Arc::new(Control {
+        ready: AtomicUsize::new(0),
+        go: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+        done: AtomicUsize::new(0),
+        slots: (0..t).map(|_| Slot(AtomicU64::new(0))).collect(),
+        results: Mutex::new((0..t).map(|_| None).collect()),
+    });
+    let mut handles = Vec::with_capacity(t);
+    for i in 0..t {
+        let (sh, c, sp) = (shared.clone(), ctl.clone(), spec.clone());
+        let h = std::thread::Builder::new()
+            .name(format!("lb-worker-{i}"))
+            .spawn(move || worker::<L>(i, i < readers, sp, sh, c))
+            .expect("spawning a worker thread");
+        handles.push(h);
+    }
+    // Relaxed: only a count; the workers wait on `go` for the real hand-off.
+    while ctl.ready.load(Ordering::Relaxed) < t {
+        std::thread::yield_now();
+    }
+    let start = Instant::now();
+    // Release: pairs with the workers' Acquire loads of `go`.
+    ctl.go.store(true, Ordering::Release);
+    std::thread::sleep(spec.duration);
+    // Relaxed: the flag only ends the loops; results are published through `done`.
+    ctl.stop.store(true, Ordering::Relaxed);
+    let elapsed_ns = start.elapsed().as_nanos() as u64;
+    // Relaxed: a snapshot of independent counters; each is exact for its own thread.
+    let ops: Vec<u64> = ctl
+        .slots
+        .iter()
+        .map(|s| s.0.load(Ordering::Relaxed))
+        .collect();
+    let stop_t = Instant::now();
+    // Acquire: pairs with each worker's Release increment of `done`.
+    while ctl.done.load(Ordering::Acquire) < t && stop_t.elapsed() < spec.drain_timeout {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    // Acquire: as above; pairs with the workers' Release increments.
+    let collapsed = ctl.done.load(Ordering::Acquire) < t;
+    let drain_ns = stop_t.elapsed().as_nanos() as u64;
+    if collapsed {
+        // Detach: stuck workers hold their own Arc clones of `shared` and `ctl`, so the
+        // lock and counters stay alive until they finish.
+        drop(handles);
+    } else {
+        for h in handles {
+            let _ = h.join();
+        }
+    }
+    let results: Vec<Option<WorkerResult>> =
+        std::mem::take(&mut *ctl.results.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut out = RunOutput {
+        elapsed_ns,
+        ops: ops.clone(),
+        collapsed,
+        drain_ns,
+        ..RunOutput::default()
+    };
+    let mut writer_final = 0u64;
+    for (i, r) in results.iter().enumerate() {
+        let class = if i < readers {
+            &mut out.readers
+        } else {
+            &mut out.writers
+        };
+        class.ops.push(ops[i]);
+        if let Some(r) = r {
+            class.latencies.extend_from_slice(&r.lat);
+            out.usage.cpu_ns += r.usage.cpu_ns;
+            out.usage.nvcsw += r.usage.nvcsw;
+            out.usage.nivcsw += r.usage.nivcsw;
+            out.total_ops_final += r.ops_final;
+            out.torn_reads += r.torn;
+            if i >= readers {
+                writer_final += r.ops_final;
+            }
+        }
+    }
+    out.readers.latencies.sort_unstable();
+    out.writers.latencies.sort_unstable();
+    out.violations = out.torn_reads;
+    if !collapsed {
+        // Relaxed: every worker's writes happen-before our Acquire of `done == t`.
+        let a = shared.a.load(Ordering::Relaxed);
+        let b = shared.b.load(Ordering::Relaxed);
+        out.violations += a.abs_diff(writer_final) + b.abs_diff(writer_final);
+    }
+    out
+}
+
+/// Uncontended cost: one thread, `ops` lock+counter+++unlock iterations (after a 10%
+/// warm-up); returns ns per op.
+pub fn uncontended<L: BenchLock>(ops: u64) -> f64 {
+    crate::sys::leave_single_threaded_mode();
+    let shared = Shared {
+        lock: L::new(),
+        a: AtomicU64::new(0),
+        b: AtomicU64::new(0),
+    };
+    let ctx = L::Ctx::default();
+    let s = std::hint::black_box(&shared);
+    let body = || {
+        // Relaxed: single thread; the lock provides ordering anyway.
+        let a = s.a.load(Ordering::Relaxed);
+        s.a.store(a.wrapping_add(1), Ordering::Relaxed);
+    };
+    for _ in 0..ops / 10 {
+        s.lock.with_lock(&ctx, body);
+    }
+    let t = Instant::now();
+    for _ in 0..ops {
+        s.lock.with_lock(&ctx, body);
+    }
+    t.elapsed().as_nanos() as f64 / ops.max(1) as f64
+}

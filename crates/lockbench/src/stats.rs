@@ -1,0 +1,177 @@
+//! Small statistics helpers: median, percentiles, min/avg/max, fairness, spread.
+
+use serde::{Deserialize, Serialize};
+
+/// Median of `v` (mean of the two middle values for even lengths); `NaN` when empty.
+///
+/// ```
+/// assert_eq!(lockbench::stats::median(&[3.0, 1.0, 2.0]), 2.0);
+/// assert_eq!(lockbench::stats::median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+/// ```
+pub fn median(v: &[f64]) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    let mut s: Vec<f64> = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n % 2 == 1 {
+        s[n / 2]
+    } else {
+        (s[n / 2 - 1] + s[n / 2]) / 2.0
+    }
+}
+
+/// Nearest-rank percentile `p` (0..=100) of an ascending-sorted slice; 0 when empty.
+///
+/// ```
+/// let v: Vec<u64> = (1..=100).collect();
+/// assert_eq!(lockbench::stats::percentile_sorted(&v, 50.0), 50);
+/// assert_eq!(lockbench::stats::percentile_sorted(&v, 99.0), 99);
+/// assert_eq!(lockbench::stats::percentile_sorted(&v, 100.0), 100);
+/// ```
+pub fn percentile_sorted(sorted: &[u64], p: f64) -> u64 {
+    if sorted.is_empty() {
+        return 0;
+    }
+    let n = sorted.len();
+    // The small epsilon keeps float noise (99.9/100*1000 = 999.0000000001) from
+    // bumping an exact rank up by one.
+    let rank = ((p / 100.0) * n as f64 - 1e-9).ceil() as usize;
+    sorted[rank.clamp(1, n) - 1]
+}
+
+/// Minimum, mean and maximum of per-thread op counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MinAvgMax {
+    /// Smallest value.
+    pub min: f64,
+    /// Arithmetic mean.
+    pub avg: f64,
+    /// Largest value.
+    pub max: f64,
+}
+
+/// Min/avg/max of `v` (all zero when empty).
+///
+/// ```
+/// let m = lockbench::stats::min_avg_max(&[1, 2, 6]);
+/// assert_eq!((m.min, m.avg, m.max), (1.0, 3.0, 6.0));
+/// ```
+pub fn min_avg_max(v: &[u64]) -> MinAvgMax {
+    if v.is_empty() {
+        return MinAvgMax::default();
+    }
+    let min = *v.iter().min().unwrap() as f64;
+    let max = *v.iter().max().unwrap() as f64;
+    let avg = v.iter().map(|&x| x as f64).sum::<f64>() / v.len() as f64;
+    MinAvgMax { min, avg, max }
+}
+
+/// Fairness: max/min of per-thread op counts. `None` means infinite (some thread did no
+/// op while another did); 1.0 for a single thread or all-zero counts.
+///
+/// ```
+/// use lockbench::stats::fairness;
+/// assert_eq!(fairness(&[10, 20]), Some(2.0));
+/// assert_eq!(fairness(&[0, 5]), None);
+/// ```
+pub fn fairness(v: &[u64]) -> Option<f64> {
+    let (Some(&min), Some(&max)) = (v.iter().min(), v.iter().max()) else {
+        return Some(1.0);
+    };
+    if max == 0 {
+        Some(1.0)
+    } else if min == 0 {
+        None
+    } else {
+        Some(max as f64 / min as f64)
+    }
+}
+
+/// Relative spread of repeated measurements: (max − min) / median; 0 for fewer than 2.
+///
+/// ```
+/// assert_eq!(lockbench::stats::spread(&[1.0, 2.0, 3.0]), 1.0);
+/// ```
+pub fn spread(v: &[f64]) -> f64 {
+    if v.len() < 2 {
+        return 0.0;
+    }
+    let max = v.iter().cloned().fold(f64::MIN, f64::max);
+    let min = v.iter().cloned().fold(f64::MAX, f64::min);
+    let m = median(v);
+    if m > 0.0 { (max - min) / m } else { 0.0 }
+}
+
+/// Median of optional values where `None` is +infinity (for fairness ratios).
+///
+/// ```
+/// use lockbench::stats::median_opt;
+/// assert_eq!(median_opt(&[Some(1.0), None, Some(3.0)]), Some(3.0));
+/// assert_eq!(median_opt(&[None, None, Some(3.0)]), None);
+/// ```
+pub fn median_opt(v: &[Option<f64>]) -> Option<f64> {
+    if v.is_empty() {
+        return Some(1.0);
+    }
+    let mut s: Vec<f64> = v.iter().map(|x| x.unwrap_or(f64::INFINITY)).collect();
+    s.sort_by(f64::total_cmp);
+    let m = median(&s);
+    if m.is_finite() { Some(m) } else { None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn median_odd_even_empty() {
+        assert_eq!(median(&[5.0]), 5.0);
+        assert_eq!(median(&[9.0, 1.0, 5.0]), 5.0);
+        assert_eq!(median(&[1.0, 2.0, 3.0, 10.0]), 2.5);
+        assert!(median(&[]).is_nan());
+    }
+
+    #[test]
+    fn percentiles_nearest_rank() {
+        let v: Vec<u64> = (1..=1000).collect();
+        assert_eq!(percentile_sorted(&v, 50.0), 500);
+        assert_eq!(percentile_sorted(&v, 99.0), 990);
+        assert_eq!(percentile_sorted(&v, 99.9), 999);
+        assert_eq!(percentile_sorted(&v, 0.0), 1);
+        assert_eq!(percentile_sorted(&v, 100.0), 1000);
+        assert_eq!(percentile_sorted(&[], 50.0), 0);
+        assert_eq!(percentile_sorted(&[7], 99.9), 7);
+    }
+
+    #[test]
+    fn fairness_ratio_including_starved_thread() {
+        assert_eq!(fairness(&[100, 100]), Some(1.0));
+        assert_eq!(fairness(&[50, 100, 200]), Some(4.0));
+        assert_eq!(
+            fairness(&[0, 100]),
+            None,
+            "a starved thread is infinite unfairness"
+        );
+        assert_eq!(fairness(&[0, 0]), Some(1.0));
+        assert_eq!(fairness(&[]), Some(1.0));
+        assert_eq!(fairness(&[42]), Some(1.0));
+    }
+
+    #[test]
+    fn min_avg_max_and_spread() {
+        let m = min_avg_max(&[2, 4, 9]);
+        assert_eq!((m.min, m.avg, m.max), (2.0, 5.0, 9.0));
+        assert_eq!(min_avg_max(&[]), MinAvgMax::default());
+        assert_eq!(spread(&[2.0, 4.0, 6.0]), 1.0);
+        assert_eq!(spread(&[3.0]), 0.0);
+    }
+
+    #[test]
+    fn median_of_optional_fairness() {
+        assert_eq!(median_opt(&[Some(2.0), Some(4.0), Some(3.0)]), Some(3.0));
+        assert_eq!(median_opt(&[Some(2.0), None, None]), None);
+        assert_eq!(median_opt(&[Some(2.0), None, Some(1.0)]), Some(2.0));
+    }
+}

@@ -1,0 +1,430 @@
+//! Tables for the terminal (markdown-style, like the anchor measurements and seeds) and
+//! for the HTML report: locks as rows, thread counts as columns.
+
+use crate::record::{Record, Report};
+
+/// A titled table of strings.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Table {
+    /// Heading printed above the table.
+    pub title: String,
+    /// Column headers.
+    pub header: Vec<String>,
+    /// Rows of cells.
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// Renders as an aligned markdown table.
+    ///
+    /// ```
+    /// let t = lockbench::table::Table {
+    ///     title: "x".into(),
+    ///     header: vec!["lock".into(), "T=1".into()],
+    ///     rows: vec![vec!["std".into(), "3.5".into()]],
+    /// };
+    /// assert!(t.to_text().contains("| std  | 3.5 |"));
+    /// ```
+    pub fn to_text(&self) -> String {
+        let n = self.header.len();
+        let mut w: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
+        for r in &self.rows {
+            for (i, c) in r.iter().enumerate().take(n) {
+                w[i] = w[i].max(c.chars().count());
+            }
+        }
+        let line = |cells: &[String]| {
+            let mut s = String::from("|");
+            for (i, width) in w.iter().enumerate() {
+                let c = cells.get(i).map(String::as_str).unwrap_or("");
+                let pad = width - c.chars().count();
+                if i == 0 {
+                    s.push_str(&format!(" {c}{} |", " ".repeat(pad)));
+                } else {
+                    s.push_str(&format!(" {}{c} |", " ".repeat(pad)));
+                }
+            }
+            s.push('\n');
+            s
+        };
+        let mut s = format!("\n### {}\n\n", self.title);
+        s.push_str(&line(&self.header));
+        s.push('|');
+        for (i, width) in w.iter().enumerate() {
+            s.push_str(&if i == 0 {
+                format!(":{}|", "-".repeat(width + 1))
+            } else {
+                format!("{}:|", "-".repeat(width + 1))
+            });
+        }
+        s.push('\n');
+        for r in &self.rows {
+            s.push_str(&line(r));
+        }
+        s
+    }
+}
+
+/// Formats a fairness ratio (`inf` for `None`).
+pub fn fmt_fair(f: Option<f64>) -> String {
+    match f {
+        None => "inf".into(),
+        Some(x) if x >= 100.0 => format!("{x:.0}"),
+        Some(x) => format!("{x:.2}"),
+    }
+}
+
+/// Formats throughput with 3 significant decimals (more for tiny values).
+pub fn fmt_mops(x: f64) -> String {
+    if x != 0.0 && x.abs() < 0.01 {
+        format!("{x:.4}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+fn group_thousands(x: f64) -> String {
+    let n = x.round() as u64;
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+fn fmt_ns(ns: u64) -> String {
+    if ns >= 10_000_000 {
+        format!("{:.0} ms", ns as f64 / 1e6)
+    } else if ns >= 10_000 {
+        format!("{:.0} us", ns as f64 / 1e3)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+/// A series: records of one experiment with identical parameters.
+pub struct Series<'a> {
+    /// Title, e.g. "mutex, workload balanced (cs 100 ns, ncs 200 ns), 0.3 s x 3 runs".
+    pub title: String,
+    /// Records (implicit references excluded).
+    pub recs: Vec<&'a Record>,
+    /// Whether these are reader/writer records.
+    pub rw: bool,
+}
+
+/// Groups a report's records into series, in order of first appearance.
+pub fn series(report: &Report) -> Vec<Series<'_>> {
+    let mut out: Vec<(String, Series)> = Vec::new();
+    for r in report.results.iter().filter(|r| !r.implicit) {
+        let p = &r.params;
+        let key = format!(
+            "{}|{}|{}|{}|{}|{}|{}",
+            r.experiment, p.workload, p.cs_ns, p.ncs_ns, p.cs_sleep_us, p.duration_s, p.noise
+        );
+        let title = if r.experiment == "uncontended" {
+            "uncontended lock+unlock (one thread, counter++ inside)".to_string()
+        } else {
+            let mut t = format!(
+                "{}, workload {} (cs {} ns, ncs {} ns{}), {} s window",
+                r.experiment,
+                p.workload,
+                p.cs_ns,
+                p.ncs_ns,
+                if p.cs_sleep_us > 0.0 {
+                    format!(", sleep {} us inside", p.cs_sleep_us)
+                } else {
+                    String::new()
+                },
+                p.duration_s
+            );
+            if p.noise > 0 {
+                t.push_str(&format!(
+                    ", {} noise thread{}",
+                    p.noise,
+                    if p.noise == 1 { "" } else { "s" }
+                ));
+            }
+            t
+        };
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, s)) => s.recs.push(r),
+            None => out.push((
+                key,
+                Series {
+                    title,
+                    recs: vec![r],
+                    rw: r.readers.is_some(),
+                },
+            )),
+        }
+    }
+    out.into_iter().map(|(_, s)| s).collect()
+}
+
+fn locks_of(recs: &[&Record]) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for r in recs {
+        if !v.contains(&r.lock) {
+            v.push(r.lock.clone());
+        }
+    }
+    v
+}
+
+fn threads_of(recs: &[&Record]) -> Vec<usize> {
+    let mut v: Vec<usize> = recs.iter().map(|r| r.threads).collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn grid(title: String, s: &Series, cell: impl Fn(&Record) -> String) -> Table {
+    let locks = locks_of(&s.recs);
+    let ts = threads_of(&s.recs);
+    let mut header = vec!["lock".to_string()];
+    header.extend(ts.iter().map(|t| format!("T={t}")));
+    let rows = locks
+        .iter()
+        .map(|l| {
+            let mut row = vec![l.clone()];
+            for t in &ts {
+                row.push(
+                    s.recs
+                        .iter()
+                        .find(|r| &r.lock == l && r.threads == *t)
+                        .map(|r| cell(r))
+                        .unwrap_or_else(|| "-".into()),
+                );
+            }
+            row
+        })
+        .collect();
+    Table {
+        title,
+        header,
+        rows,
+    }
+}
+
+/// All tables of a report, in order.
+pub fn tables(report: &Report) -> Vec<Table> {
+    let mut out = Vec::new();
+    for s in series(report) {
+        let first = s.recs[0];
+        if first.experiment == "uncontended" {
+            out.push(Table {
+                title: s.title.clone(),
+                header: vec![
+                    "lock".into(),
+                    "ns/op median".into(),
+                    "spread".into(),
+                    "runs".into(),
+                ],
+                rows: s
+                    .recs
+                    .iter()
+                    .map(|r| {
+                        vec![
+                            r.lock.clone(),
+                            format!("{:.2}", r.uncontended_ns_per_op.unwrap_or(f64::NAN)),
+                            format!("{:.0}%", r.spread * 100.0),
+                            r.runs.to_string(),
+                        ]
+                    })
+                    .collect(),
+            });
+        } else if s.rw {
+            out.push(rw_table(&s));
+        } else {
+            let t = &s.title;
+            let runs = first.runs;
+            out.push(grid(
+                format!("{t}: throughput, total Mops/s (median of {runs})"),
+                &s,
+                |r| fmt_mops(r.throughput_mops),
+            ));
+            out.push(grid(format!("{t}: ceiling fraction"), &s, |r| {
+                r.ceiling_fraction
+                    .map(|c| format!("{c:.2}"))
+                    .unwrap_or_else(|| "-".into())
+            }));
+            out.push(grid(
+                format!("{t}: fairness, per-thread ops max/min (inf = a thread starved)"),
+                &s,
+                |r| fmt_fair(r.fairness_max_min),
+            ));
+            out.push(grid(
+                format!("{t}: per-thread ops min / avg / max (median run)"),
+                &s,
+                |r| {
+                    format!(
+                        "{} / {} / {}",
+                        group_thousands(r.ops_per_thread.min),
+                        group_thousands(r.ops_per_thread.avg),
+                        group_thousands(r.ops_per_thread.max)
+                    )
+                },
+            ));
+            out.push(grid(
+                format!("{t}: acquisition latency p50 / p99 / p99.9 (sampled 1/64)"),
+                &s,
+                |r| {
+                    format!(
+                        "{} / {} / {}",
+                        fmt_ns(r.latency_ns.p50),
+                        fmt_ns(r.latency_ns.p99),
+                        fmt_ns(r.latency_ns.p999)
+                    )
+                },
+            ));
+            out.push(grid(
+                format!("{t}: CPU ns/op / voluntary csw / involuntary csw / spread"),
+                &s,
+                |r| {
+                    format!(
+                        "{:.0} / {} / {} / {:.0}%",
+                        r.cpu_ns_per_op,
+                        r.csw_voluntary,
+                        r.csw_involuntary,
+                        r.spread * 100.0
+                    )
+                },
+            ));
+        }
+        let notes = notes(&s);
+        if !notes.rows.is_empty() {
+            out.push(notes);
+        }
+    }
+    out
+}
+
+fn rw_table(s: &Series) -> Table {
+    let header = [
+        "lock",
+        "R+W",
+        "reader Mops/s",
+        "writer Mops/s",
+        "reader ops/thread min / avg / max",
+        "writer ops/thread min / avg / max",
+        "writer share",
+        "writer max/min",
+        "p99.9 R / W",
+        "ceil",
+    ];
+    let mut rows = Vec::new();
+    let mut recs = s.recs.clone();
+    recs.sort_by_key(|r| r.threads);
+    for r in recs {
+        let (Some(rd), Some(wr)) = (&r.readers, &r.writers) else {
+            continue;
+        };
+        let mam = |m: &crate::stats::MinAvgMax| {
+            format!(
+                "{} / {} / {}",
+                group_thousands(m.min),
+                group_thousands(m.avg),
+                group_thousands(m.max)
+            )
+        };
+        rows.push(vec![
+            r.lock.clone(),
+            format!("{}+{}", rd.threads, wr.threads),
+            fmt_mops(rd.throughput_mops),
+            fmt_mops(wr.throughput_mops),
+            mam(&rd.ops_per_thread),
+            mam(&wr.ops_per_thread),
+            format!("{:.1}%", wr.share_of_ops * 100.0),
+            fmt_fair(wr.fairness_max_min),
+            format!(
+                "{} / {}",
+                fmt_ns(rd.latency_ns.p999),
+                fmt_ns(wr.latency_ns.p999)
+            ),
+            r.ceiling_fraction
+                .map(|c| format!("{c:.2}"))
+                .unwrap_or_else(|| "-".into()),
+        ]);
+    }
+    Table {
+        title: format!("{}: readers vs writers (median runs)", s.title),
+        header: header.iter().map(|h| h.to_string()).collect(),
+        rows,
+    }
+}
+
+fn notes(s: &Series) -> Table {
+    let rows = s
+        .recs
+        .iter()
+        .filter(|r| {
+            r.violations > 0 || r.collapsed || r.discarded_runs > 0 || r.gate_flagged_runs > 0
+        })
+        .map(|r| {
+            vec![
+                r.lock.clone(),
+                r.threads.to_string(),
+                if r.violations > 0 {
+                    format!("ERROR {}", r.violations)
+                } else {
+                    "0".into()
+                },
+                if r.collapsed {
+                    format!("{} (drain {:.0} ms)", r.collapsed_runs, r.drain_ms_max)
+                } else {
+                    "-".into()
+                },
+                r.discarded_runs.to_string(),
+                r.gate_flagged_runs.to_string(),
+            ]
+        })
+        .collect();
+    Table {
+        title: format!("{}: violations, collapses, idle-gate discards", s.title),
+        header: [
+            "lock",
+            "T",
+            "violations",
+            "collapsed runs",
+            "discarded",
+            "flagged noisy",
+        ]
+        .iter()
+        .map(|h| h.to_string())
+        .collect(),
+        rows,
+    }
+}
+
+/// The whole report as terminal text: machine line, then every table.
+pub fn render(report: &Report) -> String {
+    let m = &report.machine;
+    let mut s = format!(
+        "\nlockbench {}: {} | online CPUs {} | effective CPUs {} | kernel {}{} | work loop {:.3} ns/iter | steal during runs {} ms\n",
+        m.lockbench_version,
+        m.cpu_model,
+        m.online_cpus,
+        m.effective_cpus,
+        m.kernel,
+        if m.hypervisor { " (VM)" } else { "" },
+        m.work_ns_per_iter,
+        m.steal_ms_during
+    );
+    for t in tables(report) {
+        s.push_str(&t.to_text());
+    }
+    let v = report.violations();
+    s.push_str(&format!(
+        "\nMutual exclusion: {}\n",
+        if v == 0 {
+            "OK in every run".to_string()
+        } else {
+            format!("{v} VIOLATIONS")
+        }
+    ));
+    s
+}

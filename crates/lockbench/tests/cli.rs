@@ -1,0 +1,155 @@
+//! The binary's usage errors: exit status 2 and a message saying what is allowed.
+
+use std::process::{Command, Output};
+
+fn lockbench(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_lockbench"))
+        .args(args)
+        .env("LOCKBENCH_NO_IDLE_GATE", "1")
+        .output()
+        .expect("runs the binary")
+}
+
+fn assert_usage_error(args: &[&str], must_mention: &[&str]) {
+    let out = lockbench(args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "args {args:?}: stderr {err}");
+    for m in must_mention {
+        assert!(err.contains(m), "args {args:?}: '{m}' not in: {err}");
+    }
+}
+
+#[test]
+fn unknown_lock_lists_known_locks() {
+    assert_usage_error(
+        &["mutex", "--locks", "std,nosuchlock"],
+        &[
+            "nosuchlock",
+            "known locks",
+            "parking_lot",
+            "pthread_adaptive",
+            "mcs",
+        ],
+    );
+}
+
+#[test]
+fn bad_thread_lists() {
+    for t in ["0", "two", "1,,x", "5000", ""] {
+        assert_usage_error(&["mutex", "--threads", t], &["1..=1024"]);
+    }
+}
+
+#[test]
+fn bad_durations() {
+    for d in ["0", "-1", "nan", "inf", "abc"] {
+        assert_usage_error(&["mutex", "--duration", d], &["seconds > 0"]);
+    }
+}
+
+#[test]
+fn unknown_workload_lists_presets() {
+    assert_usage_error(
+        &["mutex", "--workload", "warm"],
+        &["balanced", "hot", "long", "sleep"],
+    );
+}
+
+#[test]
+fn mutex_given_to_rwlock_experiment() {
+    assert_usage_error(
+        &["rwlock", "--locks", "ticket"],
+        &["ticket", "std_rw", "pthread_rw_wpref"],
+    );
+}
+
+#[test]
+fn readers_without_writers() {
+    assert_usage_error(&["rwlock", "--readers", "2"], &["--writers"]);
+}
+
+#[test]
+fn unknown_subcommand_and_option() {
+    assert_usage_error(&["frobnicate"], &["list", "mutex", "rwlock", "report"]);
+    assert_usage_error(&["mutex", "--bogus"], &["--bogus"]);
+    assert_usage_error(&["report", "--quick", "--full"], &["--full"]);
+}
+
+#[test]
+fn list_prints_every_registered_lock_and_no_test_lock() {
+    let out = lockbench(&["list"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let names: Vec<&str> = text.lines().filter(|l| !l.starts_with(' ')).collect();
+    for e in lockbench::locks::registry() {
+        assert!(names.contains(&e.name), "{} missing from list", e.name);
+    }
+    for expected in [
+        "std",
+        "std_rw",
+        "parking_lot",
+        "parking_lot_fair",
+        "parking_lot_rw",
+        "pthread",
+        "pthread_adaptive",
+        "pthread_spin",
+        "pthread_rw",
+        "pthread_rw_wpref",
+        "ttas",
+        "ticket",
+        "mcs",
+    ] {
+        assert!(names.contains(&expected), "{expected} not listed");
+    }
+    assert!(!text.contains("broken"));
+}
+
+#[test]
+fn tiny_mutex_run_through_the_binary_writes_json() {
+    let dir = std::env::temp_dir().join(format!("lockbench-cli-{}", std::process::id()));
+    let json = dir.join("out.json");
+    let out = lockbench(&[
+        "mutex",
+        "--locks",
+        "std,ticket",
+        "--threads",
+        "2",
+        "--duration",
+        "0.01",
+        "--runs",
+        "1",
+        "--quiet",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rep =
+        lockbench::record::Report::from_json(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    // Two requested configurations plus the implicit T=1 references for the ceiling.
+    let explicit: Vec<_> = rep.results.iter().filter(|r| !r.implicit).collect();
+    assert_eq!(explicit.len(), 2);
+    assert!(rep.results.iter().any(|r| r.implicit && r.threads == 1));
+    assert!(
+        explicit
+            .iter()
+            .all(|r| r.violations == 0 && r.ceiling_fraction.is_some())
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn render_rejects_missing_and_bad_files() {
+    assert_usage_error(&["render", "/nonexistent/lockbench.json"], &["cannot read"]);
+    let f = std::env::temp_dir().join(format!("lockbench-bad-{}.json", std::process::id()));
+    std::fs::write(&f, "{not json").unwrap();
+    assert_usage_error(
+        &["render", f.to_str().unwrap()],
+        &["not a lockbench JSON report"],
+    );
+    let _ = std::fs::remove_file(f);
+}
