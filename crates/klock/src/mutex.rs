@@ -736,6 +736,20 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// when one owner holds it longer than `KLOCK_MUTEX_SPIN_NS` (hint: not
     /// running), or when `total` runs out. Publishes a heartbeat on `beat`.
     fn spin_on_owner(&self, id: u32, total: &mut SpinBudget, beat: Option<&node::Node>) -> bool {
+        let t0 = if stat::ENABLED { wait::now_ns() } else { 0 };
+        let got = self.spin_on_owner_inner(id, total, beat);
+        if stat::ENABLED {
+            stat::add(Event::MutexSpinOwnerNs, wait::now_ns().saturating_sub(t0));
+        }
+        got
+    }
+
+    fn spin_on_owner_inner(
+        &self,
+        id: u32,
+        total: &mut SpinBudget,
+        beat: Option<&node::Node>,
+    ) -> bool {
         let t = crate::tune::get();
         let mut per_owner = SpinBudget::new(t.mutex_spin_ns);
         let mut cur = self.owner.load(Ordering::Relaxed) >> ID_SHIFT;
@@ -799,7 +813,12 @@ impl<S: SpinPolicy> RawMutex<S> {
             }
             node::with_node(|q| {
                 let Some(q) = q else { return false };
-                if !self.osq.lock(q, &mut total, max) {
+                let t0 = if stat::ENABLED { wait::now_ns() } else { 0 };
+                let head = self.osq.lock(q, &mut total, max);
+                if stat::ENABLED {
+                    stat::add(Event::OsqWaitNs, wait::now_ns().saturating_sub(t0));
+                }
+                if !head {
                     return false;
                 }
                 let got = self.spin_on_owner(id, &mut total, Some(q.node()));

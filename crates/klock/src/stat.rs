@@ -142,6 +142,11 @@ events! {
     MutexWaitLt10ms = "mutex_wait_lt_10ms",
     /// Slow-path acquisitions that waited >= 10 ms.
     MutexWaitGe10ms = "mutex_wait_ge_10ms",
+    /// Nanoseconds spent spinning on the owner word (sum; the kernel's
+    /// `mutex_spin_on_owner`), including woken waiters' spinning.
+    MutexSpinOwnerNs = "mutex_spin_owner_ns",
+    /// Nanoseconds spent waiting in the OSQ for its head (sum; seed 004's `mspin_lock`).
+    OsqWaitNs = "osq_wait_ns",
     /// A thread waited on a condvar.
     CondWait = "cond_wait",
     /// Condvar waiters moved onto the mutex's wait list by a notify.

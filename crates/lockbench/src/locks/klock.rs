@@ -26,9 +26,22 @@
 //! one that needs a per-thread queue node through `BenchLock::Ctx`).
 //! Names must start with `klock_`; the description is one line.
 
-use crate::adapter::LockEntry;
+use crate::adapter::{LockApiMutex, LockEntry};
 
-/// Registry lines for klock's locks (none yet).
+/// Registry lines for klock's locks.
 pub fn entries() -> Vec<LockEntry> {
-    Vec::new()
+    vec![
+        LockEntry::mutex::<LockApiMutex<klock::mutex::RawMutex<klock::mutex::SpinOsq>>>(
+            "klock_mutex",
+            "klock mutex: OSQ-queued optimistic spinning, FIFO sleepers, handoff",
+        ),
+        LockEntry::mutex::<LockApiMutex<klock::mutex::RawMutex<klock::mutex::SpinOff>>>(
+            "klock_mutex_nospin",
+            "klock mutex without optimistic spinning (sleeps at once)",
+        ),
+        LockEntry::mutex::<LockApiMutex<klock::mutex::RawMutex<klock::mutex::SpinNoQueue>>>(
+            "klock_mutex_noqueue",
+            "klock mutex, ablation: every spinner polls the owner (no OSQ)",
+        ),
+    ]
 }
