@@ -451,6 +451,27 @@ mod tests {
     }
 
     #[test]
+    fn no_node_fallback_relocks() {
+        // Without a node the wait is "unlock, yield, re-lock": it returns with
+        // the mutex held, and wait_while still waits for its condition.
+        let pair = Arc::new((Mutex::new(false), Condvar::new()));
+        let p = pair.clone();
+        let h = std::thread::spawn(move || {
+            crate::node::simulate_no_node(true);
+            let mut g = p.0.lock();
+            p.1.wait_while(&mut g, |f| !*f);
+            assert!(*g);
+            crate::node::simulate_no_node(false);
+        });
+        std::thread::sleep(Duration::from_millis(5));
+        *pair.0.lock() = true;
+        pair.1.notify_all();
+        h.join().unwrap();
+        // SAFETY: only reads the word.
+        assert_eq!(unsafe { pair.0.raw() }.owner_word(), 0);
+    }
+
+    #[test]
     #[should_panic(expected = "two different mutexes")]
     fn two_mutexes_panic() {
         let pair = Arc::new((Mutex::new(()), Condvar::new()));

@@ -229,21 +229,22 @@ mod sealed {
     impl Sealed for super::SpinOff {}
 }
 
-/// Default policy: optimistic spinning, spinners queued in an OSQ.
+/// Default policy: optimistic spinning, spinners queued in an OSQ (0 bytes).
 ///
 /// ```
 /// assert_eq!(<klock::mutex::SpinOsq as klock::mutex::SpinPolicy>::NAME, "osq");
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpinOsq;
-/// Ablation (seed 004's "without the patch"): every spinner polls the owner.
+/// Ablation (seed 004's "without the patch"): every spinner polls the owner
+/// (0 bytes).
 ///
 /// ```
 /// assert!(!<klock::mutex::SpinNoQueue as klock::mutex::SpinPolicy>::QUEUE);
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpinNoQueue;
-/// No optimistic spinning (MUTEX_SPIN_ON_OWNER off): sleep at once.
+/// No optimistic spinning (MUTEX_SPIN_ON_OWNER off): sleep at once (0 bytes).
 ///
 /// ```
 /// assert!(!<klock::mutex::SpinOff as klock::mutex::SpinPolicy>::SPIN);
@@ -1257,6 +1258,9 @@ mod tests {
         assert_eq!(std::mem::size_of::<MutexToken>(), 4);
         assert_eq!(std::mem::size_of::<Mutex<()>>(), 12);
         assert_eq!(std::mem::size_of::<Mutex<u64>>(), 24);
+        assert_eq!(std::mem::size_of::<MutexGuard<'_, u64>>(), 16);
+        assert_eq!(std::mem::size_of::<SpinOsq>(), 0);
+        assert_eq!(std::mem::size_of::<crate::osq::Osq>(), 4);
     }
 
     #[test]

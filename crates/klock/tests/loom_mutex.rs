@@ -272,3 +272,38 @@ fn condvar_notify_all_unlocked() {
         assert_eq!(m.owner_word(), 0);
     });
 }
+
+/// Condvar with two waiters and notify_all under the mutex: both are moved to
+/// the mutex's wait list and released one at a time by unlocks.
+#[test]
+fn condvar_notify_all_two_waiters() {
+    model(|| {
+        let s = Arc::new((
+            RawMutex::<SpinOff>::new(),
+            RawCondvar::<SpinOff>::new(),
+            AtomicBool::new(false),
+        ));
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let s2 = s.clone();
+                loom::thread::spawn(move || {
+                    let (m, cv, flag) = &*s2;
+                    let mut t = m.lock();
+                    while !flag.load(Ordering::Relaxed) {
+                        unsafe { cv.wait(m, &mut t) };
+                    }
+                    unsafe { m.unlock(t) };
+                })
+            })
+            .collect();
+        let (m, cv, flag) = &*s;
+        let t = m.lock();
+        flag.store(true, Ordering::Relaxed);
+        cv.notify_all();
+        unsafe { m.unlock(t) };
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(m.owner_word(), 0);
+    });
+}
