@@ -1363,9 +1363,11 @@ mod tests {
     }
 
     #[test]
-    fn handoff_after_threshold_with_zero_threshold_env_free() {
-        // With the default threshold, a long hold makes the first waiter ask
-        // for HANDOFF; the unlock must then hand over (PICKUP).
+    fn stealing_owner_cannot_starve_a_waiter() {
+        // The owner releases and immediately re-takes the lock (a steal) every
+        // 3 ms, longer than the default 2 ms handoff threshold. The woken
+        // first waiter must get the lock: either it wins a race, or it sets
+        // HANDOFF and the next unlock hands the lock to it (PICKUP).
         let m = Arc::new(RawMutex::<SpinOff>::new());
         let t = m.lock();
         let m2 = m.clone();
@@ -1376,22 +1378,26 @@ mod tests {
         while m.owner_word() & WAITERS == 0 {
             std::thread::yield_now();
         }
-        // Unlock/relock repeatedly past the threshold; each unlock wakes the
-        // waiter, which eventually requests HANDOFF.
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
         let mut t = Some(t);
-        loop {
+        while !h.is_finished() {
+            assert!(std::time::Instant::now() < deadline, "waiter starved");
             std::thread::sleep(Duration::from_millis(3));
-            if m.owner_word() & HANDOFF != 0 {
-                unsafe { m.unlock(t.take().unwrap()) };
-                break;
+            let Some(tok) = t.take() else {
+                t = m.try_lock();
+                continue;
+            };
+            let handoff = m.owner_word() & HANDOFF != 0;
+            unsafe { m.unlock(tok) };
+            if handoff {
+                // Handed over: the word names the waiter (or it already
+                // released), never us.
+                assert_ne!(m.owner_word() >> ID_SHIFT, current_id());
             }
-            unsafe { m.unlock(t.take().unwrap()) };
-            match m.try_lock() {
-                Some(nt) => t = Some(nt),
-                None => break,
-            }
-            assert!(std::time::Instant::now() < deadline, "no progress");
+            t = m.try_lock();
+        }
+        if let Some(tok) = t {
+            unsafe { m.unlock(tok) };
         }
         h.join().unwrap();
         assert_eq!(m.owner_word(), 0);
