@@ -182,8 +182,11 @@ impl<S: SpinPolicy> RawCondvar<S> {
         self.list.remove(h);
         let n = node::decode(h);
         // Make the detached node a one-element circular list for the splice.
+        // Relaxed: list links are only touched under CV_LOCK / the mutex's
+        // WLOCK, whose Acquire/Release order them.
         n.next.store(h, Ordering::Relaxed);
         n.prev.store(h, Ordering::Relaxed);
+        // Relaxed: written under CV_LOCK, which we hold.
         let m = self.mutex.load(Ordering::Relaxed) as *const RawMutex<S>;
         // SAFETY: the list was non-empty under CV_LOCK, so `m` is the mutex a
         // waiter is blocked on and borrows. The waiter cannot leave (and let
@@ -210,6 +213,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
         let h = self.list.take_all();
         let mut count = 0;
         if h != 0 {
+            // Relaxed: written under CV_LOCK, which we hold.
             let m = self.mutex.load(Ordering::Relaxed) as *const RawMutex<S>;
             // SAFETY: as in notify_one.
             count = unsafe { &*m }.requeue(h);
@@ -257,6 +261,8 @@ impl<S: SpinPolicy> RawCondvar<S> {
             let me = q.tail();
             let n = q.node();
             self.lock_list();
+            // Relaxed (all four): under CV_LOCK, whose Release publishes them to
+            // the next holder (a notifier).
             let cur = self.mutex.load(Ordering::Relaxed);
             if self.list.head() != 0 && cur != maddr {
                 self.unlock_list();
@@ -283,6 +289,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
                         let now = wait::now_ns();
                         if now >= d && !cfg!(loom) {
                             self.lock_list();
+                            // Relaxed: under CV_LOCK, as is every notify's change.
                             let still = n.state.load(Ordering::Relaxed) == CV_WAITING;
                             if still {
                                 self.list.remove(me);

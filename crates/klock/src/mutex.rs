@@ -130,6 +130,7 @@ fn alloc_id() -> u32 {
     if let Some(id) = FREE_IDS.lock().unwrap_or_else(|e| e.into_inner()).pop() {
         return id;
     }
+    // Relaxed: a unique-number counter; no data is published with it.
     let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if id >= ANON_ID {
         // 2^28 - 1 live threads: share the anonymous id (no queueing).
@@ -569,6 +570,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// ```
     #[inline]
     pub fn owner_word(&self) -> u32 {
+        // Relaxed: a diagnostic snapshot.
         self.owner.load(Ordering::Relaxed)
     }
 
@@ -580,6 +582,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// ```
     #[inline]
     pub fn is_locked(&self) -> bool {
+        // Relaxed: a snapshot (lock_api's is_locked gives no ordering).
         self.owner.load(Ordering::Relaxed) >> ID_SHIFT != 0
     }
 
@@ -753,6 +756,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     ) -> bool {
         let t = crate::tune::get();
         let mut per_owner = SpinBudget::new(t.mutex_spin_ns);
+        // Relaxed (here and in the loop): hints; acquisition is try_acquire's CAS.
         let mut cur = self.owner.load(Ordering::Relaxed) >> ID_SHIFT;
         let mut got = false;
         let mut iter = 0u32;
@@ -924,6 +928,8 @@ impl<S: SpinPolicy> RawMutex<S> {
                 self.wunlock(0, 0);
                 return true;
             }
+            // Relaxed: under WLOCK, whose Release (wunlock) publishes them to
+            // the unlocker that reads them under WLOCK.
             n.state.store(SLEEPING, Ordering::Relaxed);
             n.aux.store(id, Ordering::Relaxed);
             self.list.push_back(me);
@@ -964,6 +970,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             // Re-arm under WLOCK (see module docs: this is what orders the
             // unlocker's WOKEN store against our sleep).
             lock_bit(&self.owner, WLOCK);
+            // Relaxed: under WLOCK (see above).
             n.state.store(SLEEPING, Ordering::Relaxed);
             first = self.list.head() == me;
             self.wunlock(0, 0);
@@ -1031,8 +1038,12 @@ impl<S: SpinPolicy> RawMutex<S> {
         // If the lock is free and others still wait, we may have consumed the
         // wake-up meant for the head: pass it on.
         let h = self.list.head();
+        // Relaxed: while the list is non-empty WAITERS stays set, so an owner
+        // cannot release without taking WLOCK (held by us): a non-zero id
+        // cannot become 0 meanwhile (a zero one may be taken: a harmless wake).
         let wake = !got && h != 0 && self.owner.load(Ordering::Relaxed) >> ID_SHIFT == 0;
         if wake {
+            // Relaxed: under WLOCK, released by wunlock below.
             node::decode(h).state.store(WOKEN, Ordering::Relaxed);
         }
         self.wunlock(0, clear);
@@ -1048,6 +1059,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// release (or hand over) and drop WLOCK in one CAS; then wake the head.
     #[cold]
     fn unlock_slow(&self, fair: bool) {
+        // Relaxed: only the CASes below decide; their orderings are commented.
         let mut o = self.owner.load(Ordering::Relaxed);
         loop {
             if o & (WAITERS | HANDOFF) == 0 {
@@ -1088,6 +1100,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         // If the head is still WOKEN from an earlier wake it has not re-armed
         // yet (re-arming needs WLOCK, which we hold): it is awake and will
         // re-try after our release, so no futex_wake is needed.
+        // Relaxed: under WLOCK; the release CAS below publishes it.
         let need_wake = hn.is_some_and(|hn| hn.state.swap(WOKEN, Ordering::Relaxed) != WOKEN);
         let mut o = self.owner.load(Ordering::Relaxed);
         let handed = loop {
@@ -1136,6 +1149,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         let mut t = head;
         loop {
             let n = node::decode(t);
+            // Relaxed: under WLOCK (and the condvar's lock).
             n.state.store(SLEEPING, Ordering::Relaxed);
             count += 1;
             t = n.next.load(Ordering::Relaxed);
@@ -1152,6 +1166,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         let h = self.list.head();
         let wake = o >> ID_SHIFT == 0;
         if wake {
+            // Relaxed: under WLOCK, released by wunlock below.
             node::decode(h).state.store(WOKEN, Ordering::Relaxed);
         }
         self.wunlock(0, 0);
