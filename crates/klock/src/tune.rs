@@ -19,12 +19,12 @@
 //! | `KLOCK_MUTEX_HANDOFF_NS` | [`Tunables::mutex_handoff_ns`] | 2000000 | 0..=1000000000 | mutex: waiter wait after which the lock is handed to it |
 //! | `KLOCK_MUTEX_SPIN_NS` | [`Tunables::mutex_spin_ns`] | 20000 | 0..=10000000 | mutex: optimistic spinning budget |
 //! | `KLOCK_MUTEX_SPIN` | [`Tunables::mutex_spin`] | 1 | 0..=1 | mutex: optimistic spinning on (1) / off (0) |
+//! | `KLOCK_SPIN` | [`Tunables::spin_kind`] | `pv` | `native`, `pv`, `pvbase`, `unfair`, `ticket`, `pvticket`, `tas` | variant behind the runtime-selected spinlock |
+//! | `KLOCK_STATS` | [`Tunables::stats_report`] | 0 | 0..=1 | print the lock-event report at exit (feature `stats`) |
 //! | `KLOCK_MUTEX_SPIN_MAX_NS` | [`Tunables::mutex_spin_max_ns`] | 200000 | 0..=100000000 | mutex: cap on one spinning episode |
 //! | `KLOCK_OSQ_STALE_NS` | [`Tunables::osq_stale_ns`] | 50000 | 0..=100000000 | OSQ: predecessor heartbeat age that looks descheduled (0 = off) |
 //! | `KLOCK_MUTEX_MAX_SPINNERS` | [`Tunables::mutex_max_spinners`] | 0 | 0..=4096 | mutex: most concurrent spinners (0 = effective CPUs - 1) |
 //! | `KLOCK_WAITLOCK_SPIN_NS` | [`Tunables::waitlock_spin_ns`] | 2000 | 0..=10000000 | mutex/condvar wait-list bit lock: spin before yield |
-//! | `KLOCK_SPIN` | [`Tunables::spin_kind`] | `pv` | `native`, `pv`, `pvbase`, `unfair`, `ticket`, `pvticket`, `tas` | variant behind the runtime-selected spinlock |
-//! | `KLOCK_STATS` | [`Tunables::stats_report`] | 0 | 0..=1 | print the lock-event report at exit (feature `stats`) |
 //!
 //! ```
 //! let t = klock::tune::get();
