@@ -26,20 +26,28 @@
 //! one that needs a per-thread queue node through `BenchLock::Ctx`).
 //! Names must start with `klock_`; the description is one line.
 
-use crate::adapter::{LockApiMutex, LockEntry};
+use crate::adapter::LockEntry;
 
-/// Registry lines for klock's locks.
+/// Registry lines for klock's locks (none yet).
 pub fn entries() -> Vec<LockEntry> {
+    Vec::new()
+}
+
+/// Registry lines for klock's mutex variants (kept apart from [`entries`] so the
+/// spinlock and mutex registrations merge independently).
+pub fn mutex_entries() -> Vec<LockEntry> {
+    use crate::adapter::LockApiMutex;
+    use klock::mutex::{RawMutex, SpinNoQueue, SpinOff, SpinOsq};
     vec![
-        LockEntry::mutex::<LockApiMutex<klock::mutex::RawMutex<klock::mutex::SpinOsq>>>(
+        LockEntry::mutex::<LockApiMutex<RawMutex<SpinOsq>>>(
             "klock_mutex",
             "klock mutex: OSQ-queued optimistic spinning, FIFO sleepers, handoff",
         ),
-        LockEntry::mutex::<LockApiMutex<klock::mutex::RawMutex<klock::mutex::SpinOff>>>(
+        LockEntry::mutex::<LockApiMutex<RawMutex<SpinOff>>>(
             "klock_mutex_nospin",
             "klock mutex without optimistic spinning (sleeps at once)",
         ),
-        LockEntry::mutex::<LockApiMutex<klock::mutex::RawMutex<klock::mutex::SpinNoQueue>>>(
+        LockEntry::mutex::<LockApiMutex<RawMutex<SpinNoQueue>>>(
             "klock_mutex_noqueue",
             "klock mutex, ablation: every spinner polls the owner (no OSQ)",
         ),
