@@ -7,7 +7,9 @@
 //!   [`node`] (per-thread queue nodes and the 32-bit tail encoding),
 //!   [`tune`] (every tunable, `KLOCK_*` overrides) and
 //!   [`stat`] (lock-event counters, feature `stats`);
-//! * locks: [`spin`] (test-and-set, ticket, queued spinlock: native, PV, unfair).
+//! * locks: [`spin`] (test-and-set, ticket, queued spinlock: native, PV, unfair),
+//!   [`mutex`] (owner word, OSQ-queued spinning via [`osq`], wait list, handoff)
+//!   and [`condvar`] (wait morphing onto the mutex's wait list).
 //!
 //! ```
 //! let lock = klock::SpinLock::new(0u64);
@@ -18,7 +20,10 @@
 
 pub(crate) mod sync;
 
+pub mod condvar;
+pub mod mutex;
 pub mod node;
+pub mod osq;
 pub mod spin;
 pub mod stat;
 pub mod tune;

@@ -112,6 +112,55 @@ events! {
     /// A TAS/no-node waiter slept.
     TasSleep = "tas_sleep",
     // ---- mutex / rwsem (section owned by the mutex work) -------------------
+    /// Mutex acquired by the one-CAS fast path.
+    MutexFastpath = "mutex_fastpath",
+    /// Mutex lock entered the slow path.
+    MutexSlowpath = "mutex_slowpath",
+    /// Optimistic spinning acquired the mutex.
+    MutexSpinSuccess = "mutex_spin_success",
+    /// Optimistic spinning gave up (budget, hints, handoff) without the mutex.
+    MutexSpinFail = "mutex_spin_fail",
+    /// Spinning was skipped: spinners would outnumber effective CPUs.
+    MutexSpinSkip = "mutex_spin_skip",
+    /// A spinner left the OSQ before reaching its head (cancellable MCS unqueue).
+    OsqUnqueue = "osq_unqueue",
+    /// A mutex waiter slept on its node's futex word.
+    MutexSleep = "mutex_sleep",
+    /// A mutex unlock (or condvar requeue) woke the first waiter.
+    MutexWake = "mutex_wake",
+    /// A mutex waiter returned from sleep without having been woken.
+    MutexSpuriousWakeup = "mutex_spurious_wakeup",
+    /// The first waiter set HANDOFF (waited past `KLOCK_MUTEX_HANDOFF_NS`).
+    MutexHandoffRequest = "mutex_handoff_request",
+    /// An unlock passed ownership directly to the first waiter (PICKUP).
+    MutexHandoff = "mutex_handoff",
+    /// A timed mutex lock gave up.
+    MutexTimeout = "mutex_timeout",
+    /// No queue node: the mutex waited on the non-queued fallback path.
+    MutexNoNode = "mutex_no_node",
+    /// Nanoseconds spent in the mutex lock slow path (sum; divide by `mutex_slowpath`).
+    MutexWaitNs = "mutex_wait_ns",
+    /// Slow-path acquisitions that waited < 10 us (histogram bucket).
+    MutexWaitLt10us = "mutex_wait_lt_10us",
+    /// Slow-path acquisitions that waited 10-100 us.
+    MutexWaitLt100us = "mutex_wait_lt_100us",
+    /// Slow-path acquisitions that waited 100 us - 1 ms.
+    MutexWaitLt1ms = "mutex_wait_lt_1ms",
+    /// Slow-path acquisitions that waited 1-10 ms.
+    MutexWaitLt10ms = "mutex_wait_lt_10ms",
+    /// Slow-path acquisitions that waited >= 10 ms.
+    MutexWaitGe10ms = "mutex_wait_ge_10ms",
+    /// Nanoseconds spent spinning on the owner word (sum; the kernel's
+    /// `mutex_spin_on_owner`), including woken waiters' spinning.
+    MutexSpinOwnerNs = "mutex_spin_owner_ns",
+    /// Nanoseconds spent waiting in the OSQ for its head (sum; seed 004's `mspin_lock`).
+    OsqWaitNs = "osq_wait_ns",
+    /// A thread waited on a condvar.
+    CondWait = "cond_wait",
+    /// Condvar waiters moved onto the mutex's wait list by a notify.
+    CondRequeue = "cond_requeue",
+    /// A timed condvar wait timed out.
+    CondTimeout = "cond_timeout",
     // ---- add new mutex events above this line ------------------------------
 }
 

@@ -22,6 +22,10 @@
 //! | `KLOCK_MUTEX_SPIN` | [`Tunables::mutex_spin`] | 1 | 0..=1 | mutex: optimistic spinning on (1) / off (0) |
 //! | `KLOCK_SPIN` | [`Tunables::spin_kind`] | `unfair` | `native`, `pv`, `pvbase`, `unfair`, `ticket`, `pvticket`, `tas` | variant behind the runtime-selected spinlock |
 //! | `KLOCK_STATS` | [`Tunables::stats_report`] | 0 | 0..=1 | print the lock-event report at exit (feature `stats`) |
+//! | `KLOCK_MUTEX_SPIN_MAX_NS` | [`Tunables::mutex_spin_max_ns`] | 200000 | 0..=100000000 | mutex: cap on one spinning episode |
+//! | `KLOCK_OSQ_STALE_NS` | [`Tunables::osq_stale_ns`] | 50000 | 0..=100000000 | OSQ: predecessor heartbeat age that looks descheduled (0 = off) |
+//! | `KLOCK_MUTEX_MAX_SPINNERS` | [`Tunables::mutex_max_spinners`] | 0 | 0..=4096 | mutex: most concurrent spinners (0 = effective CPUs - 1) |
+//! | `KLOCK_WAITLOCK_SPIN_NS` | [`Tunables::waitlock_spin_ns`] | 2000 | 0..=10000000 | mutex/condvar wait-list bit lock: spin before yield |
 //!
 //! ```
 //! let t = klock::tune::get();
@@ -324,6 +328,19 @@ tunables! {
     mutex_spin_ns: u64 = 20_000, "KLOCK_MUTEX_SPIN_NS", 0..=10_000_000;
     /// `KLOCK_MUTEX_SPIN`: mutex: optimistic spinning on (1) or off (0).
     mutex_spin: u32 = 1, "KLOCK_MUTEX_SPIN", 0..=1;
+    /// `KLOCK_MUTEX_SPIN_MAX_NS`: mutex: cap on one optimistic-spinning episode
+    /// (the per-owner budget `KLOCK_MUTEX_SPIN_NS` restarts when the owner changes;
+    /// this bounds the total, the stand-in for the kernel's `need_resched()`).
+    mutex_spin_max_ns: u64 = 200_000, "KLOCK_MUTEX_SPIN_MAX_NS", 0..=100_000_000;
+    /// `KLOCK_OSQ_STALE_NS`: OSQ: a predecessor whose heartbeat is older than
+    /// this looks descheduled, and its successor leaves the queue (0 = hint off).
+    osq_stale_ns: u64 = 50_000, "KLOCK_OSQ_STALE_NS", 0..=100_000_000;
+    /// `KLOCK_MUTEX_MAX_SPINNERS`: mutex: most threads that spin at once
+    /// (OSQ positions); 0 = effective CPUs - 1 (DESIGN principle 4).
+    mutex_max_spinners: u32 = 0, "KLOCK_MUTEX_MAX_SPINNERS", 0..=4096;
+    /// `KLOCK_WAITLOCK_SPIN_NS`: mutex/condvar internal wait-list bit lock:
+    /// nanoseconds spun before yielding the CPU.
+    waitlock_spin_ns: u64 = 2_000, "KLOCK_WAITLOCK_SPIN_NS", 0..=10_000_000;
     // ---- add new mutex tunables above this line -----------------------------
     // ---- reporting ---------------------------------------------------------
     /// `KLOCK_STATS`: print the lock-event report to stderr at process exit

@@ -27,6 +27,8 @@ pub enum Command {
     Mutex(exp::mutex::MutexArgs),
     /// Reader/writer loop with a torn-read check (rwlock competitors only).
     Rwlock(exp::rwlock::RwArgs),
+    /// Seed 004's file-server job mix: jobs per minute vs users, OSQ ablation.
+    Fserver(exp::fserver::FserverArgs),
     /// Single-thread lock+unlock cost, ns per op.
     Uncontended(UncontendedArgs),
     /// Seed 001's experiment: time to finish a fixed build-like job per spinlock
@@ -92,6 +94,7 @@ pub fn dispatch(cmd: Command) -> Result<i32, CliError> {
         }
         Command::Mutex(a) => exp::mutex::run(&a),
         Command::Rwlock(a) => exp::rwlock::run(&a),
+        Command::Fserver(a) => exp::fserver::run(&a),
         Command::Uncontended(a) => {
             let all = [LockKind::Mutex, LockKind::RwLock];
             let locks = exp::select_locks(&a.locks, &all, &all)?;

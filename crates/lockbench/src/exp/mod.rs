@@ -13,6 +13,7 @@
 //! options, [`select_locks`] for `--locks`, [`run_configs`] to run, and
 //! [`finish`] to print tables, write `--json/--csv` and compute the exit status.
 
+pub mod fserver;
 pub mod mutex;
 pub mod report;
 pub mod rwlock;

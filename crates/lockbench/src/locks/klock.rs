@@ -62,3 +62,24 @@ pub fn entries() -> Vec<LockEntry> {
         ),
     ]
 }
+
+/// Registry lines for klock's mutex variants (kept apart from [`entries`] so the
+/// spinlock and mutex registrations merge independently).
+pub fn mutex_entries() -> Vec<LockEntry> {
+    use crate::adapter::LockApiMutex;
+    use klock::mutex::{RawMutex, SpinNoQueue, SpinOff, SpinOsq};
+    vec![
+        LockEntry::mutex::<LockApiMutex<RawMutex<SpinOsq>>>(
+            "klock_mutex",
+            "klock mutex: OSQ-queued optimistic spinning, FIFO sleepers, handoff",
+        ),
+        LockEntry::mutex::<LockApiMutex<RawMutex<SpinOff>>>(
+            "klock_mutex_nospin",
+            "klock mutex without optimistic spinning (sleeps at once)",
+        ),
+        LockEntry::mutex::<LockApiMutex<RawMutex<SpinNoQueue>>>(
+            "klock_mutex_noqueue",
+            "klock mutex, ablation: every spinner polls the owner (no OSQ)",
+        ),
+    ]
+}

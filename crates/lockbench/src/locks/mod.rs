@@ -31,6 +31,7 @@ pub fn registry() -> Vec<LockEntry> {
     v.extend(pthread::entries());
     v.extend(spin::entries());
     v.extend(klock::entries());
+    v.extend(klock::mutex_entries());
     v
 }
 

@@ -1,0 +1,497 @@
+//! A condition variable for klock's [`RawMutex`] (lock_api 0.5 `RawCondvar` +
+//! `RawCondvarTimed`), with **wait morphing**: a notify does not wake anyone,
+//! it moves waiters from the condvar's list onto the mutex's wait list, where
+//! the mutex's unlock wakes them one at a time. `notify_all` on hundreds of
+//! waiters therefore wakes one thread, not a herd.
+//!
+//! # Layout (16 bytes on 64-bit)
+//!
+//! ```text
+//! list:  31                  16 15            1     0
+//!       +----------------------+---------------+-------+
+//!       | head waiter tail code|       0       | CV_LOCK|
+//!       +----------------------+---------------+-------+
+//! mutex: address of the RawMutex the current waiters use (valid while the
+//!        list is non-empty: every waiter borrows it)
+//! ```
+//!
+//! # Waiter states (the node's `state` word, its futex word)
+//!
+//! ```text
+//!  CV_WAITING --notify (under CV_LOCK + the mutex's WLOCK)--> SLEEPING (on the mutex list)
+//!  SLEEPING --mutex unlock / requeue with the mutex free--> WOKEN --> mutex waiter loop
+//!  CV_WAITING --timeout (under CV_LOCK)--> removed; re-lock the mutex normally
+//! ```
+//!
+//! The waiter appends itself under CV_LOCK **before** it unlocks the mutex, so
+//! a notify that follows the unlock always finds it (no lost wake-up). It
+//! sleeps while its state is CV_WAITING and never returns before a notify or
+//! its timeout: the queued path has **no spurious wake-ups**, and
+//! `notify_one`/`notify_all` return exact counts.
+//!
+//! Caveat: a thread that cannot get a queue node (more than
+//! `KLOCK_NODE_SLOTS` threads waiting at once, or waits nested deeper than 4)
+//! falls back to "unlock, yield, re-lock": a spurious wake-up that
+//! `wait_while` callers tolerate, and which the counts do not include.
+//!
+//! One condvar serves one mutex at a time: waiting with a second mutex while
+//! waiters of the first remain panics (before unlocking anything).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use klock::{condvar::Condvar, mutex::Mutex};
+//! let pair = Arc::new((Mutex::new(false), Condvar::new()));
+//! let p2 = pair.clone();
+//! let t = std::thread::spawn(move || {
+//!     *p2.0.lock() = true;
+//!     p2.1.notify_one();
+//! });
+//! let mut ready = pair.0.lock();
+//! pair.1.wait_while(&mut ready, |r| !*r);
+//! assert!(*ready);
+//! drop(ready);
+//! t.join().unwrap();
+//! ```
+
+use crate::mutex::{self, MutexToken, RawMutex, SLEEPING, SpinOsq, SpinPolicy, WaitList};
+use crate::node;
+use crate::stat::{self, Event};
+use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::wait;
+use std::marker::PhantomData;
+
+/// Node `state` while waiting on the condvar.
+const CV_WAITING: u32 = 3;
+/// Condvar list lock bit.
+const CV_LOCK: u32 = 1;
+
+/// The raw condvar (16 bytes on 64-bit): a FIFO of waiter nodes and the
+/// address of the mutex they use.
+///
+/// ```
+/// let cv = klock::condvar::RawCondvar::<klock::mutex::SpinOsq>::new();
+/// assert_eq!(cv.notify_all(), 0);
+/// ```
+#[derive(Debug)]
+pub struct RawCondvar<S: SpinPolicy = SpinOsq> {
+    list: WaitList,
+    /// `*const RawMutex<S>` of the current waiters (0 = none yet).
+    mutex: AtomicUsize,
+    _policy: PhantomData<S>,
+}
+
+/// A condition variable for [`crate::mutex::Mutex`] (`lock_api::Condvar`): 16 bytes.
+///
+/// ```
+/// let m = klock::mutex::Mutex::new(0);
+/// let cv = klock::condvar::Condvar::new();
+/// let mut g = m.lock();
+/// let r = cv.wait_for(&mut g, std::time::Duration::from_millis(1));
+/// assert!(r.timed_out());
+/// ```
+#[cfg(not(loom))]
+pub type Condvar = lock_api::Condvar<RawCondvar<SpinOsq>>;
+
+/// A condition variable for [`crate::mutex::MutexNoSpin`]: 16 bytes.
+///
+/// ```
+/// let cv = klock::condvar::CondvarNoSpin::new();
+/// assert!(!cv.notify_one());
+/// ```
+#[cfg(not(loom))]
+pub type CondvarNoSpin = lock_api::Condvar<RawCondvar<mutex::SpinOff>>;
+
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<RawCondvar>() <= 16);
+
+impl<S: SpinPolicy> Default for RawCondvar<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Aborts the process if dropped during unwinding: a panic between unlocking
+/// the mutex and re-locking it could not restore the caller's guard (the
+/// lock_api contract asks for an abort then). Only internal invariant
+/// violations can panic there.
+struct AbortOnUnwind;
+
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("klock: panic inside Condvar::wait after unlocking the mutex; aborting");
+            std::process::abort();
+        }
+    }
+}
+
+impl<S: SpinPolicy> RawCondvar<S> {
+    /// A condvar with no waiters (all zero).
+    ///
+    /// ```
+    /// static CV: klock::condvar::RawCondvar = klock::condvar::RawCondvar::new();
+    /// assert!(!CV.notify_one());
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        RawCondvar {
+            list: WaitList::new(),
+            mutex: AtomicUsize::new(0),
+            _policy: PhantomData,
+        }
+    }
+
+    /// A condvar with no waiters.
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        RawCondvar {
+            list: WaitList::new(),
+            mutex: AtomicUsize::new(0),
+            _policy: PhantomData,
+        }
+    }
+
+    #[inline]
+    fn lock_list(&self) {
+        mutex::lock_bit(&self.list.word, CV_LOCK);
+    }
+
+    #[inline]
+    fn unlock_list(&self) {
+        // Release pairs with the Acquire in the next lock_list.
+        self.list.word.fetch_and(!CV_LOCK, Ordering::Release);
+    }
+
+    /// Wake one waiter: move the oldest waiter onto the mutex's wait list (it
+    /// runs when the mutex is released to it). Returns whether there was one.
+    ///
+    /// ```
+    /// assert!(!klock::condvar::RawCondvar::<klock::mutex::SpinOsq>::new().notify_one());
+    /// ```
+    pub fn notify_one(&self) -> bool {
+        // Racy pre-check: a notify with no waiter costs one load.
+        if self.list.head() == 0 {
+            return false;
+        }
+        self.lock_list();
+        let h = self.list.head();
+        if h == 0 {
+            self.unlock_list();
+            return false;
+        }
+        self.list.remove(h);
+        let n = node::decode(h);
+        // Make the detached node a one-element circular list for the splice.
+        // Relaxed: list links are only touched under CV_LOCK / the mutex's
+        // WLOCK, whose Acquire/Release order them.
+        n.next.store(h, Ordering::Relaxed);
+        n.prev.store(h, Ordering::Relaxed);
+        // Relaxed: written under CV_LOCK, which we hold.
+        let m = self.mutex.load(Ordering::Relaxed) as *const RawMutex<S>;
+        // SAFETY: the list was non-empty under CV_LOCK, so `m` is the mutex a
+        // waiter is blocked on and borrows. The waiter cannot leave (and let
+        // the mutex be freed) before `requeue` releases the mutex's WLOCK: a
+        // CV_WAITING waiter leaves only under CV_LOCK (held by us), a requeued
+        // one must take WLOCK to leave the mutex list; `requeue` touches only
+        // the moved node after that release.
+        unsafe { &*m }.requeue(h);
+        self.unlock_list();
+        true
+    }
+
+    /// Wake all waiters: move them all onto the mutex's wait list at once.
+    /// Returns how many.
+    ///
+    /// ```
+    /// assert_eq!(klock::condvar::RawCondvar::<klock::mutex::SpinOsq>::new().notify_all(), 0);
+    /// ```
+    pub fn notify_all(&self) -> usize {
+        if self.list.head() == 0 {
+            return 0;
+        }
+        self.lock_list();
+        let h = self.list.take_all();
+        let mut count = 0;
+        if h != 0 {
+            // Relaxed: written under CV_LOCK, which we hold.
+            let m = self.mutex.load(Ordering::Relaxed) as *const RawMutex<S>;
+            // SAFETY: as in notify_one.
+            count = unsafe { &*m }.requeue(h);
+        }
+        self.unlock_list();
+        count
+    }
+
+    /// Atomically unlock `mutex` and wait for a notify (or `deadline_ns`, a
+    /// [`wait::now_ns`] time), then re-lock it; `token` is replaced by the new
+    /// acquisition. Returns `true` if the wait timed out.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `mutex` with `token`.
+    ///
+    /// ```
+    /// use klock::{condvar::RawCondvar, mutex::{RawMutex, SpinOsq}};
+    /// let (m, cv) = (RawMutex::<SpinOsq>::new(), RawCondvar::<SpinOsq>::new());
+    /// let mut t = m.lock();
+    /// let d = klock::wait::now_ns() + 1_000_000;
+    /// assert!(unsafe { cv.wait_until_ns(&m, &mut t, Some(d)) });
+    /// unsafe { m.unlock(t) };
+    /// ```
+    pub unsafe fn wait_until_ns(
+        &self,
+        mutex: &RawMutex<S>,
+        token: &mut MutexToken,
+        deadline_ns: Option<u64>,
+    ) -> bool {
+        stat::inc(Event::CondWait);
+        let id = mutex::current_id();
+        let maddr = mutex as *const RawMutex<S> as usize;
+        node::with_node(|q| {
+            let Some(q) = q.filter(|_| id != mutex::ANON_ID) else {
+                // No node: unlock, yield, re-lock (a spurious wake-up).
+                let guard = AbortOnUnwind;
+                // SAFETY: caller holds the mutex with `token`.
+                unsafe { mutex.unlock_id(token.id()) };
+                wait::yield_now();
+                *token = mutex.lock();
+                std::mem::forget(guard);
+                return false;
+            };
+            let me = q.tail();
+            let n = q.node();
+            self.lock_list();
+            // Relaxed (all four): under CV_LOCK, whose Release publishes them to
+            // the next holder (a notifier).
+            let cur = self.mutex.load(Ordering::Relaxed);
+            if self.list.head() != 0 && cur != maddr {
+                self.unlock_list();
+                panic!("klock: a Condvar was used with two different mutexes at once");
+            }
+            self.mutex.store(maddr, Ordering::Relaxed);
+            n.state.store(CV_WAITING, Ordering::Relaxed);
+            n.aux.store(id, Ordering::Relaxed);
+            self.list.push_back(me);
+            self.unlock_list();
+
+            let guard = AbortOnUnwind;
+            // SAFETY: caller holds the mutex with `token`.
+            unsafe { mutex.unlock_id(token.id()) };
+            let mut timed_out = false;
+            loop {
+                // Relaxed: the list edits that follow are ordered by locks.
+                if n.state.load(Ordering::Relaxed) != CV_WAITING {
+                    break;
+                }
+                let timeout = match deadline_ns {
+                    None => None,
+                    Some(d) => {
+                        let now = wait::now_ns();
+                        if now >= d && !cfg!(loom) {
+                            self.lock_list();
+                            // Relaxed: under CV_LOCK, as is every notify's change.
+                            let still = n.state.load(Ordering::Relaxed) == CV_WAITING;
+                            if still {
+                                self.list.remove(me);
+                            }
+                            self.unlock_list();
+                            if still {
+                                timed_out = true;
+                                break;
+                            }
+                            continue;
+                        }
+                        Some(std::time::Duration::from_nanos(d - now))
+                    }
+                };
+                wait::futex_wait(&n.state, CV_WAITING, timeout);
+            }
+            if timed_out {
+                stat::inc(Event::CondTimeout);
+                *token = mutex.lock();
+            } else {
+                // We are on the mutex's wait list (state SLEEPING or WOKEN).
+                debug_assert_ne!(n.state.load(Ordering::Relaxed), CV_WAITING);
+                let _ = SLEEPING;
+                mutex.wait_queued(q, id, None, true);
+                *token = MutexToken::from_id(id);
+            }
+            std::mem::forget(guard);
+            timed_out
+        })
+    }
+
+    /// Untimed [`wait_until_ns`](Self::wait_until_ns).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `mutex` with `token`.
+    ///
+    /// ```
+    /// use klock::{condvar::RawCondvar, mutex::{RawMutex, SpinOsq}};
+    /// let (m, cv) = (RawMutex::<SpinOsq>::new(), RawCondvar::<SpinOsq>::new());
+    /// std::thread::scope(|s| {
+    ///     let mut t = m.lock();
+    ///     s.spawn(|| { let t = m.lock(); cv.notify_one(); unsafe { m.unlock(t) } });
+    ///     unsafe { cv.wait(&m, &mut t) };
+    ///     unsafe { m.unlock(t) };
+    /// });
+    /// ```
+    pub unsafe fn wait(&self, mutex: &RawMutex<S>, token: &mut MutexToken) {
+        // SAFETY: forwarded contract.
+        unsafe { self.wait_until_ns(mutex, token, None) };
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: `wait` enqueues before unlocking (atomic w.r.t. notify), re-locks
+// before returning, and aborts if it would unwind without the lock.
+unsafe impl<S: SpinPolicy> lock_api::RawCondvar for RawCondvar<S> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new();
+    type RawMutex = RawMutex<S>;
+
+    unsafe fn wait(&self, mutex: &RawMutex<S>, guard: &mut MutexToken) {
+        // SAFETY: forwarded contract.
+        unsafe { RawCondvar::wait(self, mutex, guard) }
+    }
+
+    fn notify_one(&self) -> bool {
+        RawCondvar::notify_one(self)
+    }
+
+    fn notify_all(&self) -> usize {
+        RawCondvar::notify_all(self)
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: as for RawCondvar; timeouts only end the condvar phase.
+unsafe impl<S: SpinPolicy> lock_api::RawCondvarTimed for RawCondvar<S> {
+    fn checked_duration_to_instant(timeout: &std::time::Duration) -> Option<std::time::Instant> {
+        std::time::Instant::now().checked_add(*timeout)
+    }
+
+    unsafe fn wait_until(
+        &self,
+        mutex: &RawMutex<S>,
+        guard: &mut MutexToken,
+        timeout: &std::time::Instant,
+    ) -> bool {
+        let now = std::time::Instant::now();
+        let d = wait::now_ns().saturating_add(
+            timeout
+                .saturating_duration_since(now)
+                .as_nanos()
+                .min(u64::MAX as u128) as u64,
+        );
+        // SAFETY: forwarded contract.
+        unsafe { self.wait_until_ns(mutex, guard, Some(d)) }
+    }
+
+    unsafe fn wait_for(
+        &self,
+        mutex: &RawMutex<S>,
+        guard: &mut MutexToken,
+        timeout: &std::time::Duration,
+    ) -> bool {
+        let d = wait::now_ns().saturating_add(timeout.as_nanos().min(u64::MAX as u128) as u64);
+        // SAFETY: forwarded contract.
+        unsafe { self.wait_until_ns(mutex, guard, Some(d)) }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::mutex::Mutex;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn size() {
+        assert_eq!(std::mem::size_of::<RawCondvar>(), 16);
+        assert_eq!(std::mem::size_of::<Condvar>(), 16);
+    }
+
+    #[test]
+    fn notify_counts_are_exact() {
+        let pair = Arc::new((Mutex::new(0u32), Condvar::new()));
+        let n = 20;
+        let hs: Vec<_> = (0..n)
+            .map(|_| {
+                let p = pair.clone();
+                std::thread::spawn(move || {
+                    let mut g = p.0.lock();
+                    *g += 1;
+                    p.1.wait(&mut g);
+                })
+            })
+            .collect();
+        // Wait until every thread is waiting (each increments before waiting).
+        while *pair.0.lock() < n {
+            std::thread::yield_now();
+        }
+        let g = pair.0.lock();
+        assert!(pair.1.notify_one());
+        assert_eq!(pair.1.notify_all(), n as usize - 1);
+        assert_eq!(pair.1.notify_all(), 0);
+        assert!(!pair.1.notify_one());
+        drop(g);
+        for h in hs {
+            h.join().unwrap();
+        }
+    }
+
+    #[test]
+    fn timed_wait_times_out_and_relocks() {
+        let m = Mutex::new(1);
+        let cv = Condvar::new();
+        let mut g = m.lock();
+        assert!(cv.wait_for(&mut g, Duration::from_millis(2)).timed_out());
+        assert_eq!(*g, 1);
+        assert!(m.is_locked());
+        drop(g);
+        assert!(!m.is_locked());
+        // SAFETY: only reads the word.
+        assert_eq!(unsafe { m.raw() }.owner_word(), 0);
+    }
+
+    #[test]
+    fn no_node_fallback_relocks() {
+        // Without a node the wait is "unlock, yield, re-lock": it returns with
+        // the mutex held, and wait_while still waits for its condition.
+        let pair = Arc::new((Mutex::new(false), Condvar::new()));
+        let p = pair.clone();
+        let h = std::thread::spawn(move || {
+            crate::node::simulate_no_node(true);
+            let mut g = p.0.lock();
+            p.1.wait_while(&mut g, |f| !*f);
+            assert!(*g);
+            crate::node::simulate_no_node(false);
+        });
+        std::thread::sleep(Duration::from_millis(5));
+        *pair.0.lock() = true;
+        pair.1.notify_all();
+        h.join().unwrap();
+        // SAFETY: only reads the word.
+        assert_eq!(unsafe { pair.0.raw() }.owner_word(), 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "two different mutexes")]
+    fn two_mutexes_panic() {
+        let pair = Arc::new((Mutex::new(()), Condvar::new()));
+        let p = pair.clone();
+        let _h = std::thread::spawn(move || {
+            let mut g = p.0.lock();
+            p.1.wait_for(&mut g, Duration::from_secs(5));
+        });
+        while pair.1.raw().list.head() == 0 {
+            std::thread::yield_now();
+        }
+        let other = Mutex::new(());
+        let mut g = other.lock();
+        pair.1.wait(&mut g);
+    }
+}

@@ -1,0 +1,1420 @@
+//! klock's general-purpose sleeping mutex: the kernel mutex (seed 004 grown
+//! into its 4.10+ form) in user space. One-CAS fast paths, optimistic spinning
+//! queued through an [`Osq`], a FIFO wait list of per-thread nodes, each waiter
+//! sleeping on its own futex word, and bounded unfairness through HANDOFF.
+//!
+//! # Word layout (12 bytes, three `AtomicU32`)
+//!
+//! ```text
+//! owner:  31                                   4   3      2       1       0
+//!        +--------------------------------------+------+--------+--------+---------+
+//!        |  owner thread id (28 bits, 0 = free)  |WLOCK | PICKUP |HANDOFF | WAITERS |
+//!        +--------------------------------------+------+--------+--------+---------+
+//! list:   bits 16-31: head waiter's node tail code (0 = no waiter); bits 0-15: 0
+//! osq:    bits 16-31: OSQ tail (see crate::osq); bits 0-15: 0
+//! ```
+//!
+//! * **owner id**: a per-thread id, unique among live threads (recycled at
+//!   thread exit). The kernel stores the task pointer; we need the identity for
+//!   the "owner changed" spinning rule and to name the PICKUP recipient.
+//! * **WAITERS**: the wait list is non-empty; unlock must take the slow path.
+//! * **HANDOFF**: the first waiter waited longer than `KLOCK_MUTEX_HANDOFF_NS`;
+//!   unlock must not release the lock but pass it to the first waiter.
+//! * **PICKUP**: the lock was handed to the thread named in the id field; only
+//!   that waiter may take it (it clears PICKUP).
+//! * **WLOCK**: the wait-list lock (the kernel's `wait_lock`), a bit lock. It
+//!   lives in the owner word so that the unlock slow path can release the
+//!   owner and the wait list **in one CAS** (see "Lifetime" below).
+//!
+//! Everything zero = unlocked with no waiters (`const INIT`, DESIGN principle 7).
+//!
+//! # State diagram (owner word as (id, flags); W=WAITERS H=HANDOFF P=PICKUP)
+//!
+//! ```text
+//!  (0,-) --lock fast CAS--> (me,-) --unlock fast CAS--> (0,-)
+//!  (x,-) --waiter enqueues under WLOCK--> (x,W)
+//!  (x,W) --unlock: WLOCK, wake head, CAS--> (0,W) --anyone's trylock--> (y,W)
+//!  (x,W) --first waiter waited > handoff ns--> (x,W|H)
+//!  (x,W|H) --unlock: WLOCK, CAS--> (head,W|P) --head picks up--> (head,W)
+//!  (me,W) --last waiter leaves the list under WLOCK--> (me,-)
+//! ```
+//!
+//! Unlock is one `CAS(me -> 0)` when the word holds only the owner; any flag
+//! sends it to the slow path.
+//!
+//! # Waiting
+//!
+//! Slow path: try, then **optimistic spinning** (if the policy allows it,
+//! `KLOCK_MUTEX_SPIN=1`, and the OSQ position is at most
+//! `KLOCK_MUTEX_MAX_SPINNERS` or effective CPUs - 1): only the OSQ head polls
+//! the owner word; it stops when the lock is free (takes it), when HANDOFF or
+//! PICKUP appear, when one owner holds the lock longer than
+//! `KLOCK_MUTEX_SPIN_NS` (the owner probably is not running: hint), or after
+//! `KLOCK_MUTEX_SPIN_MAX_NS` in total (our `need_resched()`). Then the thread
+//! takes a node from [`crate::node`], appends it to the FIFO wait list under
+//! WLOCK, sets WAITERS, and sleeps on its node's `state` word. Unlock wakes
+//! exactly the first waiter. A woken first waiter spins on the owner (without
+//! the OSQ) before sleeping again; once it has waited past the handoff
+//! threshold it sets HANDOFF and the next unlock hands it the lock (PICKUP).
+//! HANDOFF is cleared when the first waiter leaves and when the list drains.
+//!
+//! Node fields while on the wait list: `next`/`prev` circular doubly-linked
+//! list links (tail codes), `state` the futex word (SLEEPING / WOKEN), `aux`
+//! the waiter's thread id. `state` is re-armed and set only under WLOCK, which
+//! is what rules out a lost wake-up: an unlocker's WOKEN store either follows
+//! the re-arm (the futex wait sees it) or precedes it, and then its release of
+//! the owner happens-before the waiter's next trylock.
+//!
+//! # Lifetime
+//!
+//! The unlock slow path takes WLOCK while still owning the lock, marks the
+//! first waiter WOKEN, and then releases owner and WLOCK with one CAS. After
+//! that CAS it only calls `futex_wake` on the waiter's node, which lives in the
+//! type-stable node registry. So, unlike the kernel mutex, an unlock never
+//! touches the mutex after the release that lets another thread free it.
+//! (Lockers and waiters do touch it while they are borrowing it, as usual.)
+//!
+//! # Fallback
+//!
+//! A thread that cannot get a node (see [`crate::node`]) or an id waits
+//! unqueued: it polls the word within the spin budget and yields in between
+//! (unfair but correct; counted as `mutex_no_node`).
+//!
+//! ```
+//! let m = klock::mutex::Mutex::new(0u32);
+//! *m.lock() += 1;
+//! assert_eq!(*m.lock(), 1);
+//! ```
+
+use crate::node::{self, QNode};
+use crate::osq::{self, Osq};
+use crate::stat::{self, Event};
+use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::wait::{self, SpinBudget, WaitOutcome};
+use std::cell::Cell;
+use std::marker::PhantomData;
+
+/// First waiter exists: unlock must take the slow path.
+pub const WAITERS: u32 = 1 << 0;
+/// The first waiter asked for a direct hand-off.
+pub const HANDOFF: u32 = 1 << 1;
+/// The lock was handed to the waiter named in the id field.
+pub const PICKUP: u32 = 1 << 2;
+/// Wait-list lock bit.
+pub const WLOCK: u32 = 1 << 3;
+/// All flag bits.
+pub const FLAGS: u32 = WAITERS | HANDOFF | PICKUP | WLOCK;
+/// Bit offset of the owner id.
+pub const ID_SHIFT: u32 = 4;
+/// Largest owner id; also the shared "anonymous" id of threads without one.
+pub const ANON_ID: u32 = (1 << (32 - ID_SHIFT)) - 1;
+
+/// Node `state` while a waiter may sleep.
+pub(crate) const SLEEPING: u32 = 1;
+/// Node `state` after an unlock (or requeue) woke the waiter.
+pub(crate) const WOKEN: u32 = 2;
+
+// ---------------------------------------------------------------------------
+// Thread ids
+// ---------------------------------------------------------------------------
+
+/// Returns the thread's id to the free list when the thread exits, and marks
+/// the cached id anonymous so a lock used from a later TLS destructor cannot
+/// reuse an id another thread may receive.
+struct TidGuard(Cell<u32>);
+
+static FREE_IDS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+static NEXT_ID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
+
+fn alloc_id() -> u32 {
+    if let Some(id) = FREE_IDS.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+        return id;
+    }
+    // Relaxed: a unique-number counter; no data is published with it.
+    let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if id >= ANON_ID {
+        // 2^28 - 1 live threads: share the anonymous id (no queueing).
+        NEXT_ID.store(ANON_ID, std::sync::atomic::Ordering::Relaxed);
+        return ANON_ID;
+    }
+    id
+}
+
+impl Drop for TidGuard {
+    fn drop(&mut self) {
+        let id = self.0.get();
+        let _ = TID.try_with(|c| c.set(ANON_ID));
+        if id != 0 && id != ANON_ID {
+            FREE_IDS.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+        }
+    }
+}
+
+#[cfg(not(loom))]
+std::thread_local! {
+    // Const-initialised and without a destructor: the fast path reads it with
+    // one TLS load (0 = not assigned yet).
+    static TID: Cell<u32> = const { Cell::new(0) };
+    static TID_GUARD: TidGuard = const { TidGuard(Cell::new(0)) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static TID: Cell<u32> = Cell::new(0);
+    static TID_GUARD: TidGuard = TidGuard(Cell::new(0));
+}
+
+#[cold]
+fn assign_id() -> u32 {
+    let id = alloc_id();
+    // Register the recycling guard; if this thread's TLS is being torn down,
+    // stay anonymous (and give the id back).
+    match TID_GUARD.try_with(|g| g.0.set(id)) {
+        Ok(()) => {
+            let _ = TID.try_with(|c| c.set(id));
+            id
+        }
+        Err(_) => {
+            if id != ANON_ID {
+                FREE_IDS.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+            }
+            let _ = TID.try_with(|c| c.set(ANON_ID));
+            ANON_ID
+        }
+    }
+}
+
+/// This thread's owner id (1..=[`ANON_ID`]), unique among live threads;
+/// [`ANON_ID`] once the thread's TLS is being destroyed (a lock used from a
+/// TLS destructor).
+///
+/// ```
+/// let id = klock::mutex::current_id();
+/// assert!(id >= 1 && id <= klock::mutex::ANON_ID);
+/// assert_eq!(id, klock::mutex::current_id());
+/// ```
+#[inline]
+pub fn current_id() -> u32 {
+    match TID.try_with(|c| c.get()) {
+        Ok(0) => assign_id(),
+        Ok(id) => id,
+        Err(_) => ANON_ID,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Spinning policies
+// ---------------------------------------------------------------------------
+
+/// How the mutex spins before sleeping: a type parameter, so each variant is
+/// monomorphised (no fast-path branch). Sealed: [`SpinOsq`], [`SpinNoQueue`],
+/// [`SpinOff`].
+///
+/// ```
+/// use klock::mutex::{SpinPolicy, SpinOsq, SpinOff};
+/// assert!(SpinOsq::SPIN && SpinOsq::QUEUE);
+/// assert!(!SpinOff::SPIN);
+/// ```
+pub trait SpinPolicy: sealed::Sealed + Send + Sync + 'static {
+    /// Spin on the owner at all (the kernel's MUTEX_SPIN_ON_OWNER).
+    const SPIN: bool;
+    /// Queue spinners in an OSQ so only its head polls the owner (seed 004).
+    const QUEUE: bool;
+    /// Name used by lockbench.
+    const NAME: &'static str;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::SpinOsq {}
+    impl Sealed for super::SpinNoQueue {}
+    impl Sealed for super::SpinOff {}
+}
+
+/// Default policy: optimistic spinning, spinners queued in an OSQ (0 bytes).
+///
+/// ```
+/// assert_eq!(<klock::mutex::SpinOsq as klock::mutex::SpinPolicy>::NAME, "osq");
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpinOsq;
+/// Ablation (seed 004's "without the patch"): every spinner polls the owner
+/// (0 bytes).
+///
+/// ```
+/// assert!(!<klock::mutex::SpinNoQueue as klock::mutex::SpinPolicy>::QUEUE);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpinNoQueue;
+/// No optimistic spinning (MUTEX_SPIN_ON_OWNER off): sleep at once (0 bytes).
+///
+/// ```
+/// assert!(!<klock::mutex::SpinOff as klock::mutex::SpinPolicy>::SPIN);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpinOff;
+
+impl SpinPolicy for SpinOsq {
+    const SPIN: bool = true;
+    const QUEUE: bool = true;
+    const NAME: &'static str = "osq";
+}
+impl SpinPolicy for SpinNoQueue {
+    const SPIN: bool = true;
+    const QUEUE: bool = false;
+    const NAME: &'static str = "noqueue";
+}
+impl SpinPolicy for SpinOff {
+    const SPIN: bool = false;
+    const QUEUE: bool = false;
+    const NAME: &'static str = "nospin";
+}
+
+// ---------------------------------------------------------------------------
+// Wait list (shared with the condvar)
+// ---------------------------------------------------------------------------
+
+/// A FIFO of nodes (circular, doubly linked through `next`/`prev` tail codes),
+/// its head's tail code kept in bits 16-31 of one word. Every operation needs
+/// the list's lock (the mutex's WLOCK, the condvar's bit lock); the lock's
+/// Acquire/Release orders the Relaxed link accesses.
+#[derive(Debug)]
+pub(crate) struct WaitList {
+    /// Head tail code in bits 16-31; bits 0-15 belong to the owner of the word.
+    pub(crate) word: AtomicU32,
+}
+
+const HEAD_MASK: u32 = node::TAIL_MASK;
+
+impl WaitList {
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Self {
+        WaitList {
+            word: AtomicU32::new(0),
+        }
+    }
+    #[cfg(loom)]
+    pub(crate) fn new() -> Self {
+        WaitList {
+            word: AtomicU32::new(0),
+        }
+    }
+
+    /// Head tail code (0 = empty). Under the list lock; Relaxed (racy) otherwise.
+    #[inline]
+    pub(crate) fn head(&self) -> u32 {
+        self.word.load(Ordering::Relaxed) & HEAD_MASK
+    }
+
+    #[inline]
+    fn set_head(&self, h: u32) {
+        // Only the lock holder changes the head bits; other bits are preserved
+        // with a CAS loop because the condvar keeps its lock bit in this word.
+        let mut o = self.word.load(Ordering::Relaxed);
+        loop {
+            match self.word.compare_exchange_weak(
+                o,
+                (o & !HEAD_MASK) | h,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(x) => o = x,
+            }
+        }
+    }
+
+    pub(crate) fn push_back(&self, t: u32) {
+        let n = node::decode(t);
+        let h = self.head();
+        if h == 0 {
+            n.next.store(t, Ordering::Relaxed);
+            n.prev.store(t, Ordering::Relaxed);
+            self.set_head(t);
+        } else {
+            let hn = node::decode(h);
+            let tl = hn.prev.load(Ordering::Relaxed);
+            n.next.store(h, Ordering::Relaxed);
+            n.prev.store(tl, Ordering::Relaxed);
+            node::decode(tl).next.store(t, Ordering::Relaxed);
+            hn.prev.store(t, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn remove(&self, t: u32) {
+        let n = node::decode(t);
+        let nx = n.next.load(Ordering::Relaxed);
+        if nx == t {
+            self.set_head(0);
+            return;
+        }
+        let pv = n.prev.load(Ordering::Relaxed);
+        node::decode(pv).next.store(nx, Ordering::Relaxed);
+        node::decode(nx).prev.store(pv, Ordering::Relaxed);
+        if self.head() == t {
+            self.set_head(nx);
+        }
+    }
+
+    /// Detach the whole list; returns its head (0 if empty).
+    pub(crate) fn take_all(&self) -> u32 {
+        let h = self.head();
+        if h != 0 {
+            self.set_head(0);
+        }
+        h
+    }
+
+    /// Append a detached circular list whose head is `h2`.
+    pub(crate) fn splice_back(&self, h2: u32) {
+        if h2 == 0 {
+            return;
+        }
+        let h = self.head();
+        if h == 0 {
+            self.set_head(h2);
+            return;
+        }
+        let (hn, h2n) = (node::decode(h), node::decode(h2));
+        let t1 = hn.prev.load(Ordering::Relaxed);
+        let t2 = h2n.prev.load(Ordering::Relaxed);
+        node::decode(t1).next.store(h2, Ordering::Relaxed);
+        h2n.prev.store(t1, Ordering::Relaxed);
+        node::decode(t2).next.store(h, Ordering::Relaxed);
+        hn.prev.store(t2, Ordering::Relaxed);
+    }
+}
+
+/// Take a lock bit in `word` (test-and-test-and-set; spins within
+/// `KLOCK_WAITLOCK_SPIN_NS`, then yields). Returns the word's value with the
+/// bit set. Acquire pairs with the Release in whichever RMW clears the bit.
+pub(crate) fn lock_bit(word: &AtomicU32, bit: u32) -> u32 {
+    loop {
+        let o = word.fetch_or(bit, Ordering::Acquire);
+        if o & bit == 0 {
+            return o | bit;
+        }
+        osq::spin_then_yield(|| (osq::peek(word, Ordering::Relaxed) & bit == 0).then_some(()));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The raw mutex
+// ---------------------------------------------------------------------------
+
+/// The raw mutex (12 bytes: owner word, wait-list head, OSQ tail), generic over
+/// its [`SpinPolicy`]. Use it through [`Mutex`] / [`MutexNoSpin`]
+/// (`lock_api`), or directly with [`lock`](Self::lock) / [`unlock`](Self::unlock).
+///
+/// ```
+/// use klock::mutex::RawMutex;
+/// let m: RawMutex = RawMutex::new();
+/// let t = m.lock();
+/// assert!(m.is_locked());
+/// unsafe { m.unlock(t) };
+/// assert!(!m.is_locked());
+/// ```
+#[derive(Debug)]
+pub struct RawMutex<S: SpinPolicy = SpinOsq> {
+    /// See the layout in the module docs.
+    owner: AtomicU32,
+    /// FIFO of sleeping waiters, protected by WLOCK.
+    pub(crate) list: WaitList,
+    /// Spinners' queue.
+    osq: Osq,
+    _policy: PhantomData<S>,
+}
+
+/// Proof of one acquisition, handed back at unlock (lock_api 0.5's `Guard`):
+/// the owner id the acquisition wrote into the word, so a guard may be sent
+/// to and released by another thread (4 bytes).
+///
+/// ```
+/// let m = klock::mutex::RawMutex::<klock::mutex::SpinOff>::new();
+/// let t = m.lock();
+/// assert_eq!(t.id(), klock::mutex::current_id());
+/// unsafe { m.unlock(t) };
+/// ```
+#[derive(Debug)]
+#[must_use = "the mutex stays locked until the token is passed to unlock"]
+pub struct MutexToken {
+    id: u32,
+}
+
+impl MutexToken {
+    /// The owner id recorded in the mutex word.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    pub(crate) fn from_id(id: u32) -> MutexToken {
+        MutexToken { id }
+    }
+}
+
+/// A mutex (`lock_api::Mutex` over [`RawMutex`]) with OSQ-queued optimistic
+/// spinning. Size: 12 bytes + `T` (rounded to `T`'s alignment).
+///
+/// ```
+/// static M: klock::mutex::Mutex<Vec<u32>> = klock::mutex::Mutex::new(Vec::new());
+/// M.lock().push(1);
+/// assert_eq!(M.lock().len(), 1);
+/// ```
+#[cfg(not(loom))]
+pub type Mutex<T> = lock_api::Mutex<RawMutex<SpinOsq>, T>;
+
+/// A guard of [`Mutex`] (`lock_api::MutexGuard`; a reference plus the 4-byte
+/// token: 16 bytes on 64-bit).
+///
+/// ```
+/// let m = klock::mutex::Mutex::new(1);
+/// let g: klock::mutex::MutexGuard<'_, i32> = m.lock();
+/// assert_eq!(*g, 1);
+/// ```
+#[cfg(not(loom))]
+pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawMutex<SpinOsq>, T>;
+
+/// A mutex that never spins (sleeps at once): the seed's MUTEX_SPIN_ON_OWNER
+/// off. Size: 12 bytes + `T`.
+///
+/// ```
+/// let m = klock::mutex::MutexNoSpin::new(5);
+/// assert_eq!(*m.lock(), 5);
+/// ```
+#[cfg(not(loom))]
+pub type MutexNoSpin<T> = lock_api::Mutex<RawMutex<SpinOff>, T>;
+
+/// A mutex whose spinners all poll the owner (no OSQ): seed 004's ablation.
+/// Size: 12 bytes + `T`.
+///
+/// ```
+/// let m = klock::mutex::MutexNoQueue::new(5);
+/// assert_eq!(*m.lock(), 5);
+/// ```
+#[cfg(not(loom))]
+pub type MutexNoQueue<T> = lock_api::Mutex<RawMutex<SpinNoQueue>, T>;
+
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<RawMutex>() <= 16);
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<RawMutex>() == 12);
+
+impl<S: SpinPolicy> Default for RawMutex<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Time left until `deadline` (monotonic ns), `None` = no deadline.
+#[inline]
+fn remaining(deadline: Option<u64>) -> Option<Option<std::time::Duration>> {
+    match deadline {
+        None => Some(None),
+        Some(d) => {
+            let now = wait::now_ns();
+            if now >= d && !cfg!(loom) {
+                None
+            } else {
+                Some(Some(std::time::Duration::from_nanos(d.saturating_sub(now))))
+            }
+        }
+    }
+}
+
+#[inline]
+fn record_wait(t0: u64) {
+    if stat::ENABLED {
+        let ns = wait::now_ns().saturating_sub(t0);
+        stat::add(Event::MutexWaitNs, ns);
+        stat::inc(match ns {
+            0..10_000 => Event::MutexWaitLt10us,
+            10_000..100_000 => Event::MutexWaitLt100us,
+            100_000..1_000_000 => Event::MutexWaitLt1ms,
+            1_000_000..10_000_000 => Event::MutexWaitLt10ms,
+            _ => Event::MutexWaitGe10ms,
+        });
+    }
+}
+
+impl<S: SpinPolicy> RawMutex<S> {
+    /// An unlocked mutex (all zero).
+    ///
+    /// ```
+    /// static M: klock::mutex::RawMutex = klock::mutex::RawMutex::new();
+    /// assert!(!M.is_locked());
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        RawMutex {
+            owner: AtomicU32::new(0),
+            list: WaitList::new(),
+            osq: Osq::new(),
+            _policy: PhantomData,
+        }
+    }
+
+    /// An unlocked mutex (all zero).
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        RawMutex {
+            owner: AtomicU32::new(0),
+            list: WaitList::new(),
+            osq: Osq::new(),
+            _policy: PhantomData,
+        }
+    }
+
+    /// The raw owner word (for tests and diagnostics).
+    ///
+    /// ```
+    /// assert_eq!(klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new().owner_word(), 0);
+    /// ```
+    #[inline]
+    pub fn owner_word(&self) -> u32 {
+        // Relaxed: a diagnostic snapshot.
+        self.owner.load(Ordering::Relaxed)
+    }
+
+    /// Is the mutex held (or handed to a waiter)?
+    ///
+    /// ```
+    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// assert!(!m.is_locked());
+    /// ```
+    #[inline]
+    pub fn is_locked(&self) -> bool {
+        // Relaxed: a snapshot (lock_api's is_locked gives no ordering).
+        self.owner.load(Ordering::Relaxed) >> ID_SHIFT != 0
+    }
+
+    /// Acquire: one CAS when free, else the slow path (spin, then sleep).
+    ///
+    /// ```
+    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let t = m.lock();
+    /// unsafe { m.unlock(t) };
+    /// ```
+    #[inline]
+    pub fn lock(&self) -> MutexToken {
+        let id = current_id();
+        // Acquire pairs with the Release of the previous owner's unlock (fast
+        // CAS, slow-path CAS or hand-off CAS).
+        if self
+            .owner
+            .compare_exchange(0, id << ID_SHIFT, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            stat::inc(Event::MutexFastpath);
+            return MutexToken { id };
+        }
+        let ok = self.lock_slow(id, None);
+        debug_assert!(ok);
+        MutexToken { id }
+    }
+
+    /// Acquire if free (also when only flags are set); never waits.
+    ///
+    /// ```
+    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let t = m.try_lock().unwrap();
+    /// assert!(m.try_lock().is_none());
+    /// unsafe { m.unlock(t) };
+    /// ```
+    #[inline]
+    pub fn try_lock(&self) -> Option<MutexToken> {
+        let id = current_id();
+        self.try_acquire(id, false).then_some(MutexToken { id })
+    }
+
+    /// Acquire, giving up at `deadline_ns` (a [`wait::now_ns`] time).
+    ///
+    /// ```
+    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let t = m.lock();
+    /// let d = klock::wait::now_ns() + 1_000_000;
+    /// assert!(std::thread::scope(|s| s.spawn(|| m.lock_until_ns(d).is_none()).join().unwrap()));
+    /// unsafe { m.unlock(t) };
+    /// ```
+    pub fn lock_until_ns(&self, deadline_ns: u64) -> Option<MutexToken> {
+        let id = current_id();
+        if self
+            .owner
+            .compare_exchange(0, id << ID_SHIFT, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            stat::inc(Event::MutexFastpath);
+            return Some(MutexToken { id });
+        }
+        self.lock_slow(id, Some(deadline_ns))
+            .then_some(MutexToken { id })
+    }
+
+    /// Release.
+    ///
+    /// # Safety
+    ///
+    /// `token` must come from an acquisition of this mutex that has not been
+    /// released yet.
+    ///
+    /// ```
+    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let t = m.lock();
+    /// unsafe { m.unlock(t) };
+    /// ```
+    #[inline]
+    pub unsafe fn unlock(&self, token: MutexToken) {
+        // Release pairs with the Acquire of the next owner's CAS.
+        if self
+            .owner
+            .compare_exchange(
+                token.id << ID_SHIFT,
+                0,
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            self.unlock_slow(false);
+        }
+    }
+
+    /// Release and hand the lock to the first waiter, if any (fair unlock).
+    ///
+    /// # Safety
+    ///
+    /// As for [`unlock`](Self::unlock).
+    ///
+    /// ```
+    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let t = m.lock();
+    /// unsafe { m.unlock_fair(t) };
+    /// assert!(!m.is_locked());
+    /// ```
+    #[inline]
+    pub unsafe fn unlock_fair(&self, token: MutexToken) {
+        // Release pairs with the next owner's Acquire.
+        if self
+            .owner
+            .compare_exchange(
+                token.id << ID_SHIFT,
+                0,
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            self.unlock_slow(true);
+        }
+    }
+
+    /// The kernel's `trylock_common` without the handoff request: take the lock
+    /// if the id field is 0 (keeping WAITERS/WLOCK), or, for a `waiter`, pick
+    /// up a hand-off addressed to `id`.
+    #[inline]
+    fn try_acquire(&self, id: u32, waiter: bool) -> bool {
+        let mut o = self.owner.load(Ordering::Relaxed);
+        loop {
+            let owner = o >> ID_SHIFT;
+            let new = if owner == 0 {
+                if o & (HANDOFF | PICKUP) != 0 {
+                    return false;
+                }
+                o | (id << ID_SHIFT)
+            } else if waiter && o & PICKUP != 0 && owner == id {
+                o & !PICKUP
+            } else {
+                return false;
+            };
+            // Acquire pairs with the Release of the unlock / hand-off CAS.
+            match self
+                .owner
+                .compare_exchange_weak(o, new, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(x) => o = x,
+            }
+        }
+    }
+
+    /// Spin on the owner word: take the lock when its id field is 0; keep
+    /// spinning while owners change quickly; stop when HANDOFF/PICKUP appear,
+    /// when one owner holds it longer than `KLOCK_MUTEX_SPIN_NS` (hint: not
+    /// running), or when `total` runs out. Publishes a heartbeat on `beat`.
+    fn spin_on_owner(&self, id: u32, total: &mut SpinBudget, beat: Option<&node::Node>) -> bool {
+        let t0 = if stat::ENABLED { wait::now_ns() } else { 0 };
+        let got = self.spin_on_owner_inner(id, total, beat);
+        if stat::ENABLED {
+            stat::add(Event::MutexSpinOwnerNs, wait::now_ns().saturating_sub(t0));
+        }
+        got
+    }
+
+    fn spin_on_owner_inner(
+        &self,
+        id: u32,
+        total: &mut SpinBudget,
+        beat: Option<&node::Node>,
+    ) -> bool {
+        let t = crate::tune::get();
+        let mut per_owner = SpinBudget::new(t.mutex_spin_ns);
+        // Relaxed (here and in the loop): hints; acquisition is try_acquire's CAS.
+        let mut cur = self.owner.load(Ordering::Relaxed) >> ID_SHIFT;
+        let mut got = false;
+        let mut iter = 0u32;
+        wait::spin_until(total, || {
+            let o = osq::peek(&self.owner, Ordering::Relaxed);
+            if o & (HANDOFF | PICKUP) != 0 {
+                // A waiter is owed the lock (or has it): spinning is pointless;
+                // a PICKUP addressed to us is taken by the caller's trylock.
+                return true;
+            }
+            let owner = o >> ID_SHIFT;
+            if owner == 0 {
+                if self.try_acquire(id, false) {
+                    got = true;
+                    return true;
+                }
+            } else if owner != cur {
+                cur = owner;
+                per_owner.restart();
+            } else if per_owner.expired() {
+                return true;
+            }
+            iter = iter.wrapping_add(1);
+            if let Some(n) = beat
+                && iter.is_multiple_of(64)
+            {
+                osq::heartbeat(n);
+            }
+            false
+        });
+        got
+    }
+
+    /// Most spinners allowed at once (OSQ positions).
+    #[inline]
+    fn max_spinners() -> u32 {
+        let t = crate::tune::get().mutex_max_spinners;
+        if t != 0 {
+            t
+        } else if cfg!(loom) {
+            2
+        } else {
+            (wait::effective_cpus() as u32).saturating_sub(1)
+        }
+    }
+
+    /// Optimistic spinning for a thread that is not queued yet.
+    fn optimistic_spin(&self, id: u32) -> bool {
+        let t = crate::tune::get();
+        if !S::SPIN || t.mutex_spin == 0 {
+            return false;
+        }
+        let max = Self::max_spinners();
+        let mut total = SpinBudget::new(t.mutex_spin_max_ns);
+        let got = if S::QUEUE {
+            if self.osq.depth_hint() >= max {
+                stat::inc(Event::MutexSpinSkip);
+                return false;
+            }
+            node::with_node(|q| {
+                let Some(q) = q else { return false };
+                let t0 = if stat::ENABLED { wait::now_ns() } else { 0 };
+                let head = self.osq.lock(q, &mut total, max);
+                if stat::ENABLED {
+                    stat::add(Event::OsqWaitNs, wait::now_ns().saturating_sub(t0));
+                }
+                if !head {
+                    return false;
+                }
+                let got = self.spin_on_owner(id, &mut total, Some(q.node()));
+                self.osq.unlock(q);
+                got
+            })
+        } else {
+            self.spin_on_owner(id, &mut total, None)
+        };
+        stat::inc(if got {
+            Event::MutexSpinSuccess
+        } else {
+            Event::MutexSpinFail
+        });
+        got
+    }
+
+    /// Slow path of lock; `deadline` in `now_ns` time. Returns whether the lock
+    /// was acquired (always `true` without a deadline).
+    #[cold]
+    fn lock_slow(&self, id: u32, deadline: Option<u64>) -> bool {
+        stat::inc(Event::MutexSlowpath);
+        let t0 = if stat::ENABLED { wait::now_ns() } else { 0 };
+        let ok = self.try_acquire(id, false)
+            || self.optimistic_spin(id)
+            || node::with_node(|q| match q {
+                Some(q) if id != ANON_ID => self.wait_queued(q, id, deadline, false),
+                _ => self.wait_unqueued(id, deadline),
+            });
+        if ok {
+            record_wait(t0);
+        } else {
+            stat::inc(Event::MutexTimeout);
+        }
+        ok
+    }
+
+    /// No node (or no id): poll within the spin budget, yield in between.
+    fn wait_unqueued(&self, id: u32, deadline: Option<u64>) -> bool {
+        stat::inc(Event::MutexNoNode);
+        let ns = crate::tune::get().mutex_spin_ns;
+        loop {
+            if self.try_acquire(id, false) {
+                return true;
+            }
+            if remaining(deadline).is_none() {
+                return false;
+            }
+            wait::spin_until(&mut SpinBudget::new(ns), || {
+                osq::peek(&self.owner, Ordering::Relaxed) >> ID_SHIFT == 0
+            });
+            wait::yield_now();
+        }
+    }
+
+    /// Release WLOCK, setting `set` and clearing `clear` in the same RMW.
+    /// Release pairs with the Acquire of the next `lock_bit(WLOCK)`.
+    #[inline]
+    fn wunlock(&self, set: u32, clear: u32) -> u32 {
+        let mut o = self.owner.load(Ordering::Relaxed);
+        loop {
+            let new = (o | set) & !(clear | WLOCK);
+            match self
+                .owner
+                .compare_exchange_weak(o, new, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return o,
+                Err(x) => o = x,
+            }
+        }
+    }
+
+    /// Clear flags for a list that lost `leaver`: WAITERS|HANDOFF when the list
+    /// is now empty, HANDOFF when the leaver was the head (only the head sets it).
+    #[inline]
+    fn leave_flags(&self, leaver_was_head: bool) -> u32 {
+        if self.list.head() == 0 {
+            WAITERS | HANDOFF
+        } else if leaver_was_head {
+            HANDOFF
+        } else {
+            0
+        }
+    }
+
+    /// Queue `q` and sleep until the lock is ours (or the deadline passes).
+    /// With `requeued`, the node is already on the list (moved there by a
+    /// condvar notify) and its `state` is SLEEPING.
+    pub(crate) fn wait_queued(
+        &self,
+        q: QNode,
+        id: u32,
+        deadline: Option<u64>,
+        requeued: bool,
+    ) -> bool {
+        let me = q.tail();
+        let n = q.node();
+        let mut first;
+        if !requeued {
+            lock_bit(&self.owner, WLOCK);
+            if self.try_acquire(id, false) {
+                self.wunlock(0, 0);
+                return true;
+            }
+            // Relaxed: under WLOCK, whose Release (wunlock) publishes them to
+            // the unlocker that reads them under WLOCK.
+            n.state.store(SLEEPING, Ordering::Relaxed);
+            n.aux.store(id, Ordering::Relaxed);
+            self.list.push_back(me);
+            first = self.list.head() == me;
+            // Setting WAITERS in the WLOCK-release RMW: an unlock ordered after
+            // it sees WAITERS and wakes the head; one ordered before it left the
+            // id field 0, which our trylock below sees.
+            self.wunlock(WAITERS, 0);
+        } else {
+            first = self.list.head() == me;
+        }
+        let t = crate::tune::get();
+        let start = wait::now_ns();
+        let mut woken = false;
+        let mut handoff_asked = false;
+        loop {
+            if self.try_acquire(id, true) {
+                break;
+            }
+            if first && woken && !handoff_asked {
+                // A woken first waiter spins on the owner before sleeping again
+                // (kernel 4.10 "optimistic spinning of woken waiter") ...
+                if S::SPIN && t.mutex_spin != 0 {
+                    let mut total = SpinBudget::new(t.mutex_spin_max_ns);
+                    if self.spin_on_owner(id, &mut total, None) {
+                        break;
+                    }
+                }
+                // ... and, once it has waited past the threshold after a failed
+                // wake-up, asks for the lock to be handed over.
+                if wait::now_ns().saturating_sub(start) >= t.mutex_handoff_ns
+                    && self.request_handoff()
+                {
+                    handoff_asked = true;
+                    stat::inc(Event::MutexHandoffRequest);
+                }
+            }
+            // Re-arm under WLOCK (see module docs: this is what orders the
+            // unlocker's WOKEN store against our sleep).
+            lock_bit(&self.owner, WLOCK);
+            // Relaxed: under WLOCK (see above).
+            n.state.store(SLEEPING, Ordering::Relaxed);
+            first = self.list.head() == me;
+            self.wunlock(0, 0);
+            if self.try_acquire(id, true) {
+                break;
+            }
+            let Some(timeout) = remaining(deadline) else {
+                if self.leave_on_timeout(q, id) {
+                    return true;
+                }
+                return false;
+            };
+            stat::inc(Event::MutexSleep);
+            let r = wait::futex_wait(&n.state, SLEEPING, timeout);
+            // Relaxed: the lock itself is acquired through the owner CAS.
+            woken = n.state.load(Ordering::Relaxed) == WOKEN;
+            stat::cond_inc(
+                Event::MutexSpuriousWakeup,
+                !woken && r != WaitOutcome::TimedOut,
+            );
+        }
+        // We own the lock: leave the list.
+        lock_bit(&self.owner, WLOCK);
+        let was_head = self.list.head() == me;
+        self.list.remove(me);
+        let clear = self.leave_flags(was_head);
+        self.wunlock(0, clear);
+        true
+    }
+
+    /// The first waiter's `trylock_or_handoff`: set HANDOFF while someone else
+    /// owns the lock. Returns whether HANDOFF is (now) set.
+    fn request_handoff(&self) -> bool {
+        let mut o = self.owner.load(Ordering::Relaxed);
+        loop {
+            if o >> ID_SHIFT == 0 || o & PICKUP != 0 {
+                return false;
+            }
+            if o & HANDOFF != 0 {
+                return true;
+            }
+            // Relaxed: HANDOFF carries no data; the unlocker reads it under
+            // WLOCK in its own CAS loop (same word, so RMW order decides).
+            match self.owner.compare_exchange_weak(
+                o,
+                o | HANDOFF,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(x) => o = x,
+            }
+        }
+    }
+
+    /// Timed-out waiter: leave the list under WLOCK, unless the lock was handed
+    /// to us (or is free) meanwhile, in which case take it (returns `true`).
+    fn leave_on_timeout(&self, q: QNode, id: u32) -> bool {
+        let me = q.tail();
+        lock_bit(&self.owner, WLOCK);
+        let got = self.try_acquire(id, true);
+        let was_head = self.list.head() == me;
+        self.list.remove(me);
+        let clear = self.leave_flags(was_head);
+        // If the lock is free and others still wait, we may have consumed the
+        // wake-up meant for the head: pass it on.
+        let h = self.list.head();
+        // Relaxed: while the list is non-empty WAITERS stays set, so an owner
+        // cannot release without taking WLOCK (held by us): a non-zero id
+        // cannot become 0 meanwhile (a zero one may be taken: a harmless wake).
+        let wake = !got && h != 0 && self.owner.load(Ordering::Relaxed) >> ID_SHIFT == 0;
+        if wake {
+            // Relaxed: under WLOCK, released by wunlock below.
+            node::decode(h).state.store(WOKEN, Ordering::Relaxed);
+        }
+        self.wunlock(0, clear);
+        if wake {
+            stat::inc(Event::MutexWake);
+            wait::futex_wake(&node::decode(h).state, 1);
+        }
+        got
+    }
+
+    /// Unlock slow path: some flag is set. Without WAITERS/HANDOFF just drop
+    /// the id; otherwise take WLOCK while still owner, mark the head WOKEN and
+    /// release (or hand over) and drop WLOCK in one CAS; then wake the head.
+    #[cold]
+    fn unlock_slow(&self, fair: bool) {
+        // Relaxed: only the CASes below decide; their orderings are commented.
+        let mut o = self.owner.load(Ordering::Relaxed);
+        loop {
+            if o & (WAITERS | HANDOFF) == 0 {
+                // Only WLOCK (a waiter enqueueing) or nothing: release the id.
+                // Release pairs with the next owner's Acquire.
+                match self.owner.compare_exchange_weak(
+                    o,
+                    o & FLAGS,
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return,
+                    Err(x) => o = x,
+                }
+                continue;
+            }
+            if o & WLOCK != 0 {
+                osq::spin_then_yield(|| {
+                    (osq::peek(&self.owner, Ordering::Relaxed) & WLOCK == 0).then_some(())
+                });
+                o = self.owner.load(Ordering::Relaxed);
+                continue;
+            }
+            // Acquire pairs with the Release of the previous WLOCK holder.
+            match self.owner.compare_exchange_weak(
+                o,
+                o | WLOCK,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(x) => o = x,
+            }
+        }
+        // We own the lock and WLOCK.
+        let h = self.list.head();
+        let hn = (h != 0).then(|| node::decode(h));
+        // If the head is still WOKEN from an earlier wake it has not re-armed
+        // yet (re-arming needs WLOCK, which we hold): it is awake and will
+        // re-try after our release, so no futex_wake is needed.
+        // Relaxed: under WLOCK; the release CAS below publishes it.
+        let need_wake = hn.is_some_and(|hn| hn.state.swap(WOKEN, Ordering::Relaxed) != WOKEN);
+        let mut o = self.owner.load(Ordering::Relaxed);
+        let handed = loop {
+            let (new, handed) = match hn {
+                None => (0, false),
+                Some(hn) if fair || o & HANDOFF != 0 => (
+                    (hn.aux.load(Ordering::Relaxed) << ID_SHIFT) | PICKUP | WAITERS,
+                    true,
+                ),
+                Some(_) => (WAITERS, false),
+            };
+            // Release: publishes the critical section to the next owner (and
+            // the list edits to the next WLOCK holder). The wait list stays
+            // consistent with WAITERS because WLOCK is released in this CAS.
+            match self
+                .owner
+                .compare_exchange_weak(o, new, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => break handed,
+                Err(x) => o = x,
+            }
+        };
+        // From here on only the head's type-stable node is touched.
+        stat::cond_inc(Event::MutexHandoff, handed);
+        if let Some(hn) = hn
+            && need_wake
+        {
+            stat::inc(Event::MutexWake);
+            wait::futex_wake(&hn.state, 1);
+        }
+    }
+
+    /// Condvar support: append the detached circular list whose head is
+    /// `head` (condvar waiters, thread id in `aux`) to the wait list, mark
+    /// every moved node SLEEPING, and wake the list head if the mutex is free.
+    /// Returns how many nodes moved. The caller holds the condvar's list lock
+    /// (so no moved waiter can leave meanwhile) but no lock of this mutex.
+    pub(crate) fn requeue(&self, head: u32) -> usize {
+        if head == 0 {
+            return 0;
+        }
+        lock_bit(&self.owner, WLOCK);
+        // Mark every moved node: they now wait for the mutex (a node that
+        // wakes spuriously sees SLEEPING and continues as a mutex waiter).
+        let mut count = 0;
+        let mut t = head;
+        loop {
+            let n = node::decode(t);
+            // Relaxed: under WLOCK (and the condvar's lock).
+            n.state.store(SLEEPING, Ordering::Relaxed);
+            count += 1;
+            t = n.next.load(Ordering::Relaxed);
+            if t == head {
+                break;
+            }
+        }
+        self.list.splice_back(head);
+        // Set WAITERS *before* looking at the owner (both in one RMW): an owner
+        // whose release follows this RMW sees WAITERS and wakes the head; if
+        // the id field was already 0, nobody will, so we wake the head.
+        // AcqRel: Acquire pairs with the owner's release (we read its id).
+        let o = self.owner.fetch_or(WAITERS, Ordering::AcqRel);
+        let h = self.list.head();
+        let wake = o >> ID_SHIFT == 0;
+        if wake {
+            // Relaxed: under WLOCK, released by wunlock below.
+            node::decode(h).state.store(WOKEN, Ordering::Relaxed);
+        }
+        self.wunlock(0, 0);
+        stat::add(Event::CondRequeue, count as u64);
+        // Only the head's type-stable node is touched after the release.
+        if wake {
+            stat::inc(Event::MutexWake);
+            wait::futex_wake(&node::decode(h).state, 1);
+        }
+        count
+    }
+
+    /// Release the lock held under `id` (condvar support: the token stays with
+    /// the caller, who re-acquires before returning).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock with owner id `id`.
+    #[inline]
+    pub(crate) unsafe fn unlock_id(&self, id: u32) {
+        // SAFETY: forwarded contract.
+        unsafe { self.unlock(MutexToken { id }) }
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: mutual exclusion: the id field is set only by a CAS from id 0 (or a
+// PICKUP addressed to one waiter) and cleared only by the owner's unlock;
+// Acquire on every successful acquisition, Release on every release.
+unsafe impl<S: SpinPolicy> lock_api::RawMutex for RawMutex<S> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new();
+    type Guard = MutexToken;
+
+    #[inline]
+    fn lock(&self) -> MutexToken {
+        RawMutex::lock(self)
+    }
+
+    #[inline]
+    fn try_lock(&self) -> Option<MutexToken> {
+        RawMutex::try_lock(self)
+    }
+
+    #[inline]
+    unsafe fn unlock(&self, guard: MutexToken) {
+        // SAFETY: forwarded contract: `guard` is this mutex's live acquisition.
+        unsafe { RawMutex::unlock(self, guard) }
+    }
+
+    #[inline]
+    fn is_locked(&self) -> bool {
+        RawMutex::is_locked(self)
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: unlock_fair releases like unlock, handing ownership to the first waiter.
+unsafe impl<S: SpinPolicy> lock_api::RawMutexFair for RawMutex<S> {
+    #[inline]
+    unsafe fn unlock_fair(&self, guard: MutexToken) {
+        // SAFETY: forwarded contract.
+        unsafe { RawMutex::unlock_fair(self, guard) }
+    }
+}
+
+#[cfg(not(loom))]
+fn instant_to_ns(i: std::time::Instant) -> u64 {
+    let now = std::time::Instant::now();
+    let base = wait::now_ns();
+    match i.checked_duration_since(now) {
+        Some(d) => base.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64),
+        None => base,
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: timed acquisition returns a guard only when the lock was acquired.
+unsafe impl<S: SpinPolicy> lock_api::RawMutexTimed for RawMutex<S> {
+    type Duration = std::time::Duration;
+    type Instant = std::time::Instant;
+
+    fn try_lock_for(&self, timeout: std::time::Duration) -> Option<MutexToken> {
+        let d = wait::now_ns().saturating_add(timeout.as_nanos().min(u64::MAX as u128) as u64);
+        self.lock_until_ns(d)
+    }
+
+    fn try_lock_until(&self, timeout: std::time::Instant) -> Option<MutexToken> {
+        self.lock_until_ns(instant_to_ns(timeout))
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(std::mem::size_of::<RawMutex<SpinOsq>>(), 12);
+        assert_eq!(std::mem::size_of::<RawMutex<SpinOff>>(), 12);
+        assert_eq!(std::mem::size_of::<RawMutex<SpinNoQueue>>(), 12);
+        assert_eq!(std::mem::size_of::<MutexToken>(), 4);
+        assert_eq!(std::mem::size_of::<Mutex<()>>(), 12);
+        assert_eq!(std::mem::size_of::<Mutex<u64>>(), 24);
+        assert_eq!(std::mem::size_of::<MutexGuard<'_, u64>>(), 16);
+        assert_eq!(std::mem::size_of::<SpinOsq>(), 0);
+        assert_eq!(std::mem::size_of::<crate::osq::Osq>(), 4);
+    }
+
+    #[test]
+    fn fast_path_word_values() {
+        let m = RawMutex::<SpinOsq>::new();
+        let t = m.lock();
+        assert_eq!(m.owner_word(), current_id() << ID_SHIFT);
+        unsafe { m.unlock(t) };
+        assert_eq!(m.owner_word(), 0);
+    }
+
+    #[test]
+    fn ids_unique_among_live_threads() {
+        let b = std::sync::Barrier::new(8);
+        let ids: Vec<u32> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..8)
+                .map(|_| {
+                    s.spawn(|| {
+                        let id = current_id();
+                        b.wait();
+                        id
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let set: std::collections::HashSet<_> = ids.iter().collect();
+        assert_eq!(set.len(), 8);
+    }
+
+    fn contend<S: SpinPolicy>(threads: usize, iters: u64) {
+        let m = Arc::new(lock_api::Mutex::<RawMutex<S>, u64>::new(0));
+        let hs: Vec<_> = (0..threads)
+            .map(|_| {
+                let m = m.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..iters {
+                        *m.lock() += 1;
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(*m.lock(), threads as u64 * iters);
+        // SAFETY: only reads the word; the raw mutex is not locked/unlocked here.
+        assert_eq!(unsafe { m.raw() }.owner_word() & !WLOCK, 0);
+    }
+
+    #[test]
+    fn contended_all_policies() {
+        contend::<SpinOsq>(8, 5_000);
+        contend::<SpinNoQueue>(8, 5_000);
+        contend::<SpinOff>(8, 5_000);
+    }
+
+    #[test]
+    fn timed_lock_times_out_and_leaves_clean() {
+        let m = Arc::new(RawMutex::<SpinOff>::new());
+        let t = m.lock();
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                let m = m.clone();
+                std::thread::spawn(move || {
+                    lock_api::RawMutexTimed::try_lock_for(&*m, Duration::from_millis(20)).is_none()
+                })
+            })
+            .collect();
+        for h in hs {
+            assert!(h.join().unwrap());
+        }
+        // Every waiter left: no flags besides the owner.
+        assert_eq!(m.owner_word(), current_id() << ID_SHIFT);
+        unsafe { m.unlock(t) };
+        assert_eq!(m.owner_word(), 0);
+    }
+
+    #[test]
+    fn unlock_fair_hands_off() {
+        let m = Arc::new(RawMutex::<SpinOff>::new());
+        let t = m.lock();
+        let m2 = m.clone();
+        let h = std::thread::spawn(move || {
+            let t = m2.lock();
+            let id = t.id();
+            unsafe { m2.unlock(t) };
+            id
+        });
+        // Wait until the other thread is queued.
+        while m.owner_word() & WAITERS == 0 {
+            std::thread::yield_now();
+        }
+        unsafe { m.unlock_fair(t) };
+        // Handed off: the word names the waiter (or it already released it).
+        let w = m.owner_word();
+        let id = h.join().unwrap();
+        assert!(w >> ID_SHIFT == id || w >> ID_SHIFT == 0, "{w:#x}");
+        assert_eq!(m.owner_word(), 0);
+    }
+
+    #[test]
+    fn stealing_owner_cannot_starve_a_waiter() {
+        // The owner releases and immediately re-takes the lock (a steal) every
+        // 3 ms, longer than the default 2 ms handoff threshold. The woken
+        // first waiter must get the lock: either it wins a race, or it sets
+        // HANDOFF and the next unlock hands the lock to it (PICKUP).
+        let m = Arc::new(RawMutex::<SpinOff>::new());
+        let t = m.lock();
+        let m2 = m.clone();
+        let h = std::thread::spawn(move || {
+            let t = m2.lock();
+            unsafe { m2.unlock(t) };
+        });
+        while m.owner_word() & WAITERS == 0 {
+            std::thread::yield_now();
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        let mut t = Some(t);
+        while !h.is_finished() {
+            assert!(std::time::Instant::now() < deadline, "waiter starved");
+            std::thread::sleep(Duration::from_millis(3));
+            let Some(tok) = t.take() else {
+                t = m.try_lock();
+                continue;
+            };
+            let handoff = m.owner_word() & HANDOFF != 0;
+            unsafe { m.unlock(tok) };
+            if handoff {
+                // Handed over: the word names the waiter (or it already
+                // released), never us.
+                assert_ne!(m.owner_word() >> ID_SHIFT, current_id());
+            }
+            t = m.try_lock();
+        }
+        if let Some(tok) = t {
+            unsafe { m.unlock(tok) };
+        }
+        h.join().unwrap();
+        assert_eq!(m.owner_word(), 0);
+    }
+}

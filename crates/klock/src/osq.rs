@@ -1,0 +1,459 @@
+//! The optimistic spin queue (OSQ): a cancellable MCS queue of spinners, the
+//! kernel's `osq_lock` (seed 004 and its 3.15 successor), built on [`crate::node`].
+//!
+//! It is **not** a data lock: it only decides which spinner may poll a mutex's
+//! owner word, so that N spinners do not hammer one cache line (seed 004).
+//! The mutex's own CAS provides the data ordering.
+//!
+//! # Word layout (one `AtomicU32`, 4 bytes)
+//!
+//! ```text
+//!  31                    18 17 16 15               0
+//! +------------------------+-----+------------------+
+//! |  tail slot + 1         |level|   0 (unused)     |
+//! +------------------------+-----+------------------+
+//! ```
+//!
+//! The tail is a [`crate::node`] tail code; 0 = empty queue.
+//!
+//! # Node fields while queued
+//!
+//! | field | meaning |
+//! |---|---|
+//! | `locked` | 1 = the predecessor granted us the queue head (plain store, acquire read) |
+//! | `next` | successor's tail code (0 = none yet) |
+//! | `prev` | predecessor's tail code (rewritten by an unqueueing predecessor, step C) |
+//! | `aux` | queue position (1 = head), a hint for "spinners outnumber CPUs" |
+//! | `state` | heartbeat: `now_ns() >> 10` truncated, published while spinning |
+//!
+//! # State diagram (one node)
+//!
+//! ```text
+//!             xchg tail
+//!  (idle) ----------------> old == 0 ------------------------------> HEAD
+//!                 |
+//!                 +-> link prev.next = me; spin on locked ---locked=1--> HEAD
+//!                          | budget out / prev heartbeat stale / too deep
+//!                          v
+//!                 A: CAS prev.next me->0  (or see locked=1 -> HEAD)
+//!                 B: tail me->prev, or steal next with xchg(next, 0)
+//!                 C: next.prev = prev; prev.next = next  --------------> (idle, gave up)
+//!  HEAD --unlock: CAS tail me->0, or grant next.locked = 1------------> (idle)
+//! ```
+//!
+//! A spinner that gives up leaves the queue consistent: its predecessor links to
+//! its successor (or the tail moves back to the predecessor). A user-space
+//! spinner can be preempted anywhere, which is exactly why the unqueue protocol
+//! is needed (kernel-locking.md 6.11). The unbounded waits inside the protocol
+//! (waiting for a successor's link, or for a predecessor's step C) spin within
+//! `KLOCK_WAITLOCK_SPIN_NS` and then yield, so a preempted peer gets the CPU.
+//!
+//! ```
+//! use klock::osq::Osq;
+//! use klock::wait::SpinBudget;
+//! let q = Osq::new();
+//! klock::node::with_node(|n| {
+//!     let n = n.unwrap();
+//!     assert!(q.lock(n, &mut SpinBudget::new(1000), 4));
+//!     assert!(!q.is_empty());
+//!     q.unlock(n);
+//! });
+//! assert!(q.is_empty());
+//! ```
+
+use crate::node::{self, Node, QNode};
+use crate::stat::{self, Event};
+use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::wait::{self, SpinBudget};
+
+/// A cancellable MCS queue of spinners (4 bytes: one `AtomicU32`).
+///
+/// ```
+/// assert_eq!(std::mem::size_of::<klock::osq::Osq>(), 4);
+/// ```
+#[derive(Debug)]
+pub struct Osq {
+    /// Tail code of the last queued node (0 = empty). Pairs: the AcqRel `swap`
+    /// in `lock` publishes the new node and acquires the predecessor's.
+    tail: AtomicU32,
+}
+
+impl Default for Osq {
+    fn default() -> Self {
+        Osq::new()
+    }
+}
+
+/// Spin on `cond` within the wait-lock budget, then yield, until it returns
+/// `Some`. Used for the protocol's short but unbounded waits on peers that may
+/// be preempted (never for waiting on a lock holder). Built on the one spin
+/// loop, [`wait::spin_until`].
+#[inline]
+pub(crate) fn spin_then_yield<T>(mut cond: impl FnMut() -> Option<T>) -> T {
+    let ns = crate::tune::get().waitlock_spin_ns;
+    loop {
+        let mut out = None;
+        if wait::spin_until(&mut SpinBudget::new(ns), || {
+            out = cond();
+            out.is_some()
+        }) && let Some(v) = out
+        {
+            return v;
+        }
+        wait::yield_now();
+    }
+}
+
+/// Read `a` inside a wait loop. Natively a plain load. Under loom a plain
+/// load in a loop may return the same stale value forever (real hardware makes
+/// stores visible eventually), which loom would report as a livelock; a failed
+/// `compare_exchange` reads the newest value without storing, so `peek` uses
+/// one with an expected value no klock word holds (`u32::MAX`; were it there,
+/// the "exchange" would rewrite the same value).
+#[inline(always)]
+pub(crate) fn peek(a: &AtomicU32, ord: Ordering) -> u32 {
+    #[cfg(loom)]
+    {
+        match a.compare_exchange(u32::MAX, u32::MAX, Ordering::AcqRel, ord) {
+            Ok(v) | Err(v) => v,
+        }
+    }
+    #[cfg(not(loom))]
+    {
+        a.load(ord)
+    }
+}
+
+/// Store `v` into a word another thread spins on. Natively a plain store;
+/// under loom a `swap`, because loom orders a plain store only after the
+/// stores its thread has seen (a partial modification order), so a spinner's
+/// RMW could keep reading an older value that real hardware would have
+/// overwritten; a swap reads (and so follows) the newest value.
+#[inline(always)]
+pub(crate) fn publish(a: &AtomicU32, v: u32, ord: Ordering) {
+    #[cfg(loom)]
+    {
+        a.swap(v, ord);
+    }
+    #[cfg(not(loom))]
+    {
+        a.store(v, ord);
+    }
+}
+
+/// Publish a heartbeat in `node.state` (microseconds, truncated): successors
+/// read it to guess whether this spinner is still running.
+#[inline]
+pub(crate) fn heartbeat(node: &Node) {
+    node.state
+        .store((wait::now_ns() >> 10) as u32, Ordering::Relaxed);
+}
+
+/// Does the spinner owning `node` look descheduled (heartbeat older than
+/// `KLOCK_OSQ_STALE_NS`)? A hint only (DESIGN principle 5).
+#[inline]
+fn looks_descheduled(node: &Node, stale_ns: u64) -> bool {
+    if stale_ns == 0 || cfg!(loom) {
+        return false;
+    }
+    let now = (wait::now_ns() >> 10) as u32;
+    let beat = node.state.load(Ordering::Relaxed);
+    (now.wrapping_sub(beat) as u64) << 10 > stale_ns
+}
+
+impl Osq {
+    /// An empty queue.
+    ///
+    /// ```
+    /// assert!(klock::osq::Osq::new().is_empty());
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn new() -> Osq {
+        Osq {
+            tail: AtomicU32::new(0),
+        }
+    }
+
+    /// An empty queue.
+    #[cfg(loom)]
+    pub fn new() -> Osq {
+        Osq {
+            tail: AtomicU32::new(0),
+        }
+    }
+
+    /// Is nobody queued? (A racy snapshot.)
+    ///
+    /// ```
+    /// assert!(klock::osq::Osq::new().is_empty());
+    /// ```
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.tail.load(Ordering::Relaxed) == 0
+    }
+
+    /// Queue position (1 = head) of the current tail, 0 if empty: a hint for
+    /// "spinners would outnumber CPUs". Racy by nature.
+    ///
+    /// ```
+    /// assert_eq!(klock::osq::Osq::new().depth_hint(), 0);
+    /// ```
+    #[inline]
+    pub fn depth_hint(&self) -> u32 {
+        match self.tail.load(Ordering::Relaxed) {
+            0 => 0,
+            t => node::decode(t).aux.load(Ordering::Relaxed),
+        }
+    }
+
+    /// Join the queue with `q` and wait to become its head. Returns `true` at
+    /// the head (call [`unlock`](Self::unlock) when done spinning) and `false`
+    /// if the caller gave up and has already left the queue: `budget` ran out,
+    /// the predecessor looks descheduled, or the caller's position exceeds
+    /// `max_pos` (spinners would outnumber CPUs).
+    ///
+    /// ```
+    /// use klock::{osq::Osq, wait::SpinBudget};
+    /// let q = Osq::new();
+    /// klock::node::with_node(|n| {
+    ///     let n = n.unwrap();
+    ///     assert!(q.lock(n, &mut SpinBudget::new(0), 1)); // empty queue: head at once
+    ///     q.unlock(n);
+    /// });
+    /// ```
+    pub fn lock(&self, q: QNode, budget: &mut SpinBudget, max_pos: u32) -> bool {
+        let me = q.tail();
+        let n = q.node();
+        n.locked.store(0, Ordering::Relaxed);
+        n.next.store(0, Ordering::Relaxed);
+        n.prev.store(0, Ordering::Relaxed);
+        n.aux.store(1, Ordering::Relaxed);
+        heartbeat(n);
+        // AcqRel: Release publishes the stores above to whoever decodes our tail
+        // (a successor reading `aux`/`state`); Acquire pairs with the
+        // predecessor's own swap so its `aux` is initialised when we read it.
+        let old = self.tail.swap(me, Ordering::AcqRel);
+        if old == 0 {
+            return true;
+        }
+        let mut prev = node::decode(old);
+        let pos = prev.aux.load(Ordering::Relaxed).saturating_add(1);
+        n.aux.store(pos, Ordering::Relaxed);
+        n.prev.store(old, Ordering::Relaxed);
+        // Release: our `prev` (and `aux`) stores must be visible before we are
+        // reachable through prev.next (the kernel's smp_wmb); pairs with the
+        // Acquire `swap` of prev.next in `wait_next` / `unlock`.
+        publish(&prev.next, me, Ordering::Release);
+
+        if pos <= max_pos {
+            let stale = crate::tune::get().osq_stale_ns;
+            let mut iter = 0u32;
+            if wait::spin_until(budget, || {
+                iter = iter.wrapping_add(1);
+                if iter.is_multiple_of(64) {
+                    heartbeat(n);
+                    if looks_descheduled(node::decode(n.prev.load(Ordering::Relaxed)), stale) {
+                        return true;
+                    }
+                }
+                // Acquire pairs with the predecessor's Release store of `locked`.
+                peek(&n.locked, Ordering::Acquire) == 1
+            }) && n.locked.load(Ordering::Acquire) == 1
+            {
+                return true;
+            }
+        }
+
+        // ---- unqueue ----
+        // Step A: unlink from prev.next, unless the grant arrives first.
+        let mut prev_tail = n.prev.load(Ordering::Acquire);
+        let granted = spin_then_yield(|| {
+            prev = node::decode(prev_tail);
+            // Acquire on success: step C of an unqueueing predecessor released
+            // our new `prev`; relaxed reload below.
+            if peek(&prev.next, Ordering::Relaxed) == me
+                && prev
+                    .next
+                    .compare_exchange(me, 0, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return Some(false);
+            }
+            // Acquire pairs with the Release grant store: we own the queue head.
+            if peek(&n.locked, Ordering::Acquire) == 1 {
+                return Some(true);
+            }
+            // prev may itself have unqueued and rewritten our prev (its step C).
+            prev_tail = n.prev.load(Ordering::Acquire);
+            None
+        });
+        if granted {
+            return true;
+        }
+        stat::inc(Event::OsqUnqueue);
+        // Step B: either move the tail back to prev (we were last) or take our
+        // successor (its link is stable once we swap it out).
+        let Some(next_tail) = self.wait_next(q, prev_tail) else {
+            return false;
+        };
+        // Step C: link successor and predecessor. Release on prev.next pairs
+        // with the successor's / prev's Acquire reads of the link.
+        publish(&node::decode(next_tail).prev, prev_tail, Ordering::Release);
+        publish(&prev.next, next_tail, Ordering::Release);
+        false
+    }
+
+    /// Wait until we either move the tail from us back to `prev_tail` (we were
+    /// last: `None`) or obtain our successor's tail code (swapped out of our
+    /// `next`, so nobody else links through it).
+    fn wait_next(&self, q: QNode, prev_tail: u32) -> Option<u32> {
+        let me = q.tail();
+        let n = q.node();
+        spin_then_yield(|| {
+            // Acquire on success pairs with the swaps of later joiners (none
+            // exist if the CAS succeeds; kept for symmetry with the kernel).
+            if peek(&self.tail, Ordering::Relaxed) == me
+                && self
+                    .tail
+                    .compare_exchange(me, prev_tail, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return Some(None);
+            }
+            if peek(&n.next, Ordering::Relaxed) != 0 {
+                // Acquire pairs with the successor's Release store of the link,
+                // so its `prev` store is visible to us.
+                let next = n.next.swap(0, Ordering::Acquire);
+                if next != 0 {
+                    return Some(Some(next));
+                }
+            }
+            None
+        })
+    }
+
+    /// Leave the head of the queue: pass it to the successor (if any).
+    ///
+    /// ```
+    /// let q = klock::osq::Osq::new();
+    /// klock::node::with_node(|n| {
+    ///     let n = n.unwrap();
+    ///     assert!(q.lock(n, &mut klock::wait::SpinBudget::new(10), 1));
+    ///     q.unlock(n);
+    /// });
+    /// ```
+    pub fn unlock(&self, q: QNode) {
+        let me = q.tail();
+        // Release: nothing to publish for the data (the OSQ is not a data lock),
+        // but keeps the head's spinning stores ordered before a new joiner's.
+        if self
+            .tail
+            .compare_exchange(me, 0, Ordering::Release, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+        let n = q.node();
+        // Acquire pairs with the successor's Release link store.
+        let mut next = n.next.swap(0, Ordering::Acquire);
+        if next == 0 {
+            next = self.wait_next(q, 0).unwrap_or(0);
+        }
+        if next != 0 {
+            // Release pairs with the successor's Acquire read of `locked`.
+            publish(&node::decode(next).locked, 1, Ordering::Release);
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize};
+
+    #[test]
+    fn single_thread_lock_unlock() {
+        let q = Osq::new();
+        node::with_node(|n| {
+            let n = n.unwrap();
+            for _ in 0..3 {
+                assert!(q.lock(n, &mut SpinBudget::new(0), 1));
+                assert_eq!(q.depth_hint(), 1);
+                q.unlock(n);
+                assert!(q.is_empty());
+            }
+        });
+    }
+
+    #[test]
+    fn too_deep_gives_up_and_unqueues() {
+        let q = Arc::new(Osq::new());
+        let hold = Arc::new(AtomicBool::new(true));
+        let in_q = Arc::new(AtomicBool::new(false));
+        let (q2, hold2, in2) = (q.clone(), hold.clone(), in_q.clone());
+        let head = std::thread::spawn(move || {
+            node::with_node(|n| {
+                let n = n.unwrap();
+                assert!(q2.lock(n, &mut SpinBudget::new(0), 1));
+                in2.store(true, std::sync::atomic::Ordering::Release);
+                while hold2.load(std::sync::atomic::Ordering::Acquire) {
+                    heartbeat(n.node());
+                    std::thread::yield_now();
+                }
+                q2.unlock(n);
+            })
+        });
+        while !in_q.load(std::sync::atomic::Ordering::Acquire) {
+            std::thread::yield_now();
+        }
+        node::with_node(|n| {
+            let n = n.unwrap();
+            // Position 2 > max 1: leaves without spinning.
+            assert!(!q.lock(n, &mut SpinBudget::unbounded(), 1));
+            // Position 2 within max, budget 0: spins not at all, unqueues.
+            assert!(!q.lock(n, &mut SpinBudget::new(0), 8));
+        });
+        assert_eq!(q.depth_hint(), 1, "tail moved back to the head");
+        hold.store(false, std::sync::atomic::Ordering::Release);
+        head.join().unwrap();
+        assert!(q.is_empty());
+    }
+
+    #[test]
+    fn many_spinners_with_cancellation_stay_consistent() {
+        // Threads join with tiny budgets (most give up) while the head passes
+        // on; at the end the queue must be empty and every head unique.
+        let q = Arc::new(Osq::new());
+        let heads = Arc::new(AtomicUsize::new(0));
+        let inside = Arc::new(AtomicUsize::new(0));
+        let hs: Vec<_> = (0..8)
+            .map(|i| {
+                let (q, heads, inside) = (q.clone(), heads.clone(), inside.clone());
+                std::thread::spawn(move || {
+                    for k in 0..2000u64 {
+                        node::with_node(|n| {
+                            let n = n.unwrap();
+                            let budget = if (k + i) % 3 == 0 { 0 } else { 2_000 };
+                            if q.lock(n, &mut SpinBudget::new(budget), 64) {
+                                assert_eq!(
+                                    inside.fetch_add(1, std::sync::atomic::Ordering::SeqCst),
+                                    0,
+                                    "two OSQ heads"
+                                );
+                                heads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                                inside.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                                q.unlock(n);
+                            }
+                        })
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert!(q.is_empty());
+        assert!(heads.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    }
+}

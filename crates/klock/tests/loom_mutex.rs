@@ -1,0 +1,309 @@
+//! Loom models of the mutex, the OSQ and the condvar (cfg(loom) only).
+//!
+//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom_mutex`
+//!
+//! The futex is modelled exactly (see `klock::wait`): a waiter nobody wakes
+//! blocks forever and loom reports a deadlock, so every model that completes
+//! checks the absence of lost wake-ups; loom's `UnsafeCell` checks mutual
+//! exclusion. Budgets are loom iterations (tiny tunables below).
+#![cfg(loom)]
+
+use klock::condvar::RawCondvar;
+use klock::mutex::{RawMutex, SpinOff, SpinOsq, SpinPolicy};
+use klock::osq::Osq;
+use klock::wait::SpinBudget;
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+fn init() {
+    let mut t = klock::tune::Tunables::DEFAULT;
+    t.mutex_spin_ns = 2;
+    t.mutex_spin_max_ns = 3;
+    t.waitlock_spin_ns = 1;
+    t.osq_stale_ns = 0;
+    // Hand off after the first failed wake-up.
+    t.mutex_handoff_ns = 0;
+    let _ = klock::tune::set(t);
+}
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    model_bounded(2, f)
+}
+
+/// Run a model at `LOOM_MAX_PREEMPTIONS` (default 2), capped at `max_bound`;
+/// prints the number of executions explored.
+fn model_bounded(max_bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    init();
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(b.preemption_bound.unwrap_or(2).min(max_bound));
+    let iters = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let i2 = iters.clone();
+    b.check(move || {
+        i2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f()
+    });
+    eprintln!(
+        "loom: {} executions",
+        iters.load(std::sync::atomic::Ordering::Relaxed)
+    );
+    // With `--features stats`: which paths the explored executions took.
+    if klock::stat::ENABLED {
+        eprint!("{}", klock::stat::snapshot().report());
+        klock::stat::reset();
+    }
+}
+
+struct Shared<S: SpinPolicy> {
+    m: RawMutex<S>,
+    data: UnsafeCell<usize>,
+}
+
+// SAFETY: `data` is only accessed while `m` is held.
+unsafe impl<S: SpinPolicy> Sync for Shared<S> {}
+
+impl<S: SpinPolicy> Shared<S> {
+    fn new() -> Self {
+        Shared {
+            m: RawMutex::new(),
+            data: UnsafeCell::new(0),
+        }
+    }
+    fn incr(&self) {
+        let t = self.m.lock();
+        // SAFETY: the lock is held (loom checks that no other access overlaps).
+        self.data.with_mut(|p| unsafe { *p += 1 });
+        unsafe { self.m.unlock(t) };
+    }
+    fn get(&self) -> usize {
+        let t = self.m.lock();
+        // SAFETY: the lock is held.
+        let v = self.data.with(|p| unsafe { *p });
+        unsafe { self.m.unlock(t) };
+        v
+    }
+}
+
+/// Fast path and sleep/wake: two lockers, no spinning.
+#[test]
+fn mutex_two_lockers_nospin() {
+    model(|| {
+        let s = Arc::new(Shared::<SpinOff>::new());
+        let s2 = s.clone();
+        let h = loom::thread::spawn(move || s2.incr());
+        s.incr();
+        h.join().unwrap();
+        assert_eq!(s.get(), 2);
+        assert_eq!(s.m.owner_word(), 0);
+    });
+}
+
+/// Three lockers, no spinning: wait list with two sleepers, wake one at a
+/// time, handoff after a failed wake-up (threshold 0 in this model).
+#[test]
+fn mutex_three_lockers_nospin_handoff() {
+    model(|| {
+        let s = Arc::new(Shared::<SpinOff>::new());
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let s = s.clone();
+                loom::thread::spawn(move || s.incr())
+            })
+            .collect();
+        s.incr();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(s.get(), 3);
+        assert_eq!(s.m.owner_word(), 0);
+    });
+}
+
+/// Handoff: the main thread unlocks and immediately re-locks (stealing), so
+/// the woken waiter fails, requests HANDOFF, and gets the lock handed over.
+#[test]
+fn mutex_handoff_steal() {
+    model(|| {
+        let s = Arc::new(Shared::<SpinOff>::new());
+        let t = s.m.lock();
+        let s2 = s.clone();
+        let h = loom::thread::spawn(move || s2.incr());
+        unsafe { s.m.unlock(t) };
+        s.incr();
+        h.join().unwrap();
+        assert_eq!(s.get(), 2);
+        assert_eq!(s.m.owner_word(), 0);
+    });
+}
+
+/// Spinning with the OSQ: two lockers spin (tiny budgets) and may sleep.
+#[test]
+fn mutex_two_lockers_osq() {
+    model(|| {
+        let s = Arc::new(Shared::<SpinOsq>::new());
+        let s2 = s.clone();
+        let h = loom::thread::spawn(move || s2.incr());
+        s.incr();
+        h.join().unwrap();
+        assert_eq!(s.get(), 2);
+        assert_eq!(s.m.owner_word(), 0);
+    });
+}
+
+fn osq_model(threads: u64, preemption_bound: usize) {
+    model_bounded(preemption_bound, move || {
+        let q = Arc::new(Osq::new());
+        let inside = Arc::new(AtomicBool::new(false));
+        let heads = Arc::new(AtomicUsize::new(0));
+        let run = |q: &Osq, inside: &AtomicBool, heads: &AtomicUsize, budget: u64| {
+            klock::node::with_node(|n| {
+                let n = n.unwrap();
+                if q.lock(n, &mut SpinBudget::new(budget), 8) {
+                    assert!(!inside.swap(true, Ordering::SeqCst), "two OSQ heads");
+                    heads.fetch_add(1, Ordering::SeqCst);
+                    inside.store(false, Ordering::SeqCst);
+                    q.unlock(n);
+                }
+            })
+        };
+        let hs: Vec<_> = (1..threads)
+            .map(|i| {
+                let (q, inside, heads) = (q.clone(), inside.clone(), heads.clone());
+                loom::thread::spawn(move || run(&q, &inside, &heads, i - 1))
+            })
+            .collect();
+        run(&q, &inside, &heads, 1);
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert!(q.is_empty());
+        assert!(heads.load(Ordering::SeqCst) >= 1);
+    });
+}
+
+/// OSQ unqueue: a head and a spinner whose budget (0 iterations) runs out,
+/// so it unqueues (steps A-B-C) while the head may be unlocking.
+#[test]
+fn osq_unqueue_two() {
+    osq_model(2, 2);
+}
+
+/// OSQ unqueue with three spinners (budgets 0, 1, 1): unqueue in the middle
+/// of the queue, racing with the head's unlock; one head at a time; the queue
+/// is empty at the end.
+#[test]
+fn osq_unqueue_three() {
+    osq_model(3, 2);
+}
+
+/// Condvar: a notify after the waiter's check is never lost (the waiter
+/// enqueues before unlocking), and the requeue wakes it through the mutex.
+#[test]
+fn mutex_three_lockers_osq() {
+    model(|| {
+        let s = Arc::new(Shared::<SpinOsq>::new());
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let s = s.clone();
+                loom::thread::spawn(move || s.incr())
+            })
+            .collect();
+        s.incr();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(s.get(), 3);
+        assert_eq!(s.m.owner_word(), 0);
+    });
+}
+
+#[test]
+fn condvar_no_lost_wakeup() {
+    model(|| {
+        let s = Arc::new((
+            RawMutex::<SpinOff>::new(),
+            RawCondvar::<SpinOff>::new(),
+            AtomicBool::new(false),
+        ));
+        let s2 = s.clone();
+        let h = loom::thread::spawn(move || {
+            let (m, cv, flag) = &*s2;
+            let mut t = m.lock();
+            while !flag.load(Ordering::Relaxed) {
+                unsafe { cv.wait(m, &mut t) };
+            }
+            unsafe { m.unlock(t) };
+        });
+        let (m, cv, flag) = &*s;
+        let t = m.lock();
+        flag.store(true, Ordering::Relaxed);
+        cv.notify_one();
+        unsafe { m.unlock(t) };
+        h.join().unwrap();
+        assert_eq!(m.owner_word(), 0);
+    });
+}
+
+/// Condvar notify_all outside the mutex: the requeue finds the mutex free and
+/// must wake the head itself.
+#[test]
+fn condvar_notify_all_unlocked() {
+    model(|| {
+        let s = Arc::new((
+            RawMutex::<SpinOff>::new(),
+            RawCondvar::<SpinOff>::new(),
+            AtomicBool::new(false),
+        ));
+        let s2 = s.clone();
+        let h = loom::thread::spawn(move || {
+            let (m, cv, flag) = &*s2;
+            let mut t = m.lock();
+            while !flag.load(Ordering::Relaxed) {
+                unsafe { cv.wait(m, &mut t) };
+            }
+            unsafe { m.unlock(t) };
+        });
+        let (m, cv, flag) = &*s;
+        let t = m.lock();
+        flag.store(true, Ordering::Relaxed);
+        unsafe { m.unlock(t) };
+        cv.notify_all();
+        h.join().unwrap();
+        assert_eq!(m.owner_word(), 0);
+    });
+}
+
+/// Condvar with two waiters and notify_all under the mutex: both are moved to
+/// the mutex's wait list and released one at a time by unlocks.
+#[test]
+fn condvar_notify_all_two_waiters() {
+    model(|| {
+        let s = Arc::new((
+            RawMutex::<SpinOff>::new(),
+            RawCondvar::<SpinOff>::new(),
+            AtomicBool::new(false),
+        ));
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let s2 = s.clone();
+                loom::thread::spawn(move || {
+                    let (m, cv, flag) = &*s2;
+                    let mut t = m.lock();
+                    while !flag.load(Ordering::Relaxed) {
+                        unsafe { cv.wait(m, &mut t) };
+                    }
+                    unsafe { m.unlock(t) };
+                })
+            })
+            .collect();
+        let (m, cv, flag) = &*s;
+        let t = m.lock();
+        flag.store(true, Ordering::Relaxed);
+        cv.notify_all();
+        unsafe { m.unlock(t) };
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(m.owner_word(), 0);
+    });
+}
