@@ -859,6 +859,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         let t0 = if stat::ENABLED { wait::now_ns() } else { 0 };
         let ok = self.try_acquire(id, false)
             || self.optimistic_spin(id)
+            || self.yield_rounds(id)
             || node::with_node(|q| match q {
                 Some(q) if id != ANON_ID => self.wait_queued(q, id, deadline, false),
                 _ => self.wait_unqueued(id, deadline),
@@ -869,6 +870,23 @@ impl<S: SpinPolicy> RawMutex<S> {
             stat::inc(Event::MutexTimeout);
         }
         ok
+    }
+
+    /// `KLOCK_MUTEX_YIELDS` rounds of "yield the CPU, then trylock" before
+    /// sleeping: gives a preempted owner the CPU and keeps the contender off
+    /// the futex queue (parking_lot does similar).
+    fn yield_rounds(&self, id: u32) -> bool {
+        let t = crate::tune::get();
+        if !S::SPIN || t.mutex_spin == 0 {
+            return false;
+        }
+        for _ in 0..t.mutex_yields {
+            wait::yield_now();
+            if self.try_acquire(id, false) {
+                return true;
+            }
+        }
+        false
     }
 
     /// No node (or no id): poll within the spin budget, yield in between.
