@@ -63,8 +63,9 @@
 //!
 //! Node fields while on the wait list: `next`/`prev` circular doubly-linked
 //! list links (tail codes), `state` the futex word (SLEEPING / WOKEN), `aux`
-//! the waiter's thread id. `state` is re-armed and set only under WLOCK, which
-//! is what rules out a lost wake-up: an unlocker's WOKEN store either follows
+//! the waiter's thread id, `locked` its enqueue time (µs, for handoff mode).
+//! `state` is re-armed and set only under WLOCK, which is what rules out a
+//! lost wake-up: an unlocker's WOKEN store either follows
 //! the re-arm (the futex wait sees it) or precedes it, and then its release of
 //! the owner happens-before the waiter's next trylock.
 //!
