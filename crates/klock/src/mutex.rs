@@ -36,6 +36,7 @@
 //!  (x,W) --unlock: WLOCK, wake head, CAS--> (0,W) --anyone's trylock--> (y,W)
 //!  (x,W) --first waiter waited > handoff ns--> (x,W|H)
 //!  (x,W|H) --unlock: WLOCK, CAS--> (head,W|P) --head picks up--> (head,W)
+//!  (head,W) --head leaves the list, new head waited > handoff ns--> (head,W|H)
 //!  (me,W) --last waiter leaves the list under WLOCK--> (me,-)
 //! ```
 //!
@@ -56,12 +57,15 @@
 //! exactly the first waiter. A woken first waiter spins on the owner (without
 //! the OSQ) before sleeping again; once it has waited past the handoff
 //! threshold it sets HANDOFF and the next unlock hands it the lock (PICKUP).
-//! HANDOFF is cleared when the first waiter leaves and when the list drains.
+//! Handoff mode continues while the new head has also waited past the
+//! threshold (a leaving waiter re-sets HANDOFF); it ends when the list drains
+//! or the head is younger (HANDOFF is cleared then).
 //!
 //! Node fields while on the wait list: `next`/`prev` circular doubly-linked
 //! list links (tail codes), `state` the futex word (SLEEPING / WOKEN), `aux`
-//! the waiter's thread id. `state` is re-armed and set only under WLOCK, which
-//! is what rules out a lost wake-up: an unlocker's WOKEN store either follows
+//! the waiter's thread id, `locked` its enqueue time (µs, for handoff mode).
+//! `state` is re-armed and set only under WLOCK, which is what rules out a
+//! lost wake-up: an unlocker's WOKEN store either follows
 //! the re-arm (the futex wait sees it) or precedes it, and then its release of
 //! the owner happens-before the waiter's next trylock.
 //!
@@ -520,6 +524,13 @@ fn remaining(deadline: Option<u64>) -> Option<Option<std::time::Duration>> {
     }
 }
 
+/// Monotonic time in ~microseconds (ns >> 10), truncated: wait-list enqueue
+/// stamps (compared with wrapping arithmetic; wraps after ~73 minutes).
+#[inline]
+fn now_us() -> u32 {
+    (wait::now_ns() >> 10) as u32
+}
+
 #[inline]
 fn record_wait(t0: u64) {
     if stat::ENABLED {
@@ -849,6 +860,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         let t0 = if stat::ENABLED { wait::now_ns() } else { 0 };
         let ok = self.try_acquire(id, false)
             || self.optimistic_spin(id)
+            || self.yield_rounds(id)
             || node::with_node(|q| match q {
                 Some(q) if id != ANON_ID => self.wait_queued(q, id, deadline, false),
                 _ => self.wait_unqueued(id, deadline),
@@ -859,6 +871,23 @@ impl<S: SpinPolicy> RawMutex<S> {
             stat::inc(Event::MutexTimeout);
         }
         ok
+    }
+
+    /// `KLOCK_MUTEX_YIELDS` rounds of "yield the CPU, then trylock" before
+    /// sleeping: gives a preempted owner the CPU and keeps the contender off
+    /// the futex queue (parking_lot does similar).
+    fn yield_rounds(&self, id: u32) -> bool {
+        let t = crate::tune::get();
+        if !S::SPIN || t.mutex_spin == 0 {
+            return false;
+        }
+        for _ in 0..t.mutex_yields {
+            wait::yield_now();
+            if self.try_acquire(id, false) {
+                return true;
+            }
+        }
+        false
     }
 
     /// No node (or no id): poll within the spin budget, yield in between.
@@ -932,6 +961,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             // the unlocker that reads them under WLOCK.
             n.state.store(SLEEPING, Ordering::Relaxed);
             n.aux.store(id, Ordering::Relaxed);
+            n.locked.store(now_us(), Ordering::Relaxed);
             self.list.push_back(me);
             first = self.list.head() == me;
             // Setting WAITERS in the WLOCK-release RMW: an unlock ordered after
@@ -996,9 +1026,29 @@ impl<S: SpinPolicy> RawMutex<S> {
         lock_bit(&self.owner, WLOCK);
         let was_head = self.list.head() == me;
         self.list.remove(me);
-        let clear = self.leave_flags(was_head);
-        self.wunlock(0, clear);
+        let mut clear = self.leave_flags(was_head);
+        // Handoff mode continues while the new head, too, has waited past the
+        // threshold: the next unlock hands the lock to it. It ends when the
+        // list drains or the head is younger than the threshold (so it is not
+        // strict FIFO under sustained overload unless every waiter is old).
+        let mut set = 0;
+        let h = self.list.head();
+        if h != 0 && self.waited_past_threshold(h, t.mutex_handoff_ns) {
+            set = HANDOFF;
+            clear &= !HANDOFF;
+            stat::inc(Event::MutexHandoffRequest);
+        }
+        self.wunlock(set, clear);
         true
+    }
+
+    /// Has the waiter at `h` (on the list, enqueue time in `locked`) waited
+    /// at least `ns`? Called under WLOCK.
+    #[inline]
+    fn waited_past_threshold(&self, h: u32, ns: u64) -> bool {
+        // Relaxed: under WLOCK, like every wait-list field.
+        let since = node::decode(h).locked.load(Ordering::Relaxed);
+        (now_us().wrapping_sub(since) as u64) << 10 >= ns
     }
 
     /// The first waiter's `trylock_or_handoff`: set HANDOFF while someone else
@@ -1147,10 +1197,12 @@ impl<S: SpinPolicy> RawMutex<S> {
         // wakes spuriously sees SLEEPING and continues as a mutex waiter).
         let mut count = 0;
         let mut t = head;
+        let now = now_us();
         loop {
             let n = node::decode(t);
             // Relaxed: under WLOCK (and the condvar's lock).
             n.state.store(SLEEPING, Ordering::Relaxed);
+            n.locked.store(now, Ordering::Relaxed);
             count += 1;
             t = n.next.load(Ordering::Relaxed);
             if t == head {

@@ -21,6 +21,7 @@ fn init() {
     t.mutex_spin_ns = 2;
     t.mutex_spin_max_ns = 3;
     t.waitlock_spin_ns = 1;
+    t.mutex_yields = 1;
     t.osq_stale_ns = 0;
     // Hand off after the first failed wake-up.
     t.mutex_handoff_ns = 0;
