@@ -94,7 +94,13 @@ fn experiment_plumbing_produces_records_with_ceiling() {
         assert_eq!(r.violations, 0, "{}", r.lock);
         assert_eq!(r.runs, 2);
         assert_eq!(r.runs_mops.len(), 2);
-        assert!(r.throughput_mops > 0.0, "{}", r.lock);
+        // A record, not a speed: the value must be a real number; whether a
+        // 20 ms window made progress on a loaded machine is not asserted.
+        assert!(
+            r.throughput_mops.is_finite() && r.throughput_mops >= 0.0,
+            "{}",
+            r.lock
+        );
         assert!(
             r.ceiling_fraction.is_some(),
             "{} has a T=1 reference",

@@ -638,6 +638,19 @@ pub fn fill_ceiling(configs: &[Config], recs: &mut [Record], cpus: usize) {
     }
 }
 
+/// Runs `cfgs` with the common options (interleaved, idle-gated), then
+/// [`finish`]es: the whole body of a plain `mutex`/`rwlock` experiment.
+pub fn run_and_finish(cfgs: &[Config], c: &CommonArgs) -> Result<i32, CliError> {
+    let mut machine = Machine::probe();
+    let results = run_configs(cfgs, &c.options(), &mut machine);
+    let report = Report {
+        machine,
+        command: command_line(),
+        results,
+    };
+    finish(&report, c.json.as_ref(), c.csv.as_ref())
+}
+
 /// Common ending of an experiment: print tables (unless `quiet` and no terminal is
 /// wanted), write `--json`/`--csv`, and return the exit status (1 if any violation).
 pub fn finish(

@@ -2,12 +2,8 @@
 
 use std::time::Duration;
 
-use super::{
-    CliError, CommonArgs, Config, add_single_thread_refs, finish, run_configs, select_locks,
-};
+use super::{CliError, CommonArgs, Config, add_single_thread_refs, select_locks};
 use crate::adapter::{LockEntry, LockKind};
-use crate::record::Report;
-use crate::sys::Machine;
 
 /// Arguments of `lockbench mutex`.
 #[derive(clap::Args, Clone, Debug)]
@@ -63,12 +59,5 @@ pub fn run(args: &MutexArgs) -> Result<i32, CliError> {
         Duration::from_secs_f64(c.duration),
         c.noise as usize,
     );
-    let mut machine = Machine::probe();
-    let results = run_configs(&cfgs, &c.options(), &mut machine);
-    let report = Report {
-        machine,
-        command: super::command_line(),
-        results,
-    };
-    finish(&report, c.json.as_ref(), c.csv.as_ref())
+    super::run_and_finish(&cfgs, c)
 }
