@@ -15,6 +15,15 @@
 //! let lock = klock::SpinLock::new(0u64);
 //! *lock.lock() += 1;
 //! assert_eq!(*lock.lock(), 1);
+//!
+//! // The general-purpose sleeping lock and its condition variable.
+//! let m = klock::Mutex::new(false);
+//! let cv = klock::Condvar::new();
+//! *m.lock() = true;
+//! cv.notify_all();
+//! let mut ready = m.lock();
+//! cv.wait_while(&mut ready, |r| !*r);
+//! assert!(*ready);
 //! ```
 #![warn(missing_docs)]
 
@@ -29,5 +38,9 @@ pub mod stat;
 pub mod tune;
 pub mod wait;
 
+#[cfg(not(loom))]
+pub use condvar::Condvar;
+#[cfg(not(loom))]
+pub use mutex::{Mutex, MutexGuard};
 #[cfg(not(loom))]
 pub use spin::{SpinLock, SpinLockGuard};
