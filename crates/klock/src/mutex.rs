@@ -6,10 +6,10 @@
 //! # Word layout (12 bytes, three `AtomicU32`)
 //!
 //! ```text
-//! owner:  31                                   4   3      2       1       0
-//!        +--------------------------------------+------+--------+--------+---------+
-//!        |  owner thread id (28 bits, 0 = free)  |WLOCK | PICKUP |HANDOFF | WAITERS |
-//!        +--------------------------------------+------+--------+--------+---------+
+//! owner:  31                             5     4      3      2       1       0
+//!        +--------------------------------+--------+------+--------+--------+---------+
+//!        | owner thread id (27 bits, 0=free)| WAKING |WLOCK | PICKUP |HANDOFF | WAITERS |
+//!        +--------------------------------+--------+------+--------+--------+---------+
 //! list:   bits 16-31: head waiter's node tail code (0 = no waiter); bits 0-15: 0
 //! osq:    bits 16-31: OSQ tail (see crate::osq); bits 0-15: 0
 //! ```
@@ -25,23 +25,34 @@
 //! * **WLOCK**: the wait-list lock (the kernel's `wait_lock`), a bit lock. It
 //!   lives in the owner word so that the unlock slow path can release the
 //!   owner and the wait list **in one CAS** (see "Lifetime" below).
+//! * **WAKING**: an unlock marked a waiter WOKEN and that waiter has neither
+//!   re-armed nor left the list yet: it is running (or about to), and will
+//!   retry before it sleeps. While WAKING is set (and HANDOFF is not), unlock
+//!   only drops the id (one CAS, no WLOCK, no wake): the rule "do not wake
+//!   another waiter while a woken one has not run yet". Set only by the unlock
+//!   slow path (with the head WOKEN, under WLOCK); cleared under WLOCK by the
+//!   woken waiter when it re-arms, and by every waiter that leaves the list.
+//!   Clearing is always safe (it only costs a wake-up).
 //!
 //! Everything zero = unlocked with no waiters (`const INIT`, DESIGN principle 7).
 //!
-//! # State diagram (owner word as (id, flags); W=WAITERS H=HANDOFF P=PICKUP)
+//! # State diagram (owner word as (id, flags); W=WAITERS H=HANDOFF P=PICKUP K=WAKING)
 //!
 //! ```text
 //!  (0,-) --lock fast CAS--> (me,-) --unlock fast CAS--> (0,-)
 //!  (x,-) --waiter enqueues under WLOCK--> (x,W)
-//!  (x,W) --unlock: WLOCK, wake head, CAS--> (0,W) --anyone's trylock--> (y,W)
-//!  (x,W) --first waiter waited > handoff ns--> (x,W|H)
-//!  (x,W|H) --unlock: WLOCK, CAS--> (head,W|P) --head picks up--> (head,W)
+//!  (x,W) --unlock: WLOCK, wake head, CAS--> (0,W|K) --anyone's trylock--> (y,W|K)
+//!  (y,W|K) --unlock: one CAS, no wake--> (0,W|K)
+//!  (x,W|K) --woken head re-arms (or a waiter leaves) under WLOCK--> (x,W)
+//!  (x,W[|K]) --first waiter waited > handoff ns--> (x,W[|K]|H)
+//!  (x,W[|K]|H) --unlock: WLOCK, CAS--> (head,W|K|P) --head picks up--> (head,W|K)
 //!  (head,W) --head leaves the list, new head waited > handoff ns--> (head,W|H)
 //!  (me,W) --last waiter leaves the list under WLOCK--> (me,-)
 //! ```
 //!
 //! Unlock is one `CAS(me -> 0)` when the word holds only the owner; any flag
-//! sends it to the slow path.
+//! sends it to the slow path, which is one more CAS when only WAITERS|WAKING
+//! (or nothing but WLOCK) is set.
 //!
 //! # Waiting
 //!
@@ -51,7 +62,9 @@
 //! the owner word; it stops when the lock is free (takes it), when HANDOFF or
 //! PICKUP appear, when one owner holds the lock longer than
 //! `KLOCK_MUTEX_SPIN_NS` (the owner probably is not running: hint), or after
-//! `KLOCK_MUTEX_SPIN_MAX_NS` in total (our `need_resched()`). Then the thread
+//! `KLOCK_MUTEX_SPIN_MAX_NS` in total (our `need_resched()`). Past
+//! `KLOCK_MUTEX_POLL_GRACE_NS` of one owner it backs off between polls (up to
+//! `KLOCK_MUTEX_POLL_MAX_NS`). Then the thread
 //! takes a node from [`crate::node`], appends it to the FIFO wait list under
 //! WLOCK, sets WAITERS, and sleeps on its node's `state` word. Unlock wakes
 //! exactly the first waiter. A woken first waiter spins on the owner (without
@@ -106,10 +119,12 @@ pub const HANDOFF: u32 = 1 << 1;
 pub const PICKUP: u32 = 1 << 2;
 /// Wait-list lock bit.
 pub const WLOCK: u32 = 1 << 3;
+/// A woken waiter has not re-armed or left yet: unlock need not wake anyone.
+pub const WAKING: u32 = 1 << 4;
 /// All flag bits.
-pub const FLAGS: u32 = WAITERS | HANDOFF | PICKUP | WLOCK;
+pub const FLAGS: u32 = WAITERS | HANDOFF | PICKUP | WLOCK | WAKING;
 /// Bit offset of the owner id.
-pub const ID_SHIFT: u32 = 4;
+pub const ID_SHIFT: u32 = 5;
 /// Largest owner id; also the shared "anonymous" id of threads without one.
 pub const ANON_ID: u32 = (1 << (32 - ID_SHIFT)) - 1;
 
@@ -137,7 +152,7 @@ fn alloc_id() -> u32 {
     // Relaxed: a unique-number counter; no data is published with it.
     let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     if id >= ANON_ID {
-        // 2^28 - 1 live threads: share the anonymous id (no queueing).
+        // 2^27 - 1 live threads: share the anonymous id (no queueing).
         NEXT_ID.store(ANON_ID, std::sync::atomic::Ordering::Relaxed);
         return ANON_ID;
     }
@@ -771,6 +786,15 @@ impl<S: SpinPolicy> RawMutex<S> {
         let mut cur = self.owner.load(Ordering::Relaxed) >> ID_SHIFT;
         let mut got = false;
         let mut iter = 0u32;
+        // Delay between polls once the same owner has kept the lock for
+        // `KLOCK_MUTEX_POLL_GRACE_NS`: each poll pulls the owner word's line away from an owner that
+        // re-takes the lock at once (the `hot` case), so poll less often the
+        // longer it lasts. Short holds (owner changes within the grace) are
+        // polled continuously, as before.
+        let cap = if cfg!(loom) { 0 } else { t.mutex_poll_max_ns };
+        let new_backoff = || wait::Backoff::new((cap / 32).max(1), cap);
+        let mut backoff = new_backoff();
+        let mut grace = SpinBudget::new(t.mutex_poll_grace_ns);
         wait::spin_until(total, || {
             let o = osq::peek(&self.owner, Ordering::Relaxed);
             if o & (HANDOFF | PICKUP) != 0 {
@@ -779,6 +803,7 @@ impl<S: SpinPolicy> RawMutex<S> {
                 return true;
             }
             let owner = o >> ID_SHIFT;
+            let mut delayed = false;
             if owner == 0 {
                 if self.try_acquire(id, false) {
                     got = true;
@@ -787,12 +812,17 @@ impl<S: SpinPolicy> RawMutex<S> {
             } else if owner != cur {
                 cur = owner;
                 per_owner.restart();
+                backoff = new_backoff();
+                grace.restart();
             } else if per_owner.expired() {
                 return true;
+            } else if cap != 0 && grace.expired() {
+                backoff.wait_until(|| false);
+                delayed = true;
             }
             iter = iter.wrapping_add(1);
             if let Some(n) = beat
-                && iter.is_multiple_of(64)
+                && (delayed || iter.is_multiple_of(64))
             {
                 osq::heartbeat(n);
             }
@@ -998,12 +1028,14 @@ impl<S: SpinPolicy> RawMutex<S> {
                 }
             }
             // Re-arm under WLOCK (see module docs: this is what orders the
-            // unlocker's WOKEN store against our sleep).
+            // unlocker's WOKEN store against our sleep). If an unlock woke us,
+            // WAKING may be ours: clear it, so the next unlock wakes again.
             lock_bit(&self.owner, WLOCK);
             // Relaxed: under WLOCK (see above).
+            let was_woken = n.state.load(Ordering::Relaxed) == WOKEN;
             n.state.store(SLEEPING, Ordering::Relaxed);
             first = self.list.head() == me;
-            self.wunlock(0, 0);
+            self.wunlock(0, if was_woken { WAKING } else { 0 });
             if self.try_acquire(id, true) {
                 break;
             }
@@ -1026,7 +1058,8 @@ impl<S: SpinPolicy> RawMutex<S> {
         lock_bit(&self.owner, WLOCK);
         let was_head = self.list.head() == me;
         self.list.remove(me);
-        let mut clear = self.leave_flags(was_head);
+        // WAKING: we may be the woken waiter it stands for (clearing is safe).
+        let mut clear = self.leave_flags(was_head) | WAKING;
         // Handoff mode continues while the new head, too, has waited past the
         // threshold: the next unlock hands the lock to it. It ends when the
         // list drains or the head is younger than the threshold (so it is not
@@ -1081,16 +1114,22 @@ impl<S: SpinPolicy> RawMutex<S> {
     fn leave_on_timeout(&self, q: QNode, id: u32) -> bool {
         let me = q.tail();
         lock_bit(&self.owner, WLOCK);
+        // Clear WAKING first (it may stand for us, and we are leaving): from
+        // this RMW on, an owner cannot release without taking WLOCK.
+        // Relaxed: an RMW under WLOCK; the loads below follow it in the
+        // word's modification order (coherence).
+        self.owner.fetch_and(!WAKING, Ordering::Relaxed);
         let got = self.try_acquire(id, true);
         let was_head = self.list.head() == me;
         self.list.remove(me);
-        let clear = self.leave_flags(was_head);
+        let clear = self.leave_flags(was_head) | WAKING;
         // If the lock is free and others still wait, we may have consumed the
         // wake-up meant for the head: pass it on.
         let h = self.list.head();
-        // Relaxed: while the list is non-empty WAITERS stays set, so an owner
-        // cannot release without taking WLOCK (held by us): a non-zero id
-        // cannot become 0 meanwhile (a zero one may be taken: a harmless wake).
+        // Relaxed: while the list is non-empty WAITERS stays set and WAKING is
+        // clear (above), so an owner cannot release without taking WLOCK
+        // (held by us): a non-zero id cannot become 0 meanwhile (a zero one
+        // may be taken: a harmless wake).
         let wake = !got && h != 0 && self.owner.load(Ordering::Relaxed) >> ID_SHIFT == 0;
         if wake {
             // Relaxed: under WLOCK, released by wunlock below.
@@ -1104,16 +1143,22 @@ impl<S: SpinPolicy> RawMutex<S> {
         got
     }
 
-    /// Unlock slow path: some flag is set. Without WAITERS/HANDOFF just drop
-    /// the id; otherwise take WLOCK while still owner, mark the head WOKEN and
+    /// Unlock slow path: some flag is set. Without WAITERS/HANDOFF, or with
+    /// WAKING (a woken waiter will retry) and no HANDOFF, just drop the id;
+    /// otherwise take WLOCK while still owner, mark the head WOKEN and
     /// release (or hand over) and drop WLOCK in one CAS; then wake the head.
     #[cold]
     fn unlock_slow(&self, fair: bool) {
         // Relaxed: only the CASes below decide; their orderings are commented.
         let mut o = self.owner.load(Ordering::Relaxed);
         loop {
-            if o & (WAITERS | HANDOFF) == 0 {
-                // Only WLOCK (a waiter enqueueing) or nothing: release the id.
+            if o & HANDOFF == 0 && (o & WAITERS == 0 || (o & WAKING != 0 && !fair)) {
+                // Only WLOCK (a waiter enqueueing) or nothing, or a woken
+                // waiter has not re-armed yet: release the id, keep the flags.
+                // With WAKING no wake is lost: the woken waiter clears WAKING
+                // (under WLOCK) before it re-tries and sleeps, in an RMW on
+                // this word; our CAS is ordered before it (then that re-try
+                // sees id 0) or after it (then we see WAKING clear).
                 // Release pairs with the next owner's Acquire.
                 match self.owner.compare_exchange_weak(
                     o,
@@ -1153,14 +1198,16 @@ impl<S: SpinPolicy> RawMutex<S> {
         // Relaxed: under WLOCK; the release CAS below publishes it.
         let need_wake = hn.is_some_and(|hn| hn.state.swap(WOKEN, Ordering::Relaxed) != WOKEN);
         let mut o = self.owner.load(Ordering::Relaxed);
+        // The head is WOKEN now (and will not sleep before it re-arms, which
+        // clears WAKING): publish WAKING so later unlocks need no WLOCK/wake.
         let handed = loop {
             let (new, handed) = match hn {
                 None => (0, false),
                 Some(hn) if fair || o & HANDOFF != 0 => (
-                    (hn.aux.load(Ordering::Relaxed) << ID_SHIFT) | PICKUP | WAITERS,
+                    (hn.aux.load(Ordering::Relaxed) << ID_SHIFT) | PICKUP | WAITERS | WAKING,
                     true,
                 ),
-                Some(_) => (WAITERS, false),
+                Some(_) => (WAITERS | WAKING, false),
             };
             // Release: publishes the critical section to the next owner (and
             // the list edits to the next WLOCK holder). The wait list stays

@@ -27,6 +27,8 @@
 //! | `KLOCK_MUTEX_MAX_SPINNERS` | [`Tunables::mutex_max_spinners`] | 0 | 0..=4096 | mutex: most concurrent spinners (0 = effective CPUs - 1) |
 //! | `KLOCK_WAITLOCK_SPIN_NS` | [`Tunables::waitlock_spin_ns`] | 2000 | 0..=10000000 | mutex/condvar wait-list bit lock: spin before yield |
 //! | `KLOCK_MUTEX_YIELDS` | [`Tunables::mutex_yields`] | 4 | 0..=64 | mutex: yield+trylock rounds after spinning, before sleeping |
+//! | `KLOCK_MUTEX_POLL_GRACE_NS` | [`Tunables::mutex_poll_grace_ns`] | 400 | 0..=100000 | mutex: same-owner polling before the poll backoff starts |
+//! | `KLOCK_MUTEX_POLL_MAX_NS` | [`Tunables::mutex_poll_max_ns`] | 16000 | 0..=100000 | mutex: owner-poll backoff cap while one owner keeps the lock (0 = poll continuously) |
 //!
 //! ```
 //! let t = klock::tune::get();
@@ -350,6 +352,21 @@ tunables! {
     /// `hot` workload fairness improved as much but throughput at T>=8 fell
     /// ~25% (CPU per op up). 0 = sleep at once.
     mutex_yields: u32 = 4, "KLOCK_MUTEX_YIELDS", 0..=64;
+    /// `KLOCK_MUTEX_POLL_MAX_NS`: mutex: while a spinner keeps seeing the
+    /// same owner, the delay between two polls of the owner word doubles (from
+    /// 1/32 of this) up to this cap, so that the spinner does not pull the
+    /// line away from an owner that re-takes the lock at once; reset when the
+    /// owner changes. 0 = poll continuously. A/B on the 2-vCPU machine
+    /// (klock_mutex / parking_lot, T=2/8/32/128, 3 runs x 0.5 s): `hot`
+    /// 0.40-0.46 before this backoff and WAKING, 1.28/0.95/0.80-0.92/0.88 with
+    /// a 4 µs cap, 1.76-1.81/1.13-1.22/1.17-1.18/1.08-1.13 with 16 µs;
+    /// `balanced` at par (0.83-1.10) with either cap (a 4 µs cap without the
+    /// grace period cost `balanced` 12-15%).
+    mutex_poll_max_ns: u64 = 16_000, "KLOCK_MUTEX_POLL_MAX_NS", 0..=100_000;
+    /// `KLOCK_MUTEX_POLL_GRACE_NS`: mutex: how long a spinner polls the same
+    /// owner continuously before the poll backoff (`KLOCK_MUTEX_POLL_MAX_NS`)
+    /// starts; longer than a typical short critical section.
+    mutex_poll_grace_ns: u64 = 400, "KLOCK_MUTEX_POLL_GRACE_NS", 0..=100_000;
     // ---- add new mutex tunables above this line -----------------------------
     // ---- reporting ---------------------------------------------------------
     /// `KLOCK_STATS`: print the lock-event report to stderr at process exit
