@@ -792,7 +792,12 @@ impl<S: SpinPolicy> RawMutex<S> {
         // longer it lasts. Short holds (owner changes within the grace) are
         // polled continuously, as before.
         let cap = if cfg!(loom) { 0 } else { t.mutex_poll_max_ns };
-        let new_backoff = || wait::Backoff::new((cap / 32).max(1), cap);
+        let new_backoff = || {
+            wait::Backoff::new(
+                (cap / crate::tune::fixed::POLL_BACKOFF_MIN_DIVISOR).max(1),
+                cap,
+            )
+        };
         let mut backoff = new_backoff();
         let mut grace = SpinBudget::new(t.mutex_poll_grace_ns);
         wait::spin_until(total, || {
@@ -822,7 +827,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             }
             iter = iter.wrapping_add(1);
             if let Some(n) = beat
-                && (delayed || iter.is_multiple_of(64))
+                && (delayed || iter.is_multiple_of(crate::tune::fixed::OSQ_HEARTBEAT_EVERY))
             {
                 osq::heartbeat(n);
             }

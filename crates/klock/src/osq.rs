@@ -250,7 +250,7 @@ impl Osq {
             let mut iter = 0u32;
             if wait::spin_until(budget, || {
                 iter = iter.wrapping_add(1);
-                if iter.is_multiple_of(64) {
+                if iter.is_multiple_of(crate::tune::fixed::OSQ_HEARTBEAT_EVERY) {
                     heartbeat(n);
                     if looks_descheduled(node::decode(n.prev.load(Ordering::Relaxed)), stale) {
                         return true;

@@ -214,6 +214,33 @@ pub fn parse_value(var: &str, raw: &str) -> Result<u64, TuneError> {
     }
 }
 
+/// Fixed ratios and check frequencies: numbers of the algorithms that are not
+/// worth an environment variable, kept here so that every number lives in
+/// this module.
+pub mod fixed {
+    /// The mutex owner-poll backoff starts at `KLOCK_MUTEX_POLL_MAX_NS /
+    /// POLL_BACKOFF_MIN_DIVISOR` and doubles up to the cap.
+    ///
+    /// ```
+    /// assert_eq!(klock::tune::fixed::POLL_BACKOFF_MIN_DIVISOR, 32);
+    /// ```
+    pub const POLL_BACKOFF_MIN_DIVISOR: u64 = 32;
+    /// A spinning OSQ node publishes its heartbeat every this many polls
+    /// (a power of two).
+    ///
+    /// ```
+    /// assert!(klock::tune::fixed::OSQ_HEARTBEAT_EVERY.is_power_of_two());
+    /// ```
+    pub const OSQ_HEARTBEAT_EVERY: u32 = 64;
+    /// A queued PV qspinlock waiter checks whether its predecessor sleeps
+    /// (wait-early) every this many spins (a power of two; every spin under loom).
+    ///
+    /// ```
+    /// assert!(klock::tune::fixed::PV_PREV_CHECK_EVERY.is_power_of_two());
+    /// ```
+    pub const PV_PREV_CHECK_EVERY: u32 = if cfg!(loom) { 1 } else { 64 };
+}
+
 macro_rules! tunables {
     ($(
         $(#[doc = $doc:literal])*

@@ -82,7 +82,7 @@ const LOCKED_PENDING: u32 = LOCKED_MASK | PENDING;
 /// Predecessor state is checked when `iteration & PREV_CHECK_MASK == 0`
 /// (wait-early; every 64 spins, every spin under loom). A check frequency, not
 /// a tunable.
-const PREV_CHECK_MASK: u32 = if cfg!(loom) { 0 } else { 63 };
+const PREV_CHECK_MASK: u32 = crate::tune::fixed::PV_PREV_CHECK_EVERY - 1;
 
 #[inline(always)]
 #[cfg_attr(loom, allow(clippy::bad_bit_mask))]
