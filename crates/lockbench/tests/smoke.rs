@@ -121,7 +121,6 @@ fn machine_description_is_sane() {
     let m = lockbench::sys::Machine::probe();
     assert!(m.online_cpus >= 1);
     assert!(m.effective_cpus >= 1 && m.effective_cpus <= m.online_cpus);
-    assert!(m.work_ns_per_iter > 0.0);
 }
 
 #[test]
