@@ -9,80 +9,25 @@
 #![cfg(loom)]
 
 use klock::condvar::RawCondvar;
-use klock::mutex::{RawMutex, SpinOff, SpinOsq, SpinPolicy};
+use klock::mutex::{RawMutex, SpinOff, SpinOsq};
 use klock::osq::Osq;
 use klock::wait::SpinBudget;
-use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-fn init() {
-    let mut t = klock::tune::Tunables::DEFAULT;
-    t.mutex_spin_ns = 2;
-    t.mutex_spin_max_ns = 3;
-    t.waitlock_spin_ns = 1;
-    t.mutex_yields = 1;
-    t.osq_stale_ns = 0;
-    // Hand off after the first failed wake-up.
-    t.mutex_handoff_ns = 0;
-    let _ = klock::tune::set(t);
-}
+mod loom_common;
+use loom_common::{Shared, loom_tunables, run_model};
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     model_bounded(2, f)
 }
 
-/// Run a model at `LOOM_MAX_PREEMPTIONS` (default 2), capped at `max_bound`;
-/// prints the number of executions explored.
+/// Run a model at `LOOM_MAX_PREEMPTIONS` (default 2), capped at `max_bound`.
 fn model_bounded(max_bound: usize, f: impl Fn() + Sync + Send + 'static) {
-    init();
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(b.preemption_bound.unwrap_or(2).min(max_bound));
-    let iters = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let i2 = iters.clone();
-    b.check(move || {
-        i2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        f()
-    });
-    eprintln!(
-        "loom: {} executions",
-        iters.load(std::sync::atomic::Ordering::Relaxed)
-    );
-    // With `--features stats`: which paths the explored executions took.
-    if klock::stat::ENABLED {
-        eprint!("{}", klock::stat::snapshot().report());
-        klock::stat::reset();
-    }
-}
-
-struct Shared<S: SpinPolicy> {
-    m: RawMutex<S>,
-    data: UnsafeCell<usize>,
-}
-
-// SAFETY: `data` is only accessed while `m` is held.
-unsafe impl<S: SpinPolicy> Sync for Shared<S> {}
-
-impl<S: SpinPolicy> Shared<S> {
-    fn new() -> Self {
-        Shared {
-            m: RawMutex::new(),
-            data: UnsafeCell::new(0),
-        }
-    }
-    fn incr(&self) {
-        let t = self.m.lock();
-        // SAFETY: the lock is held (loom checks that no other access overlaps).
-        self.data.with_mut(|p| unsafe { *p += 1 });
-        unsafe { self.m.unlock(t) };
-    }
-    fn get(&self) -> usize {
-        let t = self.m.lock();
-        // SAFETY: the lock is held.
-        let v = self.data.with(|p| unsafe { *p });
-        unsafe { self.m.unlock(t) };
-        v
-    }
+    let mut t = loom_tunables();
+    // Hand off after the first failed wake-up.
+    t.mutex_handoff_ns = 0;
+    run_model(t, max_bound, f);
 }
 
 /// Fast path and sleep/wake: two lockers, no spinning.

@@ -10,57 +10,17 @@
 //! `UnsafeCell` checks mutual exclusion.
 #![cfg(loom)]
 
-use klock::mutex::{RawMutex, SpinOff, SpinOsq, SpinPolicy};
-use loom::cell::UnsafeCell;
+use klock::mutex::{SpinOff, SpinOsq};
 use loom::sync::Arc;
 
+mod loom_common;
+use loom_common::{Shared, loom_tunables, run_model};
+
 fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut t = klock::tune::Tunables::DEFAULT;
-    t.mutex_spin_ns = 2;
-    t.mutex_spin_max_ns = 3;
-    t.waitlock_spin_ns = 1;
-    t.mutex_yields = 1;
-    t.osq_stale_ns = 0;
+    let mut t = loom_tunables();
     // Never hand off: woken waiters must re-arm and sleep again.
     t.mutex_handoff_ns = 1_000_000_000;
-    let _ = klock::tune::set(t);
-    let mut b = loom::model::Builder::new();
-    b.preemption_bound = Some(b.preemption_bound.unwrap_or(2).min(2));
-    b.check(f);
-    if klock::stat::ENABLED {
-        eprint!("{}", klock::stat::snapshot().report());
-        klock::stat::reset();
-    }
-}
-
-struct Shared<S: SpinPolicy> {
-    m: RawMutex<S>,
-    data: UnsafeCell<usize>,
-}
-
-// SAFETY: `data` is only accessed while `m` is held.
-unsafe impl<S: SpinPolicy> Sync for Shared<S> {}
-
-impl<S: SpinPolicy> Shared<S> {
-    fn new() -> Self {
-        Shared {
-            m: RawMutex::new(),
-            data: UnsafeCell::new(0),
-        }
-    }
-    fn incr(&self) {
-        let t = self.m.lock();
-        // SAFETY: the lock is held (loom checks that no other access overlaps).
-        self.data.with_mut(|p| unsafe { *p += 1 });
-        unsafe { self.m.unlock(t) };
-    }
-    fn get(&self) -> usize {
-        let t = self.m.lock();
-        // SAFETY: the lock is held.
-        let v = self.data.with(|p| unsafe { *p });
-        unsafe { self.m.unlock(t) };
-        v
-    }
+    run_model(t, 2, f);
 }
 
 /// Two sleepers and an owner that re-takes the lock: the unlock after a

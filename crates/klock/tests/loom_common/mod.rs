@@ -1,0 +1,77 @@
+//! Shared pieces of the mutex loom models (`loom_mutex*.rs`): the model
+//! runner and a counter protected by a klock mutex. Not a test target itself.
+#![allow(dead_code)]
+
+use klock::mutex::{RawMutex, SpinPolicy};
+use klock::tune::Tunables;
+use loom::cell::UnsafeCell;
+
+/// Runs a model with tunables `t` (set once per process: each loom file is
+/// its own process) at `LOOM_MAX_PREEMPTIONS` (default 2), capped at
+/// `max_bound`; prints the number of executions explored and, with
+/// `--features stats`, which paths they took.
+pub fn run_model(t: Tunables, max_bound: usize, f: impl Fn() + Sync + Send + 'static) {
+    let _ = klock::tune::set(t);
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(b.preemption_bound.unwrap_or(2).min(max_bound));
+    let iters = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let i2 = iters.clone();
+    b.check(move || {
+        // Relaxed: a count read after `check` returns (same thread).
+        i2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        f()
+    });
+    eprintln!(
+        "loom: {} executions",
+        iters.load(std::sync::atomic::Ordering::Relaxed)
+    );
+    if klock::stat::ENABLED {
+        eprint!("{}", klock::stat::snapshot().report());
+        klock::stat::reset();
+    }
+}
+
+/// Small budgets for loom (budgets count iterations under loom).
+pub fn loom_tunables() -> Tunables {
+    let mut t = Tunables::DEFAULT;
+    t.mutex_spin_ns = 2;
+    t.mutex_spin_max_ns = 3;
+    t.waitlock_spin_ns = 1;
+    t.mutex_yields = 1;
+    t.osq_stale_ns = 0;
+    t
+}
+
+/// A counter protected by a klock mutex; loom's `UnsafeCell` checks that no
+/// two accesses overlap (mutual exclusion).
+pub struct Shared<S: SpinPolicy> {
+    pub m: RawMutex<S>,
+    pub data: UnsafeCell<usize>,
+}
+
+// SAFETY: `data` is only accessed while `m` is held.
+unsafe impl<S: SpinPolicy> Sync for Shared<S> {}
+
+impl<S: SpinPolicy> Shared<S> {
+    pub fn new() -> Self {
+        Shared {
+            m: RawMutex::new(),
+            data: UnsafeCell::new(0),
+        }
+    }
+    pub fn incr(&self) {
+        let t = self.m.lock();
+        // SAFETY: the lock is held (loom checks that no other access overlaps).
+        self.data.with_mut(|p| unsafe { *p += 1 });
+        // SAFETY: `t` comes from the `lock` above and is released once.
+        unsafe { self.m.unlock(t) };
+    }
+    pub fn get(&self) -> usize {
+        let t = self.m.lock();
+        // SAFETY: the lock is held.
+        let v = self.data.with(|p| unsafe { *p });
+        // SAFETY: `t` comes from the `lock` above and is released once.
+        unsafe { self.m.unlock(t) };
+        v
+    }
+}
