@@ -180,6 +180,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
             return false;
         }
         self.list.remove(h);
+        crate::chaos::point(crate::chaos::Site::ListEdit);
         let n = node::decode(h);
         // Make the detached node a one-element circular list for the splice.
         // Relaxed: list links are only touched under CV_LOCK / the mutex's
@@ -273,6 +274,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
             n.aux.store(id, Ordering::Relaxed);
             self.list.push_back(me);
             self.unlock_list();
+            crate::chaos::point(crate::chaos::Site::ListEdit);
 
             let guard = AbortOnUnwind;
             // SAFETY: caller holds the mutex with `token`.
@@ -304,7 +306,9 @@ impl<S: SpinPolicy> RawCondvar<S> {
                         Some(std::time::Duration::from_nanos(d - now))
                     }
                 };
+                crate::chaos::point(crate::chaos::Site::BeforeSleep);
                 wait::futex_wait(&n.state, CV_WAITING, timeout);
+                crate::chaos::point(crate::chaos::Site::AfterWake);
             }
             if timed_out {
                 stat::inc(Event::CondTimeout);

@@ -29,6 +29,7 @@
 
 pub(crate) mod sync;
 
+pub mod chaos;
 pub mod condvar;
 pub mod mutex;
 pub mod node;

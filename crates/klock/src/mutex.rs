@@ -103,6 +103,7 @@
 //! assert_eq!(*m.lock(), 1);
 //! ```
 
+use crate::chaos::{self, Site};
 use crate::node::{self, QNode};
 use crate::osq::{self, Osq};
 use crate::stat::{self, Event};
@@ -355,6 +356,7 @@ impl WaitList {
             n.next.store(h, Ordering::Relaxed);
             n.prev.store(tl, Ordering::Relaxed);
             node::decode(tl).next.store(t, Ordering::Relaxed);
+            chaos::point(Site::ListEdit);
             hn.prev.store(t, Ordering::Relaxed);
         }
     }
@@ -368,6 +370,7 @@ impl WaitList {
         }
         let pv = n.prev.load(Ordering::Relaxed);
         node::decode(pv).next.store(nx, Ordering::Relaxed);
+        chaos::point(Site::ListEdit);
         node::decode(nx).prev.store(pv, Ordering::Relaxed);
         if self.head() == t {
             self.set_head(nx);
@@ -1041,6 +1044,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             n.state.store(SLEEPING, Ordering::Relaxed);
             first = self.list.head() == me;
             self.wunlock(0, if was_woken { WAKING } else { 0 });
+            chaos::point(Site::BeforeSleep);
             if self.try_acquire(id, true) {
                 break;
             }
@@ -1052,6 +1056,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             };
             stat::inc(Event::MutexSleep);
             let r = wait::futex_wait(&n.state, SLEEPING, timeout);
+            chaos::point(Site::AfterWake);
             // Relaxed: the lock itself is acquired through the owner CAS.
             woken = n.state.load(Ordering::Relaxed) == WOKEN;
             stat::cond_inc(
@@ -1141,6 +1146,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             node::decode(h).state.store(WOKEN, Ordering::Relaxed);
         }
         self.wunlock(0, clear);
+        chaos::point(Site::AfterRelease);
         if wake {
             stat::inc(Event::MutexWake);
             wait::futex_wake(&node::decode(h).state, 1);
@@ -1226,6 +1232,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             }
         };
         // From here on only the head's type-stable node is touched.
+        chaos::point(Site::AfterRelease);
         stat::cond_inc(Event::MutexHandoff, handed);
         if let Some(hn) = hn
             && need_wake
@@ -1255,6 +1262,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             // Relaxed: under WLOCK (and the condvar's lock).
             n.state.store(SLEEPING, Ordering::Relaxed);
             n.locked.store(now, Ordering::Relaxed);
+            chaos::point(Site::ListEdit);
             count += 1;
             t = n.next.load(Ordering::Relaxed);
             if t == head {
@@ -1274,6 +1282,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             node::decode(h).state.store(WOKEN, Ordering::Relaxed);
         }
         self.wunlock(0, 0);
+        chaos::point(Site::AfterRelease);
         stat::add(Event::CondRequeue, count as u64);
         // Only the head's type-stable node is touched after the release.
         if wake {

@@ -233,6 +233,7 @@ impl Osq {
         // (a successor reading `aux`/`state`); Acquire pairs with the
         // predecessor's own swap so its `aux` is initialised when we read it.
         let old = self.tail.swap(me, Ordering::AcqRel);
+        crate::chaos::point(crate::chaos::Site::ListEdit);
         if old == 0 {
             return true;
         }
@@ -244,6 +245,7 @@ impl Osq {
         // reachable through prev.next (the kernel's smp_wmb); pairs with the
         // Acquire `swap` of prev.next in `wait_next` / `unlock`.
         publish(&prev.next, me, Ordering::Release);
+        crate::chaos::point(crate::chaos::Site::ListEdit);
 
         if pos <= max_pos {
             let stale = crate::tune::get().osq_stale_ns;
@@ -299,6 +301,7 @@ impl Osq {
         // Step C: link successor and predecessor. Release on prev.next pairs
         // with the successor's / prev's Acquire reads of the link.
         publish(&node::decode(next_tail).prev, prev_tail, Ordering::Release);
+        crate::chaos::point(crate::chaos::Site::ListEdit);
         publish(&prev.next, next_tail, Ordering::Release);
         false
     }

@@ -28,6 +28,8 @@
 //! | `KLOCK_WAITLOCK_SPIN_NS` | [`Tunables::waitlock_spin_ns`] | 2000 | 0..=10000000 | mutex/condvar wait-list bit lock: spin before yield |
 //! | `KLOCK_MUTEX_YIELDS` | [`Tunables::mutex_yields`] | 4 | 0..=64 | mutex: yield+trylock rounds after spinning, before sleeping |
 //! | `KLOCK_MUTEX_POLL_GRACE_NS` | [`Tunables::mutex_poll_grace_ns`] | 400 | 0..=100000 | mutex: same-owner polling before the poll backoff starts |
+//! | `KLOCK_CHAOS_PERMILLE` | [`Tunables::chaos_permille`] | 100 | 0..=1000 | feature `chaos`: per-mille of marked windows that inject a delay |
+//! | `KLOCK_CHAOS_SEED` | [`Tunables::chaos_seed`] | 0 | 0..=2^64-1 | feature `chaos`: seed of the injected delays (0 = from the clock) |
 //! | `KLOCK_MUTEX_POLL_MAX_NS` | [`Tunables::mutex_poll_max_ns`] | 16000 | 0..=100000 | mutex: owner-poll backoff cap while one owner keeps the lock (0 = poll continuously) |
 //!
 //! ```
@@ -399,6 +401,14 @@ tunables! {
     /// `KLOCK_STATS`: print the lock-event report to stderr at process exit
     /// (only with the `stats` feature).
     stats_report: u32 = 0, "KLOCK_STATS", 0..=1;
+    // ---- testing (feature `chaos`) -----------------------------------------
+    /// `KLOCK_CHAOS_PERMILLE`: feature `chaos` only: how many of 1000 passes
+    /// through a marked preemption window inject a delay (a yield, or one time
+    /// in four a 1-200 µs sleep).
+    chaos_permille: u32 = 100, "KLOCK_CHAOS_PERMILLE", 0..=1000;
+    /// `KLOCK_CHAOS_SEED`: feature `chaos` only: the seed of the injected
+    /// delays (0 = take one from the clock; the seed used is printed).
+    chaos_seed: u64 = 0, "KLOCK_CHAOS_SEED", 0..=18_446_744_073_709_551_615;
 }
 
 static TUNABLES: OnceLock<Tunables> = OnceLock::new();

@@ -227,6 +227,7 @@ pub(crate) fn kick_node(node: &Node, new_state: u32) {
     // Release pairs with the waiter's Acquire re-load of its state/locked after
     // waking; the futex's own serialisation orders the wake after this store.
     node.state.store(new_state, Ordering::Release);
+    crate::chaos::point(crate::chaos::Site::AfterRelease);
     crate::wait::futex_wake(&node.state, 1);
 }
 

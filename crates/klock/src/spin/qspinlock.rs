@@ -66,6 +66,7 @@
 //!    window between the CAS and the sleep.
 
 use super::{Token, WaitPolicy, kick_node, note_node_wake};
+use crate::chaos::{self, Site};
 use crate::node::{self, Node, QNode, TAIL_MASK, state};
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering, fence};
@@ -234,10 +235,12 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
 
     #[cold]
     fn unlock_slow(&self, old: u32, token: Token) {
+        chaos::point(Site::AfterRelease);
         if old & LOCKED_MASK == SLOW {
             // (*,*,3) -> (*,*,2) happened above; now (*,*,2) -> (*,*,0). The
             // Release pairs with the sleeper's Acquire reload after waking.
             self.word.fetch_sub(SLOW_BIT, Ordering::Release);
+            chaos::point(Site::AfterRelease);
             // Wake every sleeper of this word (the head, and no-node waiters).
             // The lock may be freed by now: the wake only names the address
             // (see wait::futex_wake), it does not touch the memory.
@@ -410,7 +413,9 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
             };
             // The futex re-checks the value under its bucket lock, so a release
             // between our CAS and the sleep makes this return at once.
+            chaos::point(Site::BeforeSleep);
             futex_wait(&self.word, expect, None);
+            chaos::point(Site::AfterWake);
             #[cfg(feature = "stats")]
             {
                 let k = LAST_WORD_KICK.load(std::sync::atomic::Ordering::Relaxed);
@@ -463,6 +468,7 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
         let old = self.xchg_tail(tail);
         if old & TAIL_MASK != 0 {
             let prev = node::decode(old & TAIL_MASK);
+            chaos::point(Site::ListEdit);
             // Release pairs with prev's Acquire poll of its `next`.
             prev.next.store(tail, Ordering::Release);
             self.wait_node(node, prev);
@@ -517,11 +523,14 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
             }
             // Sleep. Dekker pair with hand_over: HALTED; full fence; re-check.
             node.state.store(state::HALTED, Ordering::Relaxed);
+            chaos::point(Site::Fence);
             fence(Ordering::SeqCst);
             if node.locked.load(Ordering::Acquire) == 0 {
                 stat::inc(Event::PvWaitNode);
                 stat::cond_inc(Event::PvWaitEarly, early);
+                chaos::point(Site::BeforeSleep);
                 futex_wait(&node.state, state::HALTED, None);
+                chaos::point(Site::AfterWake);
                 note_node_wake(node);
             }
             // Back to running unless a kicker already changed the state
@@ -675,6 +684,7 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
         if !P::SLEEP {
             return Token::NONE;
         }
+        chaos::point(Site::Fence);
         // Dekker pair with wait_node: grant; full fence; look at its state.
         fence(Ordering::SeqCst);
         let token = if nn

@@ -112,6 +112,7 @@ impl<P: WaitPolicy> RawTasLock<P> {
         // PV: sleep. Acquire swap pairs with the Release unlock.
         stat::inc(Event::TasSleep);
         while self.word.swap(2, Ordering::Acquire) != 0 {
+            crate::chaos::point(crate::chaos::Site::BeforeSleep);
             futex_wait(&self.word, 2, None);
             // Spin a little after waking before sleeping again.
             let _ = spin_until(&mut SpinBudget::new(min), || {
@@ -168,6 +169,7 @@ impl<P: WaitPolicy> RawTasLock<P> {
         }
         // Release as above; the swap shows whether someone may sleep.
         if self.word.swap(0, Ordering::Release) == 2 {
+            crate::chaos::point(crate::chaos::Site::AfterRelease);
             futex_wake(&self.word, 1);
         }
     }

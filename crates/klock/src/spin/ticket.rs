@@ -143,6 +143,7 @@ impl<P: WaitPolicy> RawTicketLock<P> {
             if v & TICKET_MASK == t {
                 break;
             }
+            crate::chaos::point(crate::chaos::Site::BeforeSleep);
             futex_wait_bitset(&self.serving, v, bit(t), None);
         }
         self.serving.fetch_sub(SLEEPER, Ordering::Relaxed);
@@ -210,6 +211,7 @@ impl<P: WaitPolicy> RawTicketLock<P> {
         } else {
             self.serving.fetch_add(1, Ordering::SeqCst)
         };
+        crate::chaos::point(crate::chaos::Site::AfterRelease);
         if old >> 16 != 0 {
             futex_wake_bitset(&self.serving, u32::MAX, bit(next_ticket));
             stat::inc(Event::TicketWake);
