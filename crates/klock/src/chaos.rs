@@ -136,7 +136,7 @@ mod imp {
             return;
         }
         let r = r / 1000;
-        if r % SLEEP_ONE_IN == 0 {
+        if r.is_multiple_of(SLEEP_ONE_IN) {
             let us = 1 + (r / SLEEP_ONE_IN) % MAX_SLEEP_US;
             std::thread::sleep(std::time::Duration::from_micros(us));
         } else {

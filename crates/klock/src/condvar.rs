@@ -53,15 +53,28 @@
 //! t.join().unwrap();
 //! ```
 
-use crate::mutex::{self, MutexToken, RawMutex, SLEEPING, SpinOsq, SpinPolicy, WaitList};
-use crate::node;
+use crate::mutex::{self, MutexToken, RawMutex, SpinOsq, SpinPolicy, WaitList, Waiter};
+use crate::node::{self, tag};
 use crate::stat::{self, Event};
-use crate::sync::atomic::{AtomicUsize, Ordering};
+use crate::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use crate::wait;
 use std::marker::PhantomData;
 
-/// Node `state` while waiting on the condvar.
-const CV_WAITING: u32 = 3;
+/// States of a condvar waiter's node `state` word while it is on the
+/// condvar's list (tagged [`tag::CONDVAR`]); a notify moves the node to the
+/// mutex's wait list and sets a [`mutex::WaiterState`] (both under CV_LOCK and
+/// the mutex's WLOCK: INV-WAKE-ADDR).
+///
+/// ```
+/// use klock::condvar::CondState;
+/// assert_eq!(CondState::Waiting as u32 & klock::node::tag::MASK, klock::node::tag::CONDVAR);
+/// ```
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CondState {
+    /// On the condvar's list, waiting for a notify (or its timeout).
+    Waiting = tag::CONDVAR | 1,
+}
 /// Condvar list lock bit.
 const CV_LOCK: u32 = 1;
 
@@ -77,6 +90,10 @@ pub struct RawCondvar<S: SpinPolicy = SpinOsq> {
     list: WaitList,
     /// `*const RawMutex<S>` of the current waiters (0 = none yet).
     mutex: AtomicUsize,
+    /// Waiters in the no-node fallback ("unlock, yield, re-lock"): while any
+    /// exists a wake-up may be spurious, so notify returns `false`/`0`
+    /// (lock_api's contract: exact counts only without spurious wake-ups).
+    fallback: AtomicU32,
     _policy: PhantomData<S>,
 }
 
@@ -137,6 +154,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
         RawCondvar {
             list: WaitList::new(),
             mutex: AtomicUsize::new(0),
+            fallback: AtomicU32::new(0),
             _policy: PhantomData,
         }
     }
@@ -147,7 +165,22 @@ impl<S: SpinPolicy> RawCondvar<S> {
         RawCondvar {
             list: WaitList::new(),
             mutex: AtomicUsize::new(0),
+            fallback: AtomicU32::new(0),
             _policy: PhantomData,
+        }
+    }
+
+    /// lock_api's contract: report `n` woken threads only if no waiter can
+    /// wake spuriously. Queued waiters never do; a no-node fallback waiter
+    /// does, so while one exists the counts are 0.
+    #[inline]
+    fn exact(&self, n: usize) -> usize {
+        // Relaxed: a waiter registers before it unlocks the mutex; a notifier
+        // that must see it holds (or held) that mutex, which orders the two.
+        if self.fallback.load(Ordering::Relaxed) == 0 {
+            n
+        } else {
+            0
         }
     }
 
@@ -163,7 +196,9 @@ impl<S: SpinPolicy> RawCondvar<S> {
     }
 
     /// Wake one waiter: move the oldest waiter onto the mutex's wait list (it
-    /// runs when the mutex is released to it). Returns whether there was one.
+    /// runs when the mutex is released to it). Returns whether there was one;
+    /// `false` also while a no-node fallback waiter exists (its wake-ups may
+    /// be spurious, see the module docs).
     ///
     /// ```
     /// assert!(!klock::condvar::RawCondvar::<klock::mutex::SpinOsq>::new().notify_one());
@@ -197,11 +232,11 @@ impl<S: SpinPolicy> RawCondvar<S> {
         // the moved node after that release.
         unsafe { &*m }.requeue(h);
         self.unlock_list();
-        true
+        self.exact(1) == 1
     }
 
     /// Wake all waiters: move them all onto the mutex's wait list at once.
-    /// Returns how many.
+    /// Returns how many (0 while a no-node fallback waiter exists).
     ///
     /// ```
     /// assert_eq!(klock::condvar::RawCondvar::<klock::mutex::SpinOsq>::new().notify_all(), 0);
@@ -220,7 +255,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
             count = unsafe { &*m }.requeue(h);
         }
         self.unlock_list();
-        count
+        self.exact(count)
     }
 
     /// Atomically unlock `mutex` and wait for a notify (or `deadline_ns`, a
@@ -251,18 +286,22 @@ impl<S: SpinPolicy> RawCondvar<S> {
         node::with_node(|q| {
             let Some(q) = q.filter(|_| id != mutex::ANON_ID) else {
                 // No node: unlock, yield, re-lock (a spurious wake-up).
+                // Relaxed: registered while we hold the mutex (see `exact`).
+                self.fallback.fetch_add(1, Ordering::Relaxed);
                 let guard = AbortOnUnwind;
                 // SAFETY: caller holds the mutex with `token`.
                 unsafe { mutex.unlock_id(token.id()) };
                 wait::yield_now();
                 *token = mutex.lock();
+                // Relaxed: as above.
+                self.fallback.fetch_sub(1, Ordering::Relaxed);
                 std::mem::forget(guard);
                 return false;
             };
             let me = q.tail();
-            let n = q.node();
+            let n = Waiter::of(q.node());
             self.lock_list();
-            // Relaxed (all four): under CV_LOCK, whose Release publishes them to
+            // Relaxed (both): under CV_LOCK, whose Release publishes them to
             // the next holder (a notifier).
             let cur = self.mutex.load(Ordering::Relaxed);
             if self.list.head() != 0 && cur != maddr {
@@ -270,8 +309,8 @@ impl<S: SpinPolicy> RawCondvar<S> {
                 panic!("klock: a Condvar was used with two different mutexes at once");
             }
             self.mutex.store(maddr, Ordering::Relaxed);
-            n.state.store(CV_WAITING, Ordering::Relaxed);
-            n.aux.store(id, Ordering::Relaxed);
+            n.set_raw_state(CondState::Waiting as u32);
+            n.set_thread_id(id);
             self.list.push_back(me);
             self.unlock_list();
             crate::chaos::point(crate::chaos::Site::ListEdit);
@@ -281,8 +320,9 @@ impl<S: SpinPolicy> RawCondvar<S> {
             unsafe { mutex.unlock_id(token.id()) };
             let mut timed_out = false;
             loop {
-                // Relaxed: the list edits that follow are ordered by locks.
-                if n.state.load(Ordering::Relaxed) != CV_WAITING {
+                // A notify moved us to the mutex list (a WaiterState): the
+                // decision is made under the locks, this is only its result.
+                if n.is_requeued() {
                     break;
                 }
                 let timeout = match deadline_ns {
@@ -291,8 +331,8 @@ impl<S: SpinPolicy> RawCondvar<S> {
                         let now = wait::now_ns();
                         if now >= d && !cfg!(loom) {
                             self.lock_list();
-                            // Relaxed: under CV_LOCK, as is every notify's change.
-                            let still = n.state.load(Ordering::Relaxed) == CV_WAITING;
+                            // Under CV_LOCK, as is every notify's change.
+                            let still = n.state_is(CondState::Waiting as u32);
                             if still {
                                 self.list.remove(me);
                             }
@@ -307,16 +347,15 @@ impl<S: SpinPolicy> RawCondvar<S> {
                     }
                 };
                 crate::chaos::point(crate::chaos::Site::BeforeSleep);
-                wait::futex_wait(&n.state, CV_WAITING, timeout);
+                wait::futex_wait(n.futex(), CondState::Waiting as u32, timeout);
                 crate::chaos::point(crate::chaos::Site::AfterWake);
             }
             if timed_out {
                 stat::inc(Event::CondTimeout);
                 *token = mutex.lock();
             } else {
-                // We are on the mutex's wait list (state SLEEPING or WOKEN).
-                debug_assert_ne!(n.state.load(Ordering::Relaxed), CV_WAITING);
-                let _ = SLEEPING;
+                // We are on the mutex's wait list (Sleeping or Woken).
+                debug_assert!(n.is_requeued());
                 mutex.wait_queued(q, id, None, true);
                 *token = MutexToken::from_id(id);
             }

@@ -74,11 +74,15 @@
 //! threshold (a leaving waiter re-sets HANDOFF); it ends when the list drains
 //! or the head is younger (HANDOFF is cleared then).
 //!
-//! Node fields while on the wait list: `next`/`prev` circular doubly-linked
-//! list links (tail codes), `state` the futex word (SLEEPING / WOKEN), `aux`
-//! the waiter's thread id, `locked` its enqueue time (µs, for handoff mode).
-//! `state` is re-armed and set only under WLOCK, which is what rules out a
-//! lost wake-up: an unlocker's WOKEN store either follows
+//! Node words while on the wait list, read and written only through the
+//! typed view [`Waiter`]: `next`/`prev` circular doubly-linked list links
+//! (tail codes), `state` the futex word ([`WaiterState`]), `ident` the
+//! waiter's thread id ([`Waiter::thread_id`]), `stamp` its enqueue time (µs,
+//! for handoff mode, [`Waiter::enqueued_us`]).
+//! **INV-WLOCK-STATE**: `state` is re-armed and set only under WLOCK, which
+//! is what rules out a lost wake-up, and (since a waiter needs WLOCK to leave
+//! the list) what makes every store into another waiter's node a store into a
+//! node still on our list (INV-WAKE-ADDR, [`crate::node`]): an unlocker's WOKEN store either follows
 //! the re-arm (the futex wait sees it) or precedes it, and then its release of
 //! the owner happens-before the waiter's next trylock.
 //!
@@ -129,10 +133,156 @@ pub const ID_SHIFT: u32 = 5;
 /// Largest owner id; also the shared "anonymous" id of threads without one.
 pub const ANON_ID: u32 = (1 << (32 - ID_SHIFT)) - 1;
 
-/// Node `state` while a waiter may sleep.
-pub(crate) const SLEEPING: u32 = 1;
-/// Node `state` after an unlock (or requeue) woke the waiter.
-pub(crate) const WOKEN: u32 = 2;
+/// States of a wait-list node's `state` word, its futex word (tagged
+/// [`node::tag::WAITER`]). Set only under WLOCK (INV-WLOCK-STATE, see the
+/// module docs), so every store into another thread's node happens while
+/// that node is on our list and its thread needs WLOCK to leave
+/// (INV-WAKE-ADDR).
+///
+/// ```text
+///  Sleeping --unlock / requeue / leaving waiter passes the wake (under WLOCK)--> Woken
+///  Woken --waiter re-arms (under WLOCK)--> Sleeping
+/// ```
+///
+/// ```
+/// use klock::mutex::WaiterState;
+/// assert_eq!(WaiterState::Woken as u32 & klock::node::tag::MASK, klock::node::tag::WAITER);
+/// ```
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaiterState {
+    /// The waiter may sleep on its `state` word.
+    Sleeping = node::tag::WAITER | 1,
+    /// An unlock (or requeue) woke the waiter; it has not re-armed yet.
+    Woken = node::tag::WAITER | 2,
+}
+
+/// The wait list's typed view of a [`node::Node`] (mutex waiters, and condvar
+/// waiters once requeued; the condvar's own state values are
+/// `condvar::CondState`).
+#[derive(Clone, Copy)]
+pub(crate) struct Waiter<'a>(&'a node::Node);
+
+impl<'a> Waiter<'a> {
+    #[inline]
+    pub(crate) fn of(n: &'a node::Node) -> Self {
+        Waiter(n)
+    }
+
+    /// The waiter a tail code names.
+    #[inline]
+    pub(crate) fn decode(t: u32) -> Waiter<'static> {
+        Waiter(node::decode(t))
+    }
+
+    /// The `next` list link (a tail code; under the list lock).
+    #[inline]
+    pub(crate) fn next_link(self) -> u32 {
+        // Relaxed: under the list lock.
+        self.0.next.load(Ordering::Relaxed)
+    }
+
+    /// Our own node's state is still `v` (a condvar waiter's check; checked
+    /// for a foreign tag, which would be a stale write).
+    #[inline]
+    pub(crate) fn state_is(self, v: u32) -> bool {
+        // Relaxed: the decision is re-made under the list lock.
+        let s = self.0.state.load(Ordering::Relaxed);
+        if s & node::tag::MASK != node::tag::CONDVAR {
+            node::check_tag("state", s, node::tag::WAITER);
+        }
+        s == v
+    }
+
+    /// Our own node (a condvar waiter): has a notify moved it to the mutex
+    /// list (a [`WaiterState`])? Only the wait-list tag counts, so a stray
+    /// value of another protocol (a stale write, caught in debug builds) does
+    /// not let the waiter leave the condvar list early.
+    #[inline]
+    pub(crate) fn is_requeued(self) -> bool {
+        // Relaxed: the decision is made under the locks; this is its result.
+        let s = self.0.state.load(Ordering::Relaxed);
+        if s & node::tag::MASK != node::tag::CONDVAR {
+            node::check_tag("state", s, node::tag::WAITER);
+        }
+        s & node::tag::MASK == node::tag::WAITER
+    }
+
+    /// Is our own node `Woken`? (Checked: a value of the qspinlock or OSQ
+    /// protocol here would be a stale write.)
+    #[inline]
+    pub(crate) fn is_woken(self) -> bool {
+        // Relaxed: see raw_state.
+        let v = self.0.state.load(Ordering::Relaxed);
+        if v & node::tag::MASK != node::tag::CONDVAR {
+            node::check_tag("state", v, node::tag::WAITER);
+        }
+        v == WaiterState::Woken as u32
+    }
+
+    /// Store a state (under the list lock; INV-WLOCK-STATE).
+    #[inline]
+    pub(crate) fn set_state(self, s: WaiterState) {
+        // Relaxed: under WLOCK, whose Release publishes it to the next holder.
+        self.0.state.store(s as u32, Ordering::Relaxed);
+    }
+
+    /// Store a raw state value of a protocol sharing this view (the condvar).
+    #[inline]
+    pub(crate) fn set_raw_state(self, v: u32) {
+        // Relaxed: under the condvar's list lock (its Release publishes it).
+        self.0.state.store(v, Ordering::Relaxed);
+    }
+
+    /// Mark `Woken` under WLOCK; returns whether it was not already woken
+    /// (then a `futex_wake` is needed after the release).
+    #[inline]
+    pub(crate) fn wake_mark(self) -> bool {
+        // Relaxed: under WLOCK; the release CAS of the lock publishes it.
+        self.0
+            .state
+            .swap(WaiterState::Woken as u32, Ordering::Relaxed)
+            != WaiterState::Woken as u32
+    }
+
+    /// The thread id the waiter will own the lock under (hand-off).
+    #[inline]
+    pub(crate) fn thread_id(self) -> u32 {
+        // Relaxed: under WLOCK (written under WLOCK or the condvar's lock).
+        self.0.ident.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn set_thread_id(self, id: u32) {
+        // Relaxed: under the list lock.
+        self.0.ident.store(id, Ordering::Relaxed);
+    }
+
+    /// Enqueue time (µs, truncated), for handoff mode.
+    #[inline]
+    pub(crate) fn enqueued_us(self) -> u32 {
+        // Relaxed: under WLOCK.
+        self.0.stamp.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn set_enqueued_us(self, us: u32) {
+        // Relaxed: under WLOCK.
+        self.0.stamp.store(us, Ordering::Relaxed);
+    }
+
+    /// The futex word (wake only an address after a release: INV-WAKE-ADDR).
+    #[inline]
+    pub(crate) fn futex(self) -> &'a AtomicU32 {
+        &self.0.state
+    }
+
+    /// Wake the waiter's futex word (an address only: allowed after the release).
+    #[inline]
+    pub(crate) fn wake(self) {
+        wait::futex_wake(&self.0.state, 1);
+    }
+}
 
 // ---------------------------------------------------------------------------
 // Thread ids
@@ -987,7 +1137,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         requeued: bool,
     ) -> bool {
         let me = q.tail();
-        let n = q.node();
+        let n = Waiter::of(q.node());
         let mut first;
         if !requeued {
             lock_bit(&self.owner, WLOCK);
@@ -995,11 +1145,11 @@ impl<S: SpinPolicy> RawMutex<S> {
                 self.wunlock(0, 0);
                 return true;
             }
-            // Relaxed: under WLOCK, whose Release (wunlock) publishes them to
-            // the unlocker that reads them under WLOCK.
-            n.state.store(SLEEPING, Ordering::Relaxed);
-            n.aux.store(id, Ordering::Relaxed);
-            n.locked.store(now_us(), Ordering::Relaxed);
+            // Under WLOCK, whose Release (wunlock) publishes them to the
+            // unlocker that reads them under WLOCK.
+            n.set_state(WaiterState::Sleeping);
+            n.set_thread_id(id);
+            n.set_enqueued_us(now_us());
             self.list.push_back(me);
             first = self.list.head() == me;
             // Setting WAITERS in the WLOCK-release RMW: an unlock ordered after
@@ -1039,9 +1189,8 @@ impl<S: SpinPolicy> RawMutex<S> {
             // unlocker's WOKEN store against our sleep). If an unlock woke us,
             // WAKING may be ours: clear it, so the next unlock wakes again.
             lock_bit(&self.owner, WLOCK);
-            // Relaxed: under WLOCK (see above).
-            let was_woken = n.state.load(Ordering::Relaxed) == WOKEN;
-            n.state.store(SLEEPING, Ordering::Relaxed);
+            let was_woken = n.is_woken();
+            n.set_state(WaiterState::Sleeping);
             first = self.list.head() == me;
             self.wunlock(0, if was_woken { WAKING } else { 0 });
             chaos::point(Site::BeforeSleep);
@@ -1055,10 +1204,10 @@ impl<S: SpinPolicy> RawMutex<S> {
                 return false;
             };
             stat::inc(Event::MutexSleep);
-            let r = wait::futex_wait(&n.state, SLEEPING, timeout);
+            let r = wait::futex_wait(n.futex(), WaiterState::Sleeping as u32, timeout);
             chaos::point(Site::AfterWake);
-            // Relaxed: the lock itself is acquired through the owner CAS.
-            woken = n.state.load(Ordering::Relaxed) == WOKEN;
+            // The lock itself is acquired through the owner CAS.
+            woken = n.is_woken();
             stat::cond_inc(
                 Event::MutexSpuriousWakeup,
                 !woken && r != WaitOutcome::TimedOut,
@@ -1089,8 +1238,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// at least `ns`? Called under WLOCK.
     #[inline]
     fn waited_past_threshold(&self, h: u32, ns: u64) -> bool {
-        // Relaxed: under WLOCK, like every wait-list field.
-        let since = node::decode(h).locked.load(Ordering::Relaxed);
+        let since = Waiter::decode(h).enqueued_us();
         (now_us().wrapping_sub(since) as u64) << 10 >= ns
     }
 
@@ -1142,14 +1290,14 @@ impl<S: SpinPolicy> RawMutex<S> {
         // may be taken: a harmless wake).
         let wake = !got && h != 0 && self.owner.load(Ordering::Relaxed) >> ID_SHIFT == 0;
         if wake {
-            // Relaxed: under WLOCK, released by wunlock below.
-            node::decode(h).state.store(WOKEN, Ordering::Relaxed);
+            // INV-WAKE-ADDR: under WLOCK, released by wunlock below.
+            Waiter::decode(h).set_state(WaiterState::Woken);
         }
         self.wunlock(0, clear);
         chaos::point(Site::AfterRelease);
         if wake {
             stat::inc(Event::MutexWake);
-            wait::futex_wake(&node::decode(h).state, 1);
+            Waiter::decode(h).wake();
         }
         got
     }
@@ -1202,12 +1350,12 @@ impl<S: SpinPolicy> RawMutex<S> {
         }
         // We own the lock and WLOCK.
         let h = self.list.head();
-        let hn = (h != 0).then(|| node::decode(h));
+        let hn = (h != 0).then(|| Waiter::decode(h));
         // If the head is still WOKEN from an earlier wake it has not re-armed
         // yet (re-arming needs WLOCK, which we hold): it is awake and will
         // re-try after our release, so no futex_wake is needed.
-        // Relaxed: under WLOCK; the release CAS below publishes it.
-        let need_wake = hn.is_some_and(|hn| hn.state.swap(WOKEN, Ordering::Relaxed) != WOKEN);
+        // INV-WAKE-ADDR: under WLOCK; the release CAS below publishes it.
+        let need_wake = hn.is_some_and(|hn| hn.wake_mark());
         let mut o = self.owner.load(Ordering::Relaxed);
         // The head is WOKEN now (and will not sleep before it re-arms, which
         // clears WAKING): publish WAKING so later unlocks need no WLOCK/wake.
@@ -1215,7 +1363,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             let (new, handed) = match hn {
                 None => (0, false),
                 Some(hn) if fair || o & HANDOFF != 0 => (
-                    (hn.aux.load(Ordering::Relaxed) << ID_SHIFT) | PICKUP | WAITERS | WAKING,
+                    (hn.thread_id() << ID_SHIFT) | PICKUP | WAITERS | WAKING,
                     true,
                 ),
                 Some(_) => (WAITERS | WAKING, false),
@@ -1238,7 +1386,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             && need_wake
         {
             stat::inc(Event::MutexWake);
-            wait::futex_wake(&hn.state, 1);
+            hn.wake();
         }
     }
 
@@ -1258,13 +1406,14 @@ impl<S: SpinPolicy> RawMutex<S> {
         let mut t = head;
         let now = now_us();
         loop {
-            let n = node::decode(t);
-            // Relaxed: under WLOCK (and the condvar's lock).
-            n.state.store(SLEEPING, Ordering::Relaxed);
-            n.locked.store(now, Ordering::Relaxed);
+            let n = Waiter::decode(t);
+            // INV-WAKE-ADDR: under WLOCK and the condvar's lock, which the
+            // moved waiter needs to leave either list.
+            n.set_state(WaiterState::Sleeping);
+            n.set_enqueued_us(now);
             chaos::point(Site::ListEdit);
             count += 1;
-            t = n.next.load(Ordering::Relaxed);
+            t = n.next_link();
             if t == head {
                 break;
             }
@@ -1278,8 +1427,8 @@ impl<S: SpinPolicy> RawMutex<S> {
         let h = self.list.head();
         let wake = o >> ID_SHIFT == 0;
         if wake {
-            // Relaxed: under WLOCK, released by wunlock below.
-            node::decode(h).state.store(WOKEN, Ordering::Relaxed);
+            // INV-WAKE-ADDR: under WLOCK, released by wunlock below.
+            Waiter::decode(h).set_state(WaiterState::Woken);
         }
         self.wunlock(0, 0);
         chaos::point(Site::AfterRelease);
@@ -1287,7 +1436,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         // Only the head's type-stable node is touched after the release.
         if wake {
             stat::inc(Event::MutexWake);
-            wait::futex_wake(&node::decode(h).state, 1);
+            Waiter::decode(h).wake();
         }
         count
     }

@@ -12,8 +12,9 @@
 //! +------------------------+-----+-------------------+
 //! ```
 //!
-//! * bits 16-17: nesting level 0..=3 (a thread waiting for a lock inside a
-//!   signal handler that interrupted another wait uses the next level);
+//! * bits 16-17: nesting level 0..=3 (a thread that queues for a lock while
+//!   it already holds a node, e.g. an OSQ spinner's node and then a wait-list
+//!   node, or a lock taken inside a condvar predicate, uses the next level);
 //! * bits 18-31: slot + 1 (14 bits, so at most [`MAX_SLOTS`] = 16383 slots);
 //!   `tail == 0` means "no queue", like the kernel's cpu+1;
 //! * bits 0-15 are left to the lock (qspinlock: locked byte + pending bit).
@@ -24,8 +25,36 @@
 //! exits (a thread-local destructor). Node memory is **type-stable**: it is
 //! allocated in chunks on demand and never freed while the registry lives (the
 //! process-wide registry lives forever), because successors and unlockers may
-//! read a node after its owner moved on. A stale reference can only cause a
-//! spurious wake, which every waiter tolerates.
+//! hold a node's address after its owner moved on.
+//!
+//! # INV-WAKE-ADDR: after the release, wake an address and touch nothing else
+//!
+//! A node is reused as soon as its thread leaves [`with_node`], possibly at
+//! once, by the same thread, for another protocol (a thread that took a
+//! spinlock goes on to wait for a mutex with the same node level). Therefore:
+//!
+//! * a stale **reference** may be used only to `futex_wake` the node's word
+//!   (a spurious wake, which every waiter tolerates) or to read a hint;
+//! * every **store** into another thread's node happens while that node is
+//!   provably still queued in our protocol: before the releasing RMW that lets
+//!   its thread finish (a lock release, an MCS grant, a list removal), or under
+//!   the list lock that the node's thread needs in order to leave;
+//! * a **CAS** into another thread's node is allowed where its expected value
+//!   carries our protocol's [`tag`]: on a node that moved on it fails.
+//!
+//! Sites cite this rule as INV-WAKE-ADDR (DESIGN principle 13). Its
+//! violation (a qspinlock unlock that stored RUNNING into its successor's node
+//! after the release) once hung programs that mixed `SpinLock` with `Mutex`
+//! and `Condvar` in the same threads; the tags below make such a store
+//! detectable ([`check_tag`]).
+//!
+//! # Signal handlers
+//!
+//! klock's locks are **not async-signal-safe** (neither is
+//! `pthread_mutex_lock`): a thread's first use of a node takes the registry's
+//! lock and may allocate, the first use of a thread id takes the id list's
+//! lock, and a handler that takes a lock its thread already holds deadlocks.
+//! Do not lock klock locks in signal handlers.
 //!
 //! # Fallback when no node is available
 //!
@@ -133,73 +162,149 @@ pub const fn decode_tail(tail: u32) -> Option<(u32, u32)> {
     Some((slot1 - 1, (tail >> LEVEL_OFFSET) & ((1 << LEVEL_BITS) - 1)))
 }
 
-/// Node state values used by the PV locks in [`Node::state`].
+/// Protocol tags: the high byte of every value a protocol stores into a node's
+/// `state` or `grant` word (DESIGN principle 14). Four protocols queue the same
+/// per-thread nodes (one after another, never at once): the queued spinlock,
+/// the OSQ, the wait list (mutex) and the condvar. Their values are disjoint,
+/// so a store that lands in a node after its thread moved on to another
+/// protocol (a "stale write", forbidden by [INV-WAKE-ADDR](self#inv-wake-addr))
+/// is recognisable: each view checks in debug builds that a word it reads in
+/// its own node carries its own tag ([`check_tag`]), and every CAS into another
+/// thread's node expects a tagged value, so it fails harmlessly on a node that
+/// has moved on.
 ///
 /// ```
-/// assert_ne!(klock::node::state::RUNNING, klock::node::state::HALTED);
+/// use klock::node::tag;
+/// let all = [tag::QSPIN, tag::OSQ, tag::WAITER, tag::CONDVAR];
+/// for (i, a) in all.iter().enumerate() {
+///     assert_eq!(a & !tag::MASK, 0);
+///     assert!(all[i + 1..].iter().all(|b| a != b));
+/// }
 /// ```
-pub mod state {
-    /// The waiter is running (spinning or working).
+pub mod tag {
+    /// Mask of the tag byte.
     ///
     /// ```
-    /// assert_eq!(klock::node::state::RUNNING, 0);
+    /// assert_eq!(klock::node::tag::MASK, 0xff00_0000);
     /// ```
-    pub const RUNNING: u32 = 0;
-    /// The waiter sleeps (or is about to) on its own `state` word, waiting to
-    /// become queue head.
+    pub const MASK: u32 = 0xff00_0000;
+    /// Queued spinlock (`spin::QsState`, its MCS grant).
     ///
     /// ```
-    /// assert_eq!(klock::node::state::HALTED, 1);
+    /// assert_eq!(klock::node::tag::QSPIN >> 24, b'Q' as u32);
     /// ```
-    pub const HALTED: u32 = 1;
-    /// The waiter was made queue head while asleep; the lock owner will wake it
-    /// when it unlocks (kick at unlock). Never woken earlier.
+    pub const QSPIN: u32 = (b'Q' as u32) << 24;
+    /// Optimistic spin queue (`osq::OsqGrant`).
     ///
     /// ```
-    /// assert_eq!(klock::node::state::HEAD_HALTED, 2);
+    /// assert_eq!(klock::node::tag::OSQ >> 24, b'O' as u32);
     /// ```
-    pub const HEAD_HALTED: u32 = 2;
-    /// The waiter is queue head and sleeps on the lock word.
+    pub const OSQ: u32 = (b'O' as u32) << 24;
+    /// Mutex wait list (`mutex::WaiterState`).
     ///
     /// ```
-    /// assert_eq!(klock::node::state::HEAD_SLEEPING, 3);
+    /// assert_eq!(klock::node::tag::WAITER >> 24, b'M' as u32);
     /// ```
-    pub const HEAD_SLEEPING: u32 = 3;
+    pub const WAITER: u32 = (b'M' as u32) << 24;
+    /// Condvar wait list (`condvar::CondState`).
+    ///
+    /// ```
+    /// assert_eq!(klock::node::tag::CONDVAR >> 24, b'C' as u32);
+    /// ```
+    pub const CONDVAR: u32 = (b'C' as u32) << 24;
+
+    /// The protocol name of a tagged value, for diagnostics.
+    ///
+    /// ```
+    /// use klock::node::tag;
+    /// assert_eq!(tag::name(tag::OSQ | 1), "osq");
+    /// assert_eq!(tag::name(0), "none");
+    /// ```
+    pub fn name(v: u32) -> &'static str {
+        match v & MASK {
+            QSPIN => "qspinlock",
+            OSQ => "osq",
+            WAITER => "mutex wait list",
+            CONDVAR => "condvar",
+            0 => "none",
+            _ => "unknown",
+        }
+    }
 }
 
-/// One queue node. Fields are plain atomics whose meaning belongs to the lock
-/// that currently queues the node; the qspinlock family uses them as follows
-/// (the OSQ of the mutex may use `prev` and `aux`):
-///
-/// * `locked`: MCS grant; 0 while waiting, set to 1 by the predecessor when it
-///   hands over queue-head status.
-/// * `next`: the successor's tail code (0 = none yet).
-/// * `state`: PV state ([`state`]); also the futex word a non-head PV waiter
-///   sleeps on.
-/// * `prev`: predecessor's tail code (OSQ unqueueing).
-/// * `aux`: free for the lock.
+/// Debug check for a value read from the caller's **own** node (or one its
+/// protocol guarantees is still queued with it): it must carry `tag` (or be 0,
+/// a node never used). A value of another protocol means a stale write from a
+/// thread that touched the node after the node's previous protocol released it,
+/// a violation of INV-WAKE-ADDR. Compiles to nothing in release builds.
 ///
 /// ```
-/// use klock::node::Node;
-/// let n = Node::new();
-/// n.reset();
+/// use klock::node::{check_tag, tag};
+/// check_tag("state", tag::QSPIN | 2, tag::QSPIN);
+/// ```
+#[inline(always)]
+#[track_caller]
+pub fn check_tag(word: &'static str, v: u32, tag: u32) {
+    debug_assert!(
+        is_own(v, tag),
+        "klock: stale write into a node: its {word} word holds {v:#010x} ({}), \
+         but the node is queued by the {} protocol (INV-WAKE-ADDR violated)",
+        tag::name(v),
+        tag::name(tag),
+    );
+}
+
+/// Does `v` belong to the protocol tagged `tag` (or is it 0, a node never
+/// used)? The predicate behind [`check_tag`].
+///
+/// ```
+/// use klock::node::{is_own, tag};
+/// assert!(is_own(tag::WAITER | 2, tag::WAITER));
+/// assert!(is_own(0, tag::WAITER));
+/// assert!(!is_own(tag::QSPIN | 1, tag::WAITER)); // a stale qspinlock store
+/// ```
+#[inline(always)]
+pub const fn is_own(v: u32, tag: u32) -> bool {
+    v == 0 || v & tag::MASK == tag
+}
+
+/// One queue node: raw words whose meaning belongs to the protocol that
+/// currently queues the node. Protocols never touch these fields directly:
+/// each reads and writes a node through its own typed view
+/// (`spin::qspinlock::QsNode`, `osq::OsqNode`, `mutex::Waiter`), which names the
+/// words for that protocol and stores only values with its [`tag`].
+///
+/// | word | qspinlock | OSQ | wait list (mutex, condvar) |
+/// |---|---|---|---|
+/// | `grant` | MCS grant (`QsGrant`) | MCS grant (`OsqGrant`) | unused |
+/// | `next` | successor's tail | successor's tail | list link |
+/// | `prev` | unused | predecessor's tail | list link |
+/// | `state` | `QsState`, futex word | unused | `WaiterState`/`CondState`, futex word |
+/// | `ident` | unused | queue position | waiter's thread id |
+/// | `stamp` | unused | heartbeat (µs) | enqueue time (µs) |
+///
+/// ```
+/// let n = klock::node::Node::new();
+/// assert!(format!("{n:?}").contains("state"));
 /// ```
 #[cfg_attr(not(loom), repr(align(64)))]
 #[derive(Debug)]
 pub struct Node {
-    /// MCS grant flag (0 waiting, 1 you are the queue head).
-    pub locked: AtomicU32,
-    /// Successor's tail code, 0 = none.
-    pub next: AtomicU32,
-    /// PV state and futex word.
-    pub state: AtomicU32,
-    /// Predecessor's tail code (OSQ).
-    pub prev: AtomicU32,
-    /// Free for lock-specific use.
-    pub aux: AtomicU32,
+    /// MCS grant (tagged per protocol).
+    pub(crate) grant: AtomicU32,
+    /// Link to the successor (a tail code, 0 = none).
+    pub(crate) next: AtomicU32,
+    /// Link to the predecessor (a tail code).
+    pub(crate) prev: AtomicU32,
+    /// Tagged state, and the futex word the node's thread sleeps on.
+    pub(crate) state: AtomicU32,
+    /// A thread id or queue position (per protocol).
+    pub(crate) ident: AtomicU32,
+    /// A time stamp (per protocol).
+    pub(crate) stamp: AtomicU32,
     /// Kick timestamp (monotonic ns) for the kick-to-wake latency statistic.
     #[cfg(feature = "stats")]
-    pub kick_ns: std::sync::atomic::AtomicU64,
+    pub(crate) kick_ns: std::sync::atomic::AtomicU64,
 }
 
 impl Default for Node {
@@ -209,37 +314,33 @@ impl Default for Node {
 }
 
 impl Node {
-    /// A node with every field zero.
+    /// A node with every word zero (no protocol yet).
     ///
     /// ```
     /// let _n = klock::node::Node::new();
     /// ```
     pub fn new() -> Node {
         Node {
-            locked: AtomicU32::new(0),
+            grant: AtomicU32::new(0),
             next: AtomicU32::new(0),
-            state: AtomicU32::new(0),
             prev: AtomicU32::new(0),
-            aux: AtomicU32::new(0),
+            state: AtomicU32::new(0),
+            ident: AtomicU32::new(0),
+            stamp: AtomicU32::new(0),
             #[cfg(feature = "stats")]
             kick_ns: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
-    /// Zero `locked`, `next`, `prev`, `aux` and set `state` to RUNNING, with
-    /// relaxed stores: the lock publishes the node afterwards with a release
-    /// operation (its tail exchange), which orders these stores.
+    /// The raw `state` word (diagnostics and tests): its tag names the protocol
+    /// that last wrote it.
     ///
     /// ```
-    /// klock::node::Node::new().reset();
+    /// assert_eq!(klock::node::Node::new().state_value(), 0);
     /// ```
-    #[inline]
-    pub fn reset(&self) {
-        self.locked.store(0, Ordering::Relaxed);
-        self.next.store(0, Ordering::Relaxed);
-        self.state.store(state::RUNNING, Ordering::Relaxed);
-        self.prev.store(0, Ordering::Relaxed);
-        self.aux.store(0, Ordering::Relaxed);
+    pub fn state_value(&self) -> u32 {
+        // Relaxed: a diagnostic snapshot.
+        self.state.load(Ordering::Relaxed)
     }
 }
 
@@ -503,7 +604,7 @@ impl QNode {
     #[inline]
     ///
     /// ```
-    /// klock::node::with_node(|q| q.unwrap().node().reset());
+    /// klock::node::with_node(|q| assert_eq!(q.unwrap().node().state_value() & 0, 0));
     /// ```
     pub fn node(&self) -> &'static Node {
         self.node
@@ -562,7 +663,8 @@ impl Drop for DepthGuard<'_> {
 /// `None` if the thread cannot have one (all slots taken, nesting deeper than
 /// 4, thread-local destroyed, or [`simulate_no_node`] on). The level is
 /// released when `f` returns (also on unwind). The node's fields are as the
-/// previous user left them: call [`Node::reset`] before publishing it.
+/// previous user left them: the protocol's view initialises them before it
+/// publishes the node.
 ///
 /// ```
 /// klock::node::with_node(|outer| {
@@ -739,6 +841,65 @@ mod tests {
             });
         });
         with_node(|a| assert_eq!(a.unwrap().level(), 0, "levels released"));
+    }
+
+    /// Every protocol's node values carry its own tag and no value is shared
+    /// between protocols (DESIGN principle 14).
+    #[test]
+    fn protocol_values_are_tagged_and_disjoint() {
+        use crate::condvar::CondState;
+        use crate::mutex::WaiterState;
+        use crate::osq::OsqGrant;
+        use crate::spin::QsState;
+        let groups: [(u32, Vec<u32>); 4] = [
+            (
+                tag::QSPIN,
+                [
+                    QsState::Running,
+                    QsState::Halted,
+                    QsState::HeadHalted,
+                    QsState::HeadSleeping,
+                    QsState::Kicked,
+                ]
+                .map(|s| s as u32)
+                .to_vec(),
+            ),
+            (
+                tag::OSQ,
+                [OsqGrant::Waiting, OsqGrant::Head]
+                    .map(|s| s as u32)
+                    .to_vec(),
+            ),
+            (
+                tag::WAITER,
+                [WaiterState::Sleeping, WaiterState::Woken]
+                    .map(|s| s as u32)
+                    .to_vec(),
+            ),
+            (tag::CONDVAR, vec![CondState::Waiting as u32]),
+        ];
+        let mut seen = std::collections::HashSet::new();
+        for (t, vals) in &groups {
+            for &v in vals {
+                assert_eq!(v & tag::MASK, *t, "{v:#x}");
+                assert!(v & !tag::MASK != 0, "a value is never just the tag");
+                assert!(seen.insert(v), "{v:#x} used twice");
+                for (t2, _) in &groups {
+                    assert_eq!(is_own(v, *t2), t == t2);
+                }
+            }
+        }
+        for s in [QsState::Running, QsState::Kicked] {
+            assert_eq!(QsState::from_u32(s as u32), Some(s));
+        }
+        assert_eq!(QsState::from_u32(WaiterState::Sleeping as u32), None);
+    }
+
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "stale write into a node")]
+    fn foreign_tag_is_caught_in_debug_builds() {
+        check_tag("state", tag::QSPIN | 1, tag::WAITER);
     }
 
     #[test]

@@ -20,11 +20,20 @@
 //!
 //! | field | meaning |
 //! |---|---|
-//! | `locked` | 1 = the predecessor granted us the queue head (plain store, acquire read) |
+//! Read and written only through [`OsqNode`], the OSQ's typed view:
+//!
+//! | word | meaning |
+//! |---|---|
+//! | `grant` | [`OsqGrant`]: `Head` once the predecessor granted us the queue head (release store, acquire read) |
 //! | `next` | successor's tail code (0 = none yet) |
 //! | `prev` | predecessor's tail code (rewritten by an unqueueing predecessor, step C) |
-//! | `aux` | queue position (1 = head), a hint for "spinners outnumber CPUs" |
-//! | `state` | heartbeat: `now_ns() >> 10` truncated, published while spinning |
+//! | `ident` | queue position (1 = head), a hint for "spinners outnumber CPUs" |
+//! | `stamp` | heartbeat: `now_ns() >> 10` truncated, published while spinning |
+//!
+//! The OSQ never stores into a node after the step that lets its thread go:
+//! the grant is the last store into the successor, and the unqueue steps B-C
+//! store only into neighbours that wait for exactly those stores
+//! (INV-WAKE-ADDR, see [`crate::node`]). Its `state` word is unused.
 //!
 //! # State diagram (one node)
 //!
@@ -61,7 +70,7 @@
 //! assert!(q.is_empty());
 //! ```
 
-use crate::node::{self, Node, QNode};
+use crate::node::{self, Node, QNode, check_tag, tag};
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{self, SpinBudget};
@@ -141,24 +150,111 @@ pub(crate) fn publish(a: &AtomicU32, v: u32, ord: Ordering) {
     }
 }
 
-/// Publish a heartbeat in `node.state` (microseconds, truncated): successors
-/// read it to guess whether this spinner is still running.
+/// Publish a heartbeat in our own node's `stamp` (microseconds, truncated):
+/// successors read it to guess whether this spinner is still running.
 #[inline]
 pub(crate) fn heartbeat(node: &Node) {
-    node.state
+    // Relaxed: a hint, read as a hint.
+    node.stamp
         .store((wait::now_ns() >> 10) as u32, Ordering::Relaxed);
 }
 
-/// Does the spinner owning `node` look descheduled (heartbeat older than
-/// `KLOCK_OSQ_STALE_NS`)? A hint only (DESIGN principle 5).
-#[inline]
-fn looks_descheduled(node: &Node, stale_ns: u64) -> bool {
-    if stale_ns == 0 || cfg!(loom) {
-        return false;
+/// States of an OSQ node's `grant` word (tagged [`tag::OSQ`]).
+///
+/// ```text
+///  Waiting --predecessor's unlock grants--> Head --our unlock--> (idle)
+///  Waiting --unqueue (steps A-C)--> (idle)
+/// ```
+///
+/// ```
+/// use klock::osq::OsqGrant;
+/// assert_ne!(OsqGrant::Waiting as u32, OsqGrant::Head as u32);
+/// assert_eq!(OsqGrant::Head as u32 & klock::node::tag::MASK, klock::node::tag::OSQ);
+/// ```
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OsqGrant {
+    /// Queued behind a predecessor.
+    Waiting = tag::OSQ | 1,
+    /// Granted the queue head by the predecessor.
+    Head = tag::OSQ | 2,
+}
+
+/// The OSQ's typed view of a [`Node`] (see the module docs' table).
+#[derive(Clone, Copy)]
+pub(crate) struct OsqNode<'a>(&'a Node);
+
+impl<'a> OsqNode<'a> {
+    #[inline]
+    pub(crate) fn of(n: &'a Node) -> Self {
+        OsqNode(n)
     }
-    let now = (wait::now_ns() >> 10) as u32;
-    let beat = node.state.load(Ordering::Relaxed);
-    (now.wrapping_sub(beat) as u64) << 10 > stale_ns
+
+    /// Initialise our own node before the tail swap publishes it.
+    #[inline]
+    fn init(self) {
+        // Relaxed: published by the AcqRel tail swap in `lock`.
+        self.0
+            .grant
+            .store(OsqGrant::Waiting as u32, Ordering::Relaxed);
+        self.0.next.store(0, Ordering::Relaxed);
+        self.0.prev.store(0, Ordering::Relaxed);
+        self.0.ident.store(1, Ordering::Relaxed);
+        heartbeat(self.0);
+    }
+
+    /// Our own node: granted the head? Acquire pairs with [`grant`](Self::grant).
+    #[inline]
+    fn is_head(self) -> bool {
+        let g = peek(&self.0.grant, Ordering::Acquire);
+        check_tag("grant", g, tag::OSQ);
+        g == OsqGrant::Head as u32
+    }
+
+    /// Grant the head to this successor (still queued: it waits for exactly
+    /// this store). Release pairs with [`is_head`](Self::is_head).
+    #[inline]
+    fn grant(self) {
+        publish(&self.0.grant, OsqGrant::Head as u32, Ordering::Release);
+    }
+
+    /// Queue position (1 = head); a hint when read from another node.
+    #[inline]
+    fn position(self) -> u32 {
+        // Relaxed: a hint (the predecessor's value is published by its swap).
+        self.0.ident.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    fn set_position(self, pos: u32) {
+        // Relaxed: published by the Release link store in `lock`.
+        self.0.ident.store(pos, Ordering::Relaxed);
+    }
+
+    /// Does the spinner owning this node look descheduled (heartbeat older than
+    /// `KLOCK_OSQ_STALE_NS`)? A hint only (DESIGN principle 5).
+    #[inline]
+    fn looks_descheduled(self, stale_ns: u64) -> bool {
+        if stale_ns == 0 || cfg!(loom) {
+            return false;
+        }
+        let now = (wait::now_ns() >> 10) as u32;
+        // Relaxed: a hint.
+        let beat = self.0.stamp.load(Ordering::Relaxed);
+        (now.wrapping_sub(beat) as u64) << 10 > stale_ns
+    }
+
+    /// The `next` link word (a tail code).
+    #[inline]
+    fn next(self) -> &'a AtomicU32 {
+        &self.0.next
+    }
+
+    /// The `prev` link word (a tail code).
+    #[inline]
+    fn prev(self) -> &'a AtomicU32 {
+        &self.0.prev
+    }
 }
 
 impl Osq {
@@ -202,7 +298,7 @@ impl Osq {
     pub fn depth_hint(&self) -> u32 {
         match self.tail.load(Ordering::Relaxed) {
             0 => 0,
-            t => node::decode(t).aux.load(Ordering::Relaxed),
+            t => OsqNode::of(node::decode(t)).position(),
         }
     }
 
@@ -223,12 +319,8 @@ impl Osq {
     /// ```
     pub fn lock(&self, q: QNode, budget: &mut SpinBudget, max_pos: u32) -> bool {
         let me = q.tail();
-        let n = q.node();
-        n.locked.store(0, Ordering::Relaxed);
-        n.next.store(0, Ordering::Relaxed);
-        n.prev.store(0, Ordering::Relaxed);
-        n.aux.store(1, Ordering::Relaxed);
-        heartbeat(n);
+        let n = OsqNode::of(q.node());
+        n.init();
         // AcqRel: Release publishes the stores above to whoever decodes our tail
         // (a successor reading `aux`/`state`); Acquire pairs with the
         // predecessor's own swap so its `aux` is initialised when we read it.
@@ -237,14 +329,15 @@ impl Osq {
         if old == 0 {
             return true;
         }
-        let mut prev = node::decode(old);
-        let pos = prev.aux.load(Ordering::Relaxed).saturating_add(1);
-        n.aux.store(pos, Ordering::Relaxed);
-        n.prev.store(old, Ordering::Relaxed);
+        let mut prev = OsqNode::of(node::decode(old));
+        let pos = prev.position().saturating_add(1);
+        n.set_position(pos);
+        // Relaxed: published by the Release link store below.
+        n.prev().store(old, Ordering::Relaxed);
         // Release: our `prev` (and `aux`) stores must be visible before we are
         // reachable through prev.next (the kernel's smp_wmb); pairs with the
         // Acquire `swap` of prev.next in `wait_next` / `unlock`.
-        publish(&prev.next, me, Ordering::Release);
+        publish(prev.next(), me, Ordering::Release);
         crate::chaos::point(crate::chaos::Site::ListEdit);
 
         if pos <= max_pos {
@@ -253,14 +346,15 @@ impl Osq {
             if wait::spin_until(budget, || {
                 iter = iter.wrapping_add(1);
                 if iter.is_multiple_of(crate::tune::fixed::OSQ_HEARTBEAT_EVERY) {
-                    heartbeat(n);
-                    if looks_descheduled(node::decode(n.prev.load(Ordering::Relaxed)), stale) {
+                    heartbeat(n.0);
+                    // Relaxed: a hint.
+                    let p = OsqNode::of(node::decode(n.prev().load(Ordering::Relaxed)));
+                    if p.looks_descheduled(stale) {
                         return true;
                     }
                 }
-                // Acquire pairs with the predecessor's Release store of `locked`.
-                peek(&n.locked, Ordering::Acquire) == 1
-            }) && n.locked.load(Ordering::Acquire) == 1
+                n.is_head()
+            }) && n.is_head()
             {
                 return true;
             }
@@ -268,25 +362,25 @@ impl Osq {
 
         // ---- unqueue ----
         // Step A: unlink from prev.next, unless the grant arrives first.
-        let mut prev_tail = n.prev.load(Ordering::Acquire);
+        let mut prev_tail = n.prev().load(Ordering::Acquire);
         let granted = spin_then_yield(|| {
-            prev = node::decode(prev_tail);
+            prev = OsqNode::of(node::decode(prev_tail));
             // Acquire on success: step C of an unqueueing predecessor released
             // our new `prev`; relaxed reload below.
-            if peek(&prev.next, Ordering::Relaxed) == me
+            if peek(prev.next(), Ordering::Relaxed) == me
                 && prev
-                    .next
+                    .next()
                     .compare_exchange(me, 0, Ordering::AcqRel, Ordering::Relaxed)
                     .is_ok()
             {
                 return Some(false);
             }
             // Acquire pairs with the Release grant store: we own the queue head.
-            if peek(&n.locked, Ordering::Acquire) == 1 {
+            if n.is_head() {
                 return Some(true);
             }
             // prev may itself have unqueued and rewritten our prev (its step C).
-            prev_tail = n.prev.load(Ordering::Acquire);
+            prev_tail = n.prev().load(Ordering::Acquire);
             None
         });
         if granted {
@@ -300,9 +394,13 @@ impl Osq {
         };
         // Step C: link successor and predecessor. Release on prev.next pairs
         // with the successor's / prev's Acquire reads of the link.
-        publish(&node::decode(next_tail).prev, prev_tail, Ordering::Release);
+        publish(
+            OsqNode::of(node::decode(next_tail)).prev(),
+            prev_tail,
+            Ordering::Release,
+        );
         crate::chaos::point(crate::chaos::Site::ListEdit);
-        publish(&prev.next, next_tail, Ordering::Release);
+        publish(prev.next(), next_tail, Ordering::Release);
         false
     }
 
@@ -311,7 +409,7 @@ impl Osq {
     /// `next`, so nobody else links through it).
     fn wait_next(&self, q: QNode, prev_tail: u32) -> Option<u32> {
         let me = q.tail();
-        let n = q.node();
+        let n = OsqNode::of(q.node());
         spin_then_yield(|| {
             // Acquire on success pairs with the swaps of later joiners (none
             // exist if the CAS succeeds; kept for symmetry with the kernel).
@@ -323,10 +421,10 @@ impl Osq {
             {
                 return Some(None);
             }
-            if peek(&n.next, Ordering::Relaxed) != 0 {
+            if peek(n.next(), Ordering::Relaxed) != 0 {
                 // Acquire pairs with the successor's Release store of the link,
                 // so its `prev` store is visible to us.
-                let next = n.next.swap(0, Ordering::Acquire);
+                let next = n.next().swap(0, Ordering::Acquire);
                 if next != 0 {
                     return Some(Some(next));
                 }
@@ -356,15 +454,17 @@ impl Osq {
         {
             return;
         }
-        let n = q.node();
+        let n = OsqNode::of(q.node());
         // Acquire pairs with the successor's Release link store.
-        let mut next = n.next.swap(0, Ordering::Acquire);
+        let mut next = n.next().swap(0, Ordering::Acquire);
         if next == 0 {
             next = self.wait_next(q, 0).unwrap_or(0);
         }
         if next != 0 {
-            // Release pairs with the successor's Acquire read of `locked`.
-            publish(&node::decode(next).locked, 1, Ordering::Release);
+            // The successor's last store from us: it leaves only after
+            // seeing it (INV-WAKE-ADDR).
+            OsqNode::of(node::decode(next)).grant();
+            crate::chaos::point(crate::chaos::Site::AfterRelease);
         }
     }
 }

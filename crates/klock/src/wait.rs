@@ -134,9 +134,11 @@ mod imp {
             Some(libc::EAGAIN) => WaitOutcome::Mismatch,
             Some(libc::EINTR) => WaitOutcome::Interrupted,
             Some(libc::ETIMEDOUT) => WaitOutcome::TimedOut,
-            // Anything else (cannot happen for a valid private futex) is treated
-            // as a spurious return: the caller re-checks.
-            _ => WaitOutcome::Woken,
+            // Anything else cannot happen for a valid private futex, except
+            // where a seccomp filter denies futex (ENOSYS, EPERM): every wait
+            // would return at once and every waiter would spin hot. Warn once
+            // and degrade to a yielding wait; the caller re-checks.
+            e => super::futex_unavailable("wait", e.unwrap_or(0)),
         }
     }
 
@@ -158,7 +160,58 @@ mod imp {
                 if bitset == 0 { u32::MAX } else { bitset },
             )
         };
-        if r < 0 { 0 } else { r as u32 }
+        if r < 0 {
+            let e = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            // EFAULT/EINVAL cannot happen for a live AtomicU32; ENOSYS/EPERM
+            // (seccomp) can: waiters then yield instead of sleeping, so a
+            // failed wake loses nothing; say so once.
+            super::futex_unavailable("wake", e);
+            return 0;
+        }
+        r as u32
+    }
+}
+
+/// An unexpected futex error (seccomp's ENOSYS or EPERM, say): warn once on
+/// stderr, then degrade the wait to a `sched_yield` (treated as a spurious
+/// return, which every caller tolerates). Returns the outcome callers see.
+#[cfg(not(loom))]
+#[cold]
+fn futex_unavailable(op: &str, errno: i32) -> WaitOutcome {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    // Relaxed: a once-only flag; no data is published with it.
+    if !WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "klock: futex {op} failed ({}); waits degrade to sched_yield \
+             (is futex blocked by a seccomp filter?)",
+            std::io::Error::from_raw_os_error(errno)
+        );
+    }
+    FUTEX_ERRORS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    yield_now();
+    WaitOutcome::Woken
+}
+
+/// Unexpected futex errors seen so far (see [`futex_errors`]).
+#[cfg(not(loom))]
+static FUTEX_ERRORS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many futex calls failed with an unexpected error (ENOSYS, EPERM, ...)
+/// in this process. Each made its wait a `sched_yield`; the first printed a
+/// warning. 0 on a normal system.
+///
+/// ```
+/// assert_eq!(klock::wait::futex_errors(), 0);
+/// ```
+pub fn futex_errors() -> u64 {
+    #[cfg(not(loom))]
+    {
+        // Relaxed: a statistic.
+        FUTEX_ERRORS.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    #[cfg(loom)]
+    {
+        0
     }
 }
 
@@ -731,6 +784,16 @@ mod tests {
             assert!(!u.expired());
         }
         assert!(!spin_until(&mut SpinBudget::new(100), || false));
+    }
+
+    #[test]
+    fn unexpected_futex_error_degrades_to_a_yield() {
+        let before = futex_errors();
+        // What a seccomp-denied futex returns: the wait degrades to a yield
+        // and reports a (spurious) wake, so the caller re-checks.
+        assert_eq!(futex_unavailable("wait", libc::ENOSYS), WaitOutcome::Woken);
+        assert_eq!(futex_unavailable("wake", libc::EPERM), WaitOutcome::Woken);
+        assert_eq!(futex_errors(), before + 2);
     }
 
     #[test]

@@ -65,9 +65,9 @@
 //!    by `fetch_sub`), so one sees the other; the futex value check closes the
 //!    window between the CAS and the sleep.
 
-use super::{Token, WaitPolicy, kick_node, note_node_wake};
+use super::{QsNode, QsState, Token, WaitPolicy};
 use crate::chaos::{self, Site};
-use crate::node::{self, Node, QNode, TAIL_MASK, state};
+use crate::node::{self, QNode, TAIL_MASK};
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering, fence};
 use crate::wait::{SpinBudget, futex_wait, futex_wake, spin_until, yield_now};
@@ -224,17 +224,42 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     /// ```
     #[inline]
     pub unsafe fn unlock(&self, token: Token) {
+        if P::SLEEP && !token.is_none() {
+            self.unlock_kick(token);
+            return;
+        }
+        // (*,*,1) -> (*,*,0), or PV (*,*,3) -> (*,*,2) and on in unlock_slow.
         // Release pairs with every acquirer's Acquire load/CAS of the word.
         // The locked byte is 1 or 3 (PV SLOW) while held; subtracting 1 never
         // borrows from the pending bit.
         let old = self.word.fetch_sub(LOCKED, Ordering::Release);
-        if P::SLEEP && ((old & LOCKED_MASK) != LOCKED || !token.is_none()) {
-            self.unlock_slow(old, token);
+        if P::SLEEP && (old & LOCKED_MASK) != LOCKED {
+            self.unlock_slow(old);
         }
     }
 
+    /// Unlock with a deferred kick ("kick at unlock"): the successor we made
+    /// head while it slept. Its state is set **before** the release, its
+    /// address is woken after it (INV-WAKE-ADDR): once the lock is free the
+    /// successor may take it, leave and reuse its node for another lock.
     #[cold]
-    fn unlock_slow(&self, old: u32, token: Token) {
+    fn unlock_kick(&self, token: Token) {
+        let head = QsNode::of(node::decode(token.0));
+        // HeadHalted -> Running. The head cannot leave before our release below.
+        head.set_for_wake(QsState::Running);
+        // Release pairs with every acquirer's Acquire (as in `unlock`).
+        let old = self.word.fetch_sub(LOCKED, Ordering::Release);
+        chaos::point(Site::AfterRelease);
+        if old & LOCKED_MASK != LOCKED {
+            self.unlock_slow(old);
+        }
+        head.wake();
+        stat::inc(Event::PvKickUnlock);
+    }
+
+    /// PV unlock of a SLOW word: finish the release and wake the word.
+    #[cold]
+    fn unlock_slow(&self, old: u32) {
         chaos::point(Site::AfterRelease);
         if old & LOCKED_MASK == SLOW {
             // (*,*,3) -> (*,*,2) happened above; now (*,*,2) -> (*,*,0). The
@@ -247,11 +272,6 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
             #[cfg(feature = "stats")]
             LAST_WORD_KICK.store(crate::wait::now_ns(), std::sync::atomic::Ordering::Relaxed);
             futex_wake(&self.word, u32::MAX);
-            stat::inc(Event::PvKickUnlock);
-        }
-        if !token.is_none() {
-            // Kick at unlock: the successor we made head while it slept.
-            kick_node(node::decode(token.0), state::RUNNING);
             stat::inc(Event::PvKickUnlock);
         }
     }
@@ -456,21 +476,20 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
             3 => stat::inc(Event::LockUseNode4),
             _ => {}
         }
-        let node = q.node();
+        let node = QsNode::of(q.node());
         let tail = q.tail();
         // Unfair: the waiter's wait counts from here (queue time included).
         let start = if P::UNFAIR { crate::wait::now_ns() } else { 0 };
-        node.reset();
+        node.init();
         // One more try: we just touched a cold node.
         if (P::UNFAIR && self.steal_once()) || (!P::UNFAIR && self.try_lock().is_some()) {
             return Token::NONE;
         }
         let old = self.xchg_tail(tail);
         if old & TAIL_MASK != 0 {
-            let prev = node::decode(old & TAIL_MASK);
+            let prev = QsNode::of(node::decode(old & TAIL_MASK));
             chaos::point(Site::ListEdit);
-            // Release pairs with prev's Acquire poll of its `next`.
-            prev.next.store(tail, Ordering::Release);
+            prev.link(tail);
             self.wait_node(node, prev);
         }
         // Queue head.
@@ -486,12 +505,9 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     }
 
     /// Non-head waiter: wait until the predecessor makes us head (`locked`).
-    fn wait_node(&self, node: &Node, prev: &Node) {
+    fn wait_node(&self, node: QsNode<'_>, prev: QsNode<'_>) {
         if !P::SLEEP {
-            // Acquire pairs with the predecessor's Release grant.
-            spin_until(&mut SpinBudget::unbounded(), || {
-                node.locked.load(Ordering::Acquire) != 0
-            });
+            spin_until(&mut SpinBudget::unbounded(), || node.granted());
             return;
         }
         let mut kicked = false;
@@ -500,16 +516,15 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
             let mut i = 0u32;
             let mut b = SpinBudget::new(P::spin_ns());
             let granted = spin_until(&mut b, || {
-                // Acquire pairs with the predecessor's Release grant.
-                if node.locked.load(Ordering::Acquire) != 0 {
+                if node.granted() {
                     return true;
                 }
                 if P::PATCHED && !kicked {
                     i = i.wrapping_add(1);
                     if check_prev_now(i)
                         && matches!(
-                            prev.state.load(Ordering::Relaxed),
-                            state::HALTED | state::HEAD_HALTED | state::HEAD_SLEEPING
+                            prev.state_hint(),
+                            Some(QsState::Halted | QsState::HeadHalted | QsState::HeadSleeping)
                         )
                     {
                         early = true;
@@ -522,35 +537,32 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
                 return;
             }
             // Sleep. Dekker pair with hand_over: HALTED; full fence; re-check.
-            node.state.store(state::HALTED, Ordering::Relaxed);
+            // (QS-4) Sleep. Dekker pair with hand_over: Halted; full fence; re-check.
+            node.set_state(QsState::Halted);
             chaos::point(Site::Fence);
             fence(Ordering::SeqCst);
-            if node.locked.load(Ordering::Acquire) == 0 {
+            if !node.granted() {
                 stat::inc(Event::PvWaitNode);
                 stat::cond_inc(Event::PvWaitEarly, early);
                 chaos::point(Site::BeforeSleep);
-                futex_wait(&node.state, state::HALTED, None);
+                futex_wait(node.futex(), QsState::Halted as u32, None);
                 chaos::point(Site::AfterWake);
-                note_node_wake(node);
+                node.note_wake();
             }
             // Back to running unless a kicker already changed the state
-            // (HEAD_HALTED: made head asleep; KICKED: kick-ahead).
-            let s = match node.state.compare_exchange(
-                state::HALTED,
-                state::RUNNING,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => state::HALTED,
+            // (HeadHalted: made head asleep; Kicked: kick-ahead; Running: the
+            // unlock's kick).
+            let s = match node.cas_state(QsState::Halted, QsState::Running) {
+                Ok(()) => QsState::Halted as u32,
                 Err(s) => s,
             };
-            // Acquire pairs with the predecessor's Release grant.
-            if node.locked.load(Ordering::Acquire) != 0 {
+            check_tag_qs(s);
+            if node.granted() {
                 return;
             }
-            kicked = s == STATE_KICKED;
+            kicked = s == QsState::Kicked as u32;
             if kicked {
-                node.state.store(state::RUNNING, Ordering::Relaxed);
+                node.set_state(QsState::Running);
             } else {
                 stat::inc(Event::PvSpuriousWakeup);
             }
@@ -559,10 +571,10 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
 
     /// Queue head, native and PV: wait for (*,0,0) and take the lock. Returns
     /// whether we were the last waiter (tail cleared, nobody to hand over to).
-    fn head_fair(&self, node: &Node, tail: u32) -> bool {
+    fn head_fair(&self, node: QsNode<'_>, tail: u32) -> bool {
         if P::SLEEP {
             // Successors' wait-early must see us running.
-            node.state.store(state::RUNNING, Ordering::Relaxed);
+            node.set_state(QsState::Running);
         }
         let mut slept = false;
         let v = loop {
@@ -581,9 +593,9 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
             }
             stat::cond_inc(Event::PvWaitAgain, slept);
             stat::inc(Event::PvWaitHead);
-            node.state.store(state::HEAD_SLEEPING, Ordering::Relaxed);
+            node.set_state(QsState::HeadSleeping);
             slept |= self.sleep_on_word();
-            node.state.store(state::RUNNING, Ordering::Relaxed);
+            node.set_state(QsState::Running);
         };
         // Nobody else can set locked now: newcomers see our tail and queue, a
         // pending setter sees the tail and backs off, stealing does not exist.
@@ -603,8 +615,8 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
 
     /// Queue head, unfair: compete with stealers; after the threshold, claim
     /// (set pending) so stealing stops until we are served.
-    fn head_unfair(&self, node: &Node, tail: u32, start: u64) -> bool {
-        node.state.store(state::RUNNING, Ordering::Relaxed);
+    fn head_unfair(&self, node: QsNode<'_>, tail: u32, start: u64) -> bool {
+        node.set_state(QsState::Running);
         let threshold = P::steal_threshold_ns();
         let mut claiming = false;
         let mut last = false;
@@ -652,14 +664,14 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
             }
             stat::cond_inc(Event::PvWaitAgain, slept);
             stat::inc(Event::PvWaitHead);
-            node.state.store(state::HEAD_SLEEPING, Ordering::Relaxed);
+            node.set_state(QsState::HeadSleeping);
             slept |= self.sleep_on_word();
-            node.state.store(state::RUNNING, Ordering::Relaxed);
+            node.set_state(QsState::Running);
         }
     }
 
     /// We own the lock and a successor exists (or is linking): make it head.
-    fn hand_over(&self, node: &Node) -> Token {
+    fn hand_over(&self, node: QsNode<'_>) -> Token {
         let mut next = 0;
         // Acquire pairs with the successor's Release link store. The successor
         // may be preempted between its tail exchange and the link: spin, then
@@ -671,32 +683,24 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
         };
         loop {
             if spin_until(&mut b, || {
-                next = node.next.load(Ordering::Acquire);
+                next = node.next();
                 next != 0
             }) {
                 break;
             }
             yield_now();
         }
-        let nn = node::decode(next);
-        // Release pairs with the successor's Acquire poll of `locked`.
-        nn.locked.store(1, Ordering::Release);
+        let nn = QsNode::of(node::decode(next));
+        // The successor waits for this grant and then for the lock, which we
+        // hold: it stays queued here until our unlock (INV-WAKE-ADDR).
+        nn.grant();
         if !P::SLEEP {
             return Token::NONE;
         }
         chaos::point(Site::Fence);
-        // Dekker pair with wait_node: grant; full fence; look at its state.
+        // (QS-4) Dekker pair with wait_node: grant; full fence; look at its state.
         fence(Ordering::SeqCst);
-        let token = if nn
-            .state
-            .compare_exchange(
-                state::HALTED,
-                state::HEAD_HALTED,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            )
-            .is_ok()
-        {
+        let token = if nn.cas_state(QsState::Halted, QsState::HeadHalted).is_ok() {
             // Asleep: do not wake it now (it would only wait for us as head);
             // our unlock will (kick at unlock).
             Token(next)
@@ -712,27 +716,21 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     /// Wake up to `kick_ahead` sleeping waiters behind the new head `head`.
     /// The chain is stable: we hold the lock, so nobody behind the head can
     /// leave the queue; links are only appended.
-    fn kick_ahead(&self, head: &Node) {
+    /// The waiters behind the head cannot leave the queue before they are
+    /// granted head, which needs our lock: the stores below are into nodes
+    /// still queued here (INV-WAKE-ADDR).
+    fn kick_ahead(&self, head: QsNode<'_>) {
         let k = P::kick_ahead();
         let mut cur = head;
         for _ in 0..k {
-            // Acquire pairs with the link's Release store.
-            let n = cur.next.load(Ordering::Acquire);
+            let n = cur.next();
             if n == 0 {
                 break;
             }
-            let nn = node::decode(n);
-            if nn
-                .state
-                .compare_exchange(
-                    state::HALTED,
-                    STATE_KICKED,
-                    Ordering::Relaxed,
-                    Ordering::Relaxed,
-                )
-                .is_ok()
-            {
-                kick_node(nn, STATE_KICKED);
+            let nn = QsNode::of(node::decode(n));
+            if nn.cas_state(QsState::Halted, QsState::Kicked).is_ok() {
+                nn.set_for_wake(QsState::Kicked);
+                nn.wake();
                 stat::inc(Event::PvKickAhead);
             }
             cur = nn;
@@ -740,9 +738,11 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     }
 }
 
-/// Node state set by kick-ahead: woken ahead of its turn; it spins its full
-/// budget before sleeping again (no wait-early in that round).
-const STATE_KICKED: u32 = 4;
+/// Debug check of a state value read from our own node (see `node::check_tag`).
+#[inline(always)]
+fn check_tag_qs(v: u32) {
+    node::check_tag("state", v, node::tag::QSPIN);
+}
 
 #[cfg(feature = "stats")]
 static LAST_WORD_KICK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
