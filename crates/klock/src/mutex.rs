@@ -550,6 +550,7 @@ impl WaitList {
         let t1 = hn.prev.load(Ordering::Relaxed);
         let t2 = h2n.prev.load(Ordering::Relaxed);
         node::decode(t1).next.store(h2, Ordering::Relaxed);
+        chaos::point(Site::ListEdit);
         h2n.prev.store(t1, Ordering::Relaxed);
         node::decode(t2).next.store(h, Ordering::Relaxed);
         hn.prev.store(t2, Ordering::Relaxed);
