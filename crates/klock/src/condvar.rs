@@ -319,6 +319,9 @@ impl<S: SpinPolicy> RawCondvar<S> {
             // SAFETY: caller holds the mutex with `token`.
             unsafe { mutex.unlock_id(token.id()) };
             let mut timed_out = false;
+            // The last futex wait timed out: the deadline has passed (the only
+            // way a loom model, which has no clock, reaches the timeout).
+            let mut expired = false;
             loop {
                 // A notify moved us to the mutex list (a WaiterState): the
                 // decision is made under the locks, this is only its result.
@@ -329,7 +332,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
                     None => None,
                     Some(d) => {
                         let now = wait::now_ns();
-                        if now >= d && !cfg!(loom) {
+                        if now >= d || expired {
                             self.lock_list();
                             // Under CV_LOCK, as is every notify's change.
                             let still = n.state_is(CondState::Waiting as u32);
@@ -347,7 +350,8 @@ impl<S: SpinPolicy> RawCondvar<S> {
                     }
                 };
                 crate::chaos::point(crate::chaos::Site::BeforeSleep);
-                wait::futex_wait(n.futex(), CondState::Waiting as u32, timeout);
+                expired = wait::futex_wait(n.futex(), CondState::Waiting as u32, timeout)
+                    == wait::WaitOutcome::TimedOut;
                 crate::chaos::point(crate::chaos::Site::AfterWake);
             }
             if timed_out {

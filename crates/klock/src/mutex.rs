@@ -684,7 +684,7 @@ fn remaining(deadline: Option<u64>) -> Option<Option<std::time::Duration>> {
         None => Some(None),
         Some(d) => {
             let now = wait::now_ns();
-            if now >= d && !cfg!(loom) {
+            if now >= d {
                 None
             } else {
                 Some(Some(std::time::Duration::from_nanos(d.saturating_sub(now))))
@@ -1164,6 +1164,9 @@ impl<S: SpinPolicy> RawMutex<S> {
         let start = wait::now_ns();
         let mut woken = false;
         let mut handoff_asked = false;
+        // A timed futex wait returned TimedOut: the deadline has passed (the
+        // only way a loom model, which has no clock, reaches the timeout).
+        let mut expired = false;
         loop {
             if self.try_acquire(id, true) {
                 break;
@@ -1198,7 +1201,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             if self.try_acquire(id, true) {
                 break;
             }
-            let Some(timeout) = remaining(deadline) else {
+            let Some(timeout) = remaining(deadline).filter(|_| !expired) else {
                 if self.leave_on_timeout(q, id) {
                     return true;
                 }
@@ -1206,6 +1209,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             };
             stat::inc(Event::MutexSleep);
             let r = wait::futex_wait(n.futex(), WaiterState::Sleeping as u32, timeout);
+            expired |= r == WaitOutcome::TimedOut;
             chaos::point(Site::AfterWake);
             // The lock itself is acquired through the owner CAS.
             woken = n.is_woken();

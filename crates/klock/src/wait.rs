@@ -18,11 +18,16 @@
 //! *under the table lock* (as the kernel checks it under the hash-bucket lock),
 //! registers itself and blocks on a loom `Condvar` until a `futex_wake` for its
 //! address marks it. A waiter nobody wakes therefore blocks forever and loom
-//! fails the model. Timeouts are **ignored** under loom (a timed wait never
-//! returns `TimedOut`): a model that relies on a timeout for progress is reported
-//! as a deadlock on purpose. Spurious wake-ups are not injected. Spin budgets
-//! count iterations under loom (one iteration per budget nanosecond), so models
-//! use budgets such as 0 or 1.
+//! fails the model. A **timed** wait (`timeout` is `Some`) *may time out*, a
+//! nondeterministic choice: it registers like an untimed wait, releases the
+//! table, yields (a loom scheduling point) and then either a wake marked it
+//! (`Woken`) or it deregisters and returns `TimedOut`; loom explores the wake
+//! arriving before and after that point. There is no time under loom
+//! ([`now_ns`] is 0), so the length of the timeout plays no part, and callers
+//! treat a `TimedOut` return of a wait with a deadline as "the deadline has
+//! passed" (true on real systems as well). Spurious wake-ups are not injected.
+//! Spin budgets count iterations under loom (one iteration per budget
+//! nanosecond), so models use budgets such as 0 or 1.
 //!
 //! ```
 //! use klock::wait::{futex_wait, futex_wake, WaitOutcome};
@@ -244,7 +249,7 @@ mod imp {
         word: &AtomicU32,
         expected: u32,
         bitset: u32,
-        _timeout: Option<Duration>,
+        timeout: Option<Duration>,
     ) -> WaitOutcome {
         let addr = word as *const AtomicU32 as usize;
         let (lock, cv) = &*TABLE;
@@ -263,6 +268,25 @@ mod imp {
             bitset: if bitset == 0 { u32::MAX } else { bitset },
             woken: false,
         });
+        if timeout.is_some() {
+            // May time out: let the other threads run (a wake may arrive
+            // now), then leave the table, woken or not. Being registered
+            // across the yield is what makes a wake before the timeout count
+            // (`futex_wake` returns it) and be seen as `Woken`.
+            drop(t);
+            loom::thread::yield_now();
+            let mut t = lock.lock().unwrap();
+            let i = t
+                .waiters
+                .iter()
+                .position(|w| w.id == id)
+                .expect("a timed waiter stays registered until it leaves");
+            return if t.waiters.remove(i).woken {
+                WaitOutcome::Woken
+            } else {
+                WaitOutcome::TimedOut
+            };
+        }
         loop {
             t = cv.wait(t).unwrap();
             if let Some(i) = t.waiters.iter().position(|w| w.id == id && w.woken) {
