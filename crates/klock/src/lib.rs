@@ -5,6 +5,7 @@
 //! * mechanisms, written once and used by every lock:
 //!   [`wait`] (futex wait/wake, time-based spin budgets, effective CPUs),
 //!   [`node`] (per-thread queue nodes and the 32-bit tail encoding),
+//!   [`tid`] (per-thread ids, the owner identity in lock words),
 //!   [`tune`] (every tunable, `KLOCK_*` overrides) and
 //!   [`stat`] (lock-event counters, feature `stats`);
 //! * locks: [`spin`] (test-and-set, ticket, queued spinlock: native, PV, unfair),
@@ -36,6 +37,7 @@ pub mod node;
 pub mod osq;
 pub mod spin;
 pub mod stat;
+pub mod tid;
 pub mod tune;
 pub mod wait;
 

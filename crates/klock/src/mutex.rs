@@ -113,7 +113,6 @@ use crate::osq::{self, Osq};
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{self, SpinBudget, WaitOutcome};
-use std::cell::Cell;
 use std::marker::PhantomData;
 
 /// First waiter exists: unlock must take the slow path.
@@ -130,8 +129,6 @@ pub const WAKING: u32 = 1 << 4;
 pub const FLAGS: u32 = WAITERS | HANDOFF | PICKUP | WLOCK | WAKING;
 /// Bit offset of the owner id.
 pub const ID_SHIFT: u32 = 5;
-/// Largest owner id; also the shared "anonymous" id of threads without one.
-pub const ANON_ID: u32 = (1 << (32 - ID_SHIFT)) - 1;
 
 /// States of a wait-list node's `state` word, its futex word (tagged
 /// [`node::tag::WAITER`]). Set only under WLOCK (INV-WLOCK-STATE, see the
@@ -288,88 +285,12 @@ impl<'a> Waiter<'a> {
 // Thread ids
 // ---------------------------------------------------------------------------
 
-/// Returns the thread's id to the free list when the thread exits, and marks
-/// the cached id anonymous so a lock used from a later TLS destructor cannot
-/// reuse an id another thread may receive.
-struct TidGuard(Cell<u32>);
+// The allocator lives in `crate::tid`; the mutex keeps its public names.
+pub use crate::tid::{ANON_ID, current_id};
 
-static FREE_IDS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
-static NEXT_ID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
-
-fn alloc_id() -> u32 {
-    if let Some(id) = FREE_IDS.lock().unwrap_or_else(|e| e.into_inner()).pop() {
-        return id;
-    }
-    // Relaxed: a unique-number counter; no data is published with it.
-    let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    if id >= ANON_ID {
-        // 2^27 - 1 live threads: share the anonymous id (no queueing).
-        NEXT_ID.store(ANON_ID, std::sync::atomic::Ordering::Relaxed);
-        return ANON_ID;
-    }
-    id
-}
-
-impl Drop for TidGuard {
-    fn drop(&mut self) {
-        let id = self.0.get();
-        let _ = TID.try_with(|c| c.set(ANON_ID));
-        if id != 0 && id != ANON_ID {
-            FREE_IDS.lock().unwrap_or_else(|e| e.into_inner()).push(id);
-        }
-    }
-}
-
-#[cfg(not(loom))]
-std::thread_local! {
-    // Const-initialised and without a destructor: the fast path reads it with
-    // one TLS load (0 = not assigned yet).
-    static TID: Cell<u32> = const { Cell::new(0) };
-    static TID_GUARD: TidGuard = const { TidGuard(Cell::new(0)) };
-}
-#[cfg(loom)]
-loom::thread_local! {
-    static TID: Cell<u32> = Cell::new(0);
-    static TID_GUARD: TidGuard = TidGuard(Cell::new(0));
-}
-
-#[cold]
-fn assign_id() -> u32 {
-    let id = alloc_id();
-    // Register the recycling guard; if this thread's TLS is being torn down,
-    // stay anonymous (and give the id back).
-    match TID_GUARD.try_with(|g| g.0.set(id)) {
-        Ok(()) => {
-            let _ = TID.try_with(|c| c.set(id));
-            id
-        }
-        Err(_) => {
-            if id != ANON_ID {
-                FREE_IDS.lock().unwrap_or_else(|e| e.into_inner()).push(id);
-            }
-            let _ = TID.try_with(|c| c.set(ANON_ID));
-            ANON_ID
-        }
-    }
-}
-
-/// This thread's owner id (1..=[`ANON_ID`]), unique among live threads;
-/// [`ANON_ID`] once the thread's TLS is being destroyed (a lock used from a
-/// TLS destructor).
-///
-/// ```
-/// let id = klock::mutex::current_id();
-/// assert!(id >= 1 && id <= klock::mutex::ANON_ID);
-/// assert_eq!(id, klock::mutex::current_id());
-/// ```
-#[inline]
-pub fn current_id() -> u32 {
-    match TID.try_with(|c| c.get()) {
-        Ok(0) => assign_id(),
-        Ok(id) => id,
-        Err(_) => ANON_ID,
-    }
-}
+// The id field above the flag bits is exactly as wide as a thread id.
+const _: () = assert!(ID_SHIFT + crate::tid::ID_BITS == 32);
+const _: () = assert!(ANON_ID == (1 << (32 - ID_SHIFT)) - 1);
 
 // ---------------------------------------------------------------------------
 // Spinning policies
