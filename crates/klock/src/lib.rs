@@ -6,6 +6,7 @@
 //!   [`wait`] (futex wait/wake, time-based spin budgets, effective CPUs),
 //!   [`node`] (per-thread queue nodes and the 32-bit tail encoding),
 //!   [`tid`] (per-thread ids, the owner identity in lock words),
+//!   [`fork`] (fork safety of that global state: atfork handlers),
 //!   [`tune`] (every tunable, `KLOCK_*` overrides) and
 //!   [`stat`] (lock-event counters, feature `stats`);
 //! * locks: [`spin`] (test-and-set, ticket, queued spinlock: native, PV, unfair),
@@ -32,6 +33,7 @@ pub(crate) mod sync;
 
 pub mod chaos;
 pub mod condvar;
+pub mod fork;
 pub mod mutex;
 pub mod node;
 pub mod osq;

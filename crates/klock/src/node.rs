@@ -69,6 +69,24 @@
 //! have to outlive every stale reference, i.e. leak, and the 14-bit slot field
 //! is already exhausted in exactly this situation).
 //!
+//! # Fork
+//!
+//! The global registry is fork-safe ([`crate::fork`]): its free list is
+//! guarded by klock's internal registry lock, which the atfork prepare handler
+//! takes (after finishing the registry's lazy creation and giving the forking
+//! thread its slot) and the parent and child handlers release. A forked child
+//! can therefore start threads that take slots, and queue on new locks.
+//!
+//! Slots leased by threads that do not exist in the child stay leased there (a
+//! bounded leak of one slot per vanished thread; lock words copied from the
+//! parent may still name them, so they are not reclaimed). A lock that, at the
+//! fork, was held by another thread or had queued waiters (spinners in its
+//! MCS/OSQ queue, sleepers on its wait list) keeps naming those vanished
+//! threads' nodes in the child: using it there **may hang forever**, as a
+//! pthread mutex held across `fork()` does. The child may use only locks that
+//! were free with no waiters at the fork, and any lock it creates. See
+//! `docs/fork.md`.
+//!
 //! ```
 //! klock::node::with_node(|q| {
 //!     let q = q.expect("a node is available");
@@ -77,10 +95,10 @@
 //! });
 //! ```
 
+use crate::fork::RegLock;
 use crate::sync::atomic::{AtomicU32, Ordering};
 use std::cell::Cell;
 use std::sync::Arc;
-use std::sync::Mutex as StdMutex;
 use std::sync::atomic::{AtomicPtr, Ordering as StdOrdering};
 
 /// Bit offset of the tail (level field) in a 32-bit word.
@@ -363,7 +381,9 @@ const CHUNK: u32 = if cfg!(loom) { 4 } else { 64 };
 pub struct Registry {
     capacity: u32,
     chunks: Box<[AtomicPtr<Node>]>,
-    free: StdMutex<FreeSlots>,
+    /// Internal registry lock (not `std::sync::Mutex`): the atfork handlers
+    /// of the global registry take and release it in separate calls.
+    free: RegLock<FreeSlots>,
 }
 
 #[derive(Debug, Default)]
@@ -387,7 +407,7 @@ impl Registry {
             chunks: (0..nchunks)
                 .map(|_| AtomicPtr::new(std::ptr::null_mut()))
                 .collect(),
-            free: StdMutex::new(FreeSlots::default()),
+            free: RegLock::new(FreeSlots::default()),
         })
     }
 
@@ -408,7 +428,7 @@ impl Registry {
     /// assert_eq!(r.in_use(), 1);
     /// ```
     pub fn in_use(&self) -> u32 {
-        self.free.lock().unwrap_or_else(|e| e.into_inner()).in_use
+        self.free.lock().in_use
     }
 
     /// Lease a free slot (recycled slots first), or `None` if all are taken.
@@ -418,7 +438,7 @@ impl Registry {
     /// assert!(r.acquire().is_some());
     /// ```
     pub fn acquire(self: &Arc<Self>) -> Option<SlotLease> {
-        let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let mut f = self.free.lock();
         let slot = if let Some(s) = f.recycled.pop() {
             s
         } else if f.fresh < self.capacity {
@@ -445,7 +465,7 @@ impl Registry {
     }
 
     fn release(&self, slot: u32) {
-        let mut f = self.free.lock().unwrap_or_else(|e| e.into_inner());
+        let mut f = self.free.lock();
         f.recycled.push(slot);
         f.in_use -= 1;
     }
@@ -541,9 +561,40 @@ impl Drop for SlotLease {
 }
 
 #[cfg(not(loom))]
+static GLOBAL: std::sync::OnceLock<Arc<Registry>> = std::sync::OnceLock::new();
+
+#[cfg(not(loom))]
+#[inline]
 fn global() -> &'static Arc<Registry> {
-    static GLOBAL: std::sync::OnceLock<Arc<Registry>> = std::sync::OnceLock::new();
+    match GLOBAL.get() {
+        Some(r) => r,
+        None => init_global(),
+    }
+}
+
+#[cfg(not(loom))]
+#[cold]
+fn init_global() -> &'static Arc<Registry> {
+    // Fork handlers first, and outside the initialiser (see crate::fork).
+    crate::fork::register();
     GLOBAL.get_or_init(|| Registry::new(crate::tune::get().node_slots))
+}
+
+/// atfork prepare: take the global registry's lock (see [`crate::fork`]).
+#[cfg(not(loom))]
+pub(crate) fn atfork_lock() {
+    global().free.raw_lock();
+}
+
+/// atfork parent/child: release the lock [`atfork_lock`] took.
+///
+/// # Safety
+///
+/// This thread took the lock with [`atfork_lock`] and has not released it.
+#[cfg(not(loom))]
+pub(crate) unsafe fn atfork_unlock() {
+    // SAFETY: the caller's contract is `raw_unlock`'s.
+    unsafe { global().free.raw_unlock() }
 }
 
 #[cfg(loom)]

@@ -11,6 +11,10 @@
 //! stderr at process exit (an `atexit` handler registered when the first
 //! thread counts an event).
 //!
+//! The registry of per-thread blocks is fork-safe ([`crate::fork`]): the
+//! atfork handlers hold its lock across `fork()`. Blocks of threads that do
+//! not exist in a forked child stay in the child's sums.
+//!
 //! Latencies are kept as a nanosecond sum event plus a count event
 //! (e.g. [`Event::PvLatencyWakeNs`] / [`Event::PvKickWake`]); the report prints
 //! the average, like the kernel's `pv_latency_wake`.
@@ -257,8 +261,9 @@ impl Snapshot {
 #[cfg(feature = "stats")]
 mod imp {
     use super::{NUM_EVENTS, Snapshot};
+    use crate::fork::{RegGuard, RegLock};
+    use std::sync::Arc;
     use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::{Arc, Mutex};
 
     pub(super) struct Block {
         pub(super) c: [AtomicU64; NUM_EVENTS],
@@ -269,13 +274,36 @@ mod imp {
         retired: [u64; NUM_EVENTS],
     }
 
-    static GLOBAL: Mutex<Global> = Mutex::new(Global {
+    /// Internal registry lock (not `std::sync::Mutex`): the atfork handlers
+    /// take and release it in separate calls.
+    static GLOBAL: RegLock<Global> = RegLock::new(Global {
         live: Vec::new(),
         retired: [0; NUM_EVENTS],
     });
 
-    fn global() -> std::sync::MutexGuard<'static, Global> {
-        GLOBAL.lock().unwrap_or_else(|e| e.into_inner())
+    fn global() -> RegGuard<'static, Global> {
+        GLOBAL.lock()
+    }
+
+    /// atfork prepare: this thread's block exists (so that counting needs no
+    /// registry lock until the fork is over).
+    #[cfg(not(loom))]
+    pub(super) fn prepare_thread() {
+        let _ = LOCAL.try_with(|_| ());
+    }
+
+    #[cfg(not(loom))]
+    pub(super) fn atfork_lock() {
+        GLOBAL.raw_lock();
+    }
+
+    /// # Safety
+    ///
+    /// As [`super::atfork_unlock`].
+    #[cfg(not(loom))]
+    pub(super) unsafe fn atfork_unlock() {
+        // SAFETY: the caller's contract is `raw_unlock`'s.
+        unsafe { GLOBAL.raw_unlock() }
     }
 
     pub(super) struct Local(pub(super) Arc<Block>);
@@ -292,6 +320,8 @@ mod imp {
 
     thread_local! {
         pub(super) static LOCAL: Local = {
+            // Fork handlers before the registry is first used (crate::fork).
+            crate::fork::register();
             let b = Arc::new(Block { c: std::array::from_fn(|_| AtomicU64::new(0)) });
             global().live.push(b.clone());
             register_report();
@@ -343,6 +373,34 @@ mod imp {
             }
         });
     }
+}
+
+/// atfork prepare: give the forking thread its counter block now.
+#[cfg(not(loom))]
+pub(crate) fn prepare_thread() {
+    #[cfg(feature = "stats")]
+    imp::prepare_thread();
+}
+
+/// atfork prepare: take the stats registry's lock (no-op without `stats`).
+#[cfg(not(loom))]
+pub(crate) fn atfork_lock() {
+    #[cfg(feature = "stats")]
+    imp::atfork_lock();
+}
+
+/// atfork parent/child: release the lock [`atfork_lock`] took.
+///
+/// # Safety
+///
+/// This thread took the lock with [`atfork_lock`] and has not released it.
+#[cfg(not(loom))]
+pub(crate) unsafe fn atfork_unlock() {
+    // SAFETY: the caller's contract is ours.
+    #[cfg(feature = "stats")]
+    unsafe {
+        imp::atfork_unlock()
+    };
 }
 
 /// Count one occurrence of `e` (no-op without the `stats` feature).

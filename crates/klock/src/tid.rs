@@ -9,6 +9,15 @@
 //! gets the shared [`ANON_ID`], which lock code treats as "no identity"
 //! (no queueing, no hand-off).
 //!
+//! # Fork
+//!
+//! The free list is guarded by klock's internal registry lock, which the
+//! atfork handlers ([`crate::fork`]) hold across `fork()`, so a child can hand
+//! out ids to its new threads. Ids of threads that do not exist in the child
+//! stay allocated there (a bounded leak: lock words copied from the parent
+//! may still name them, so they are not reused). The forking thread keeps its
+//! id.
+//!
 //! ```
 //! let id = klock::tid::current_id();
 //! assert!(id >= 1 && id <= klock::tid::ANON_ID);
@@ -16,6 +25,7 @@
 //! assert_ne!(id, other); // both threads were alive at once
 //! ```
 
+use crate::fork::RegLock;
 use std::cell::Cell;
 
 /// Width of a thread id in bits (the mutex stores it above its 5 flag bits).
@@ -36,11 +46,14 @@ pub const ANON_ID: u32 = (1 << ID_BITS) - 1;
 /// reuse an id another thread may receive.
 struct TidGuard(Cell<u32>);
 
-static FREE_IDS: std::sync::Mutex<Vec<u32>> = std::sync::Mutex::new(Vec::new());
+/// Ids returned by exited threads. Internal registry lock (not
+/// `std::sync::Mutex`): the atfork handlers take and release it in separate
+/// calls.
+static FREE_IDS: RegLock<Vec<u32>> = RegLock::new(Vec::new());
 static NEXT_ID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(1);
 
 fn alloc_id() -> u32 {
-    if let Some(id) = FREE_IDS.lock().unwrap_or_else(|e| e.into_inner()).pop() {
+    if let Some(id) = FREE_IDS.lock().pop() {
         return id;
     }
     // Relaxed: a unique-number counter; no data is published with it.
@@ -58,7 +71,7 @@ impl Drop for TidGuard {
         let id = self.0.get();
         let _ = TID.try_with(|c| c.set(ANON_ID));
         if id != 0 && id != ANON_ID {
-            FREE_IDS.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+            FREE_IDS.lock().push(id);
         }
     }
 }
@@ -78,6 +91,8 @@ loom::thread_local! {
 
 #[cold]
 fn assign_id() -> u32 {
+    // Fork handlers before the first id leaves the free list (crate::fork).
+    crate::fork::register();
     let id = alloc_id();
     // Register the recycling guard; if this thread's TLS is being torn down,
     // stay anonymous (and give the id back).
@@ -88,7 +103,7 @@ fn assign_id() -> u32 {
         }
         Err(_) => {
             if id != ANON_ID {
-                FREE_IDS.lock().unwrap_or_else(|e| e.into_inner()).push(id);
+                FREE_IDS.lock().push(id);
             }
             let _ = TID.try_with(|c| c.set(ANON_ID));
             ANON_ID
@@ -112,4 +127,21 @@ pub fn current_id() -> u32 {
         Ok(id) => id,
         Err(_) => ANON_ID,
     }
+}
+
+/// atfork prepare: take the free list's lock (see [`crate::fork`]).
+#[cfg(not(loom))]
+pub(crate) fn atfork_lock() {
+    FREE_IDS.raw_lock();
+}
+
+/// atfork parent/child: release the lock [`atfork_lock`] took.
+///
+/// # Safety
+///
+/// This thread took the lock with [`atfork_lock`] and has not released it.
+#[cfg(not(loom))]
+pub(crate) unsafe fn atfork_unlock() {
+    // SAFETY: the caller's contract is `raw_unlock`'s.
+    unsafe { FREE_IDS.raw_unlock() }
 }

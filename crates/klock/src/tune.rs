@@ -241,6 +241,16 @@ pub mod fixed {
     /// assert!(klock::tune::fixed::PV_PREV_CHECK_EVERY.is_power_of_two());
     /// ```
     pub const PV_PREV_CHECK_EVERY: u32 = if cfg!(loom) { 1 } else { 64 };
+    /// klock's internal registry lock (`crate::fork`, guarding the node-slot,
+    /// thread-id and stats free lists): nanoseconds a contender spins before
+    /// it sleeps on the lock word. Fixed, not read from the environment: the
+    /// critical sections are a few list operations, and this lock must not
+    /// depend on the tunables (which it helps to initialise fork-safely).
+    ///
+    /// ```
+    /// assert_eq!(klock::tune::fixed::REGISTRY_SPIN_NS, 2_000);
+    /// ```
+    pub const REGISTRY_SPIN_NS: u64 = 2_000;
 }
 
 macro_rules! tunables {
@@ -419,7 +429,19 @@ static TUNABLES: OnceLock<Tunables> = OnceLock::new();
 /// ```
 /// assert!(klock::tune::get().kick_ahead <= 64);
 /// ```
+#[inline]
 pub fn get() -> &'static Tunables {
+    match TUNABLES.get() {
+        Some(t) => t,
+        None => init(),
+    }
+}
+
+#[cold]
+fn init() -> &'static Tunables {
+    // Fork handlers first, and outside the initialiser (see crate::fork):
+    // their prepare step finishes this initialisation before a fork.
+    crate::fork::register();
     TUNABLES.get_or_init(|| Tunables::from_lookup(|v| std::env::var(v).ok(), |e| eprintln!("{e}")))
 }
 
@@ -433,6 +455,7 @@ pub fn get() -> &'static Tunables {
 /// let _ = klock::tune::set(t); // false if something already read them
 /// ```
 pub fn set(t: Tunables) -> bool {
+    crate::fork::register();
     TUNABLES.set(t).is_ok()
 }
 

@@ -699,6 +699,12 @@ pub fn effective_cpus() -> usize {
     #[cfg(not(loom))]
     {
         static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+        if let Some(&n) = CPUS.get() {
+            return n;
+        }
+        // Fork handlers first, and outside the initialiser: their prepare
+        // step finishes this computation before a fork (see crate::fork).
+        crate::fork::register();
         *CPUS.get_or_init(compute_effective_cpus)
     }
     #[cfg(loom)]

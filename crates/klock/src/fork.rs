@@ -1,0 +1,411 @@
+//! Fork safety of klock's own global state.
+//!
+//! klock keeps a little process-wide state besides the locks themselves: the
+//! node slot registry ([`crate::node`]), the thread-id free list
+//! ([`crate::tid`]), the stats registry ([`crate::stat`], feature `stats`),
+//! and two values computed once, the tunables ([`crate::tune::get`]) and the
+//! effective CPU count ([`crate::wait::effective_cpus`]). `fork()` copies only
+//! the calling thread, so without care a child could inherit a registry whose
+//! internal lock was held by another thread of the parent (and wait for it
+//! forever the first time it starts a thread or queues on a lock), or a
+//! once-initialised value that another thread was still computing (and wait
+//! for that forever).
+//!
+//! # What klock does
+//!
+//! klock registers `pthread_atfork` handlers once per process, the first time
+//! it builds any of that state ([`register`]; idempotent, also public so a
+//! program or the interposer can do it early):
+//!
+//! * **prepare** (in the forking thread, before the fork): finish every lazy
+//!   initialisation (tunables, effective CPUs, the chaos seed, the global
+//!   node registry), give the forking thread its id, node slot and stats
+//!   block, then take the registries' internal locks in a fixed order: node
+//!   slots, thread ids, stats. So at the fork no once-initialiser is running
+//!   and no registry is mid-update; and the forking thread needs no registry
+//!   lock until the fork is over (other libraries' prepare handlers may lock
+//!   klock mutexes, e.g. through the interposer).
+//! * **parent** and **child** (after the fork): release those locks in the
+//!   reverse order. Their protected data are consistent (prepare held the
+//!   locks), so releasing is all the child needs.
+//!
+//! Registering happens before any of the state exists, and never inside a
+//! once-initialiser: `pthread_atfork` may wait for a fork in progress (glibc
+//! serialises the handler list), and a fork must never find an initialiser
+//! that waits for it. The registration flag is an atomic, not a
+//! `std::sync::Once`: a `Once` left "running" by a thread of the parent would
+//! make the child wait forever, while a thread that sees "registering by
+//! someone else" just carries on.
+//!
+//! # What the child may do
+//!
+//! Create and use new locks, condvars and threads (they get node slots and
+//! ids), and use any lock that was **free with no queued waiters** at the
+//! fork. A lock that another thread held, or that had waiters (queued
+//! spinners, sleeping mutex or condvar waiters), is in the same state in the
+//! child, but the threads that would release it or that are named in its
+//! queue do not exist there: using it may hang forever, exactly as with a
+//! pthread mutex held across `fork()`. The child must not touch such locks.
+//!
+//! Node slots and thread ids leased by threads that do not exist in the child
+//! stay leased there: at most one slot and one id per thread of the parent,
+//! a bounded leak (they cannot be reclaimed safely: lock words inherited from
+//! the parent may still name them). A child that forks again leaks again, so
+//! a long fork chain of heavily threaded processes can exhaust the node slots;
+//! locks then take their slower no-node path, still correct. With `stats`,
+//! the counter blocks of the vanished threads stay in the sums.
+//!
+//! Not covered: private [`crate::node::Registry`] instances (tests), a fork
+//! that races with klock's very first initialisation in the process (while
+//! the thread that registers the handlers is still inside `pthread_atfork`:
+//! the child then works but has no handlers for its own forks; call
+//! [`register`] before starting threads to rule this out), and `fork()` from
+//! a signal handler that interrupted klock's registry code (it deadlocks in
+//! prepare, as `fork()` from a handler that interrupted `malloc` would).
+//!
+//! # The internal lock
+//!
+//! The registries' lock is a small futex mutex of this module (`RegLock`),
+//! not `std::sync::Mutex`: the atfork handlers must take a lock in one call
+//! (prepare) and release it in another (parent, child), which a guard-based
+//! `std` mutex only allows by parking guards in a static between the calls.
+//! klock's spinlocks are not used either: they count stats events (the stats
+//! registry would lock itself), read the tunables and inject chaos delays.
+//! `RegLock` is the classic three-state futex mutex (0 free, 1 locked, 2
+//! locked with possible sleepers), spinning through [`crate::wait::spin_until`]
+//! for [`crate::tune::fixed::REGISTRY_SPIN_NS`] and sleeping with
+//! [`crate::wait::futex_wait`]. Under `cfg(loom)` it is a plain
+//! `std::sync::Mutex` (the registries stay invisible to loom, as before) and
+//! the atfork handlers do not exist.
+//!
+//! ```
+//! klock::fork::register(); // idempotent; klock also does it on first use
+//! assert!(klock::fork::registered());
+//! ```
+
+// ---------------------------------------------------------------------------
+// The registries' internal lock
+// ---------------------------------------------------------------------------
+
+/// Mutual exclusion for klock's internal registries, with raw lock/unlock for
+/// the atfork handlers (see the module docs).
+#[cfg(not(loom))]
+pub(crate) struct RegLock<T> {
+    /// 0 = free, 1 = locked, 2 = locked and a contender may sleep on it.
+    word: crate::sync::atomic::AtomicU32,
+    data: std::cell::UnsafeCell<T>,
+}
+
+// SAFETY: `data` is only reached through a `RegGuard`, i.e. by the one thread
+// that holds the lock, so sharing a `RegLock` shares `T` between threads one
+// at a time: `T: Send` is what that needs (as for `std::sync::Mutex`).
+#[cfg(not(loom))]
+unsafe impl<T: Send> Sync for RegLock<T> {}
+
+#[cfg(not(loom))]
+impl<T> RegLock<T> {
+    pub(crate) const fn new(value: T) -> Self {
+        RegLock {
+            word: crate::sync::atomic::AtomicU32::new(0),
+            data: std::cell::UnsafeCell::new(value),
+        }
+    }
+
+    pub(crate) fn lock(&self) -> RegGuard<'_, T> {
+        self.raw_lock();
+        RegGuard { lock: self }
+    }
+
+    /// Take the lock without a guard (atfork prepare); release it with
+    /// [`raw_unlock`](Self::raw_unlock).
+    #[inline]
+    pub(crate) fn raw_lock(&self) {
+        use crate::sync::atomic::Ordering;
+        // Acquire pairs with the Release swap in `raw_unlock`: the previous
+        // holder's writes to `data` are visible to us.
+        if self
+            .word
+            .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            self.lock_slow();
+        }
+    }
+
+    #[cold]
+    fn lock_slow(&self) {
+        use crate::sync::atomic::Ordering;
+        use crate::wait::{SpinBudget, futex_wait, spin_until};
+        let mut budget = SpinBudget::new(crate::tune::fixed::REGISTRY_SPIN_NS);
+        // Acquire CAS: pairs with the Release swap in `raw_unlock`.
+        if spin_until(&mut budget, || {
+            self.word.load(Ordering::Relaxed) == 0
+                && self
+                    .word
+                    .compare_exchange(0, 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+        }) {
+            return;
+        }
+        // Sleep. The swap to 2 tells the holder to wake someone; if it returns
+        // 0 we own the lock (as 2: our unlock may wake needlessly). Acquire
+        // pairs with the Release swap in `raw_unlock`. No lost wake-up: an
+        // unlock between our swap and the futex wait leaves 0 != 2, so the
+        // wait returns at once; an unlock after it sees 2 and wakes.
+        while self.word.swap(2, Ordering::Acquire) != 0 {
+            futex_wait(&self.word, 2, None);
+        }
+    }
+
+    /// Release a lock taken with [`raw_lock`](Self::raw_lock).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock (from `raw_lock`, or in the forked child the
+    /// lock its prepare handler took) and no guard will release it again.
+    #[inline]
+    pub(crate) unsafe fn raw_unlock(&self) {
+        use crate::sync::atomic::Ordering;
+        // Release pairs with the Acquire CAS/swap of the next locker. After
+        // this swap we touch nothing but the word's address (DESIGN 13).
+        if self.word.swap(0, Ordering::Release) == 2 {
+            crate::wait::futex_wake(&self.word, 1);
+        }
+    }
+}
+
+/// Holds a [`RegLock`]; releases it when dropped.
+#[cfg(not(loom))]
+pub(crate) struct RegGuard<'a, T> {
+    lock: &'a RegLock<T>,
+}
+
+#[cfg(not(loom))]
+impl<T> std::ops::Deref for RegGuard<'_, T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // SAFETY: the guard exists only while this thread holds the lock, so
+        // no other reference to `data` is live.
+        unsafe { &*self.lock.data.get() }
+    }
+}
+
+#[cfg(not(loom))]
+impl<T> std::ops::DerefMut for RegGuard<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`; `&mut self` makes this the only borrow
+        // through the guard.
+        unsafe { &mut *self.lock.data.get() }
+    }
+}
+
+#[cfg(not(loom))]
+impl<T> Drop for RegGuard<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: the guard was created by `lock`, which took the lock, and
+        // only this drop releases it.
+        unsafe { self.lock.raw_unlock() }
+    }
+}
+
+/// Under loom: a plain `std::sync::Mutex` (invisible to the model), no raw
+/// operations and no atfork handlers.
+#[cfg(loom)]
+pub(crate) struct RegLock<T>(std::sync::Mutex<T>);
+
+#[cfg(loom)]
+pub(crate) type RegGuard<'a, T> = std::sync::MutexGuard<'a, T>;
+
+#[cfg(loom)]
+impl<T> RegLock<T> {
+    pub(crate) const fn new(value: T) -> Self {
+        RegLock(std::sync::Mutex::new(value))
+    }
+
+    pub(crate) fn lock(&self) -> RegGuard<'_, T> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl<T> std::fmt::Debug for RegLock<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegLock").finish_non_exhaustive()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// atfork handlers
+// ---------------------------------------------------------------------------
+
+/// Register klock's `pthread_atfork` handlers if they are not registered yet.
+/// klock calls this itself before it first builds any of its global state;
+/// calling it early (before the program starts threads, e.g. from a library
+/// constructor) also covers a fork that races with that first use. Cheap
+/// after the first call (one atomic load). Never waits: if another thread is
+/// registering right now, this returns at once. Does nothing under loom.
+///
+/// ```
+/// klock::fork::register();
+/// klock::fork::register(); // the handlers are registered once
+/// assert!(klock::fork::registered());
+/// ```
+#[inline]
+pub fn register() {
+    #[cfg(not(loom))]
+    imp::register();
+}
+
+/// Whether klock's atfork handlers are registered in this process (always
+/// `false` under loom).
+///
+/// ```
+/// let _ = klock::Mutex::new(0u8).lock(); // any use of klock registers them
+/// assert!(klock::fork::registered());
+/// ```
+pub fn registered() -> bool {
+    #[cfg(not(loom))]
+    {
+        imp::registered()
+    }
+    #[cfg(loom)]
+    {
+        false
+    }
+}
+
+#[cfg(not(loom))]
+mod imp {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    const UNREGISTERED: u32 = 0;
+    const REGISTERING: u32 = 1;
+    const REGISTERED: u32 = 2;
+
+    /// Registration state. Relaxed throughout: the flag only decides which
+    /// thread calls `pthread_atfork`; the handler list itself is synchronised
+    /// by libc, and the handlers touch only state that has its own locks.
+    static STATE: AtomicU32 = AtomicU32::new(UNREGISTERED);
+
+    #[inline]
+    pub(super) fn register() {
+        if STATE.load(Ordering::Relaxed) != REGISTERED {
+            register_slow();
+        }
+    }
+
+    pub(super) fn registered() -> bool {
+        STATE.load(Ordering::Relaxed) == REGISTERED
+    }
+
+    #[cold]
+    fn register_slow() {
+        // Relaxed: see STATE. Losers (REGISTERING or REGISTERED) return at once.
+        if STATE
+            .compare_exchange(
+                UNREGISTERED,
+                REGISTERING,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_err()
+        {
+            return;
+        }
+        // SAFETY: registers three `extern "C" fn()` without captured state;
+        // they stay valid for the life of the process (klock is never
+        // unloaded while its state is in use).
+        let r = unsafe { libc::pthread_atfork(Some(prepare), Some(parent), Some(child)) };
+        // On failure (ENOMEM) a later call tries again.
+        let next = if r == 0 { REGISTERED } else { UNREGISTERED };
+        STATE.store(next, Ordering::Relaxed);
+    }
+
+    extern "C" fn prepare() {
+        // 1. No once-initialiser may be running at the fork: finish them all
+        //    (waiting for another thread's initialiser if need be; none of
+        //    them waits for a registry lock we are about to take).
+        let _ = crate::tune::get();
+        let _ = crate::wait::effective_cpus();
+        let _ = crate::chaos::seed();
+        let _ = crate::node::global_registry();
+        // 2. The forking thread's own id, node slot and stats block, so that
+        //    nothing it does until the parent/child handler (other libraries'
+        //    prepare handlers may lock klock mutexes) needs a registry lock.
+        let _ = crate::tid::current_id();
+        crate::node::with_node(|_| ());
+        crate::stat::prepare_thread();
+        // 3. The registry locks, in a fixed order (released in reverse).
+        crate::node::atfork_lock();
+        crate::tid::atfork_lock();
+        crate::stat::atfork_lock();
+    }
+
+    fn release() {
+        // SAFETY: `prepare` took exactly these locks in this thread (the
+        // atfork protocol runs prepare, then parent in the parent or child in
+        // the child, on the forking thread), and nothing else releases them.
+        unsafe {
+            crate::stat::atfork_unlock();
+            crate::tid::atfork_unlock();
+            crate::node::atfork_unlock();
+        }
+    }
+
+    extern "C" fn parent() {
+        release();
+    }
+
+    extern "C" fn child() {
+        // The child's only thread is the one that took the locks; the data
+        // they guard are consistent, so releasing them is all that is needed.
+        // (A contender of the parent may have left a lock word at 2; the
+        // wake that causes finds nobody, harmlessly.)
+        release();
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn reglock_excludes_and_raw_ops_pair() {
+        let l = Arc::new(RegLock::new(0u64));
+        let hs: Vec<_> = (0..4)
+            .map(|_| {
+                let l = l.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..20_000 {
+                        let mut g = l.lock();
+                        // A non-atomic read-modify-write: a lost update would
+                        // show a second holder.
+                        let v = *g;
+                        std::hint::black_box(());
+                        *g = v + 1;
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(*l.lock(), 80_000);
+        l.raw_lock();
+        let l2 = l.clone();
+        let waiter = std::thread::spawn(move || *l2.lock() += 1);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        // SAFETY: taken by `raw_lock` above, no guard involved.
+        unsafe { l.raw_unlock() };
+        waiter.join().unwrap();
+        assert_eq!(*l.lock(), 80_001);
+    }
+
+    #[test]
+    fn first_use_registers_handlers() {
+        let _ = crate::tune::get();
+        assert!(registered());
+        register();
+        assert!(registered());
+    }
+}
