@@ -40,6 +40,9 @@
 //! ```
 #![cfg(not(loom))]
 
+mod torture_common;
+use torture_common::{Rng, env_u64, work};
+
 use klock::spin::{DynSpinLock, PvBaseQSpinLock, PvQSpinLock, PvTicketLock, SpinLock};
 use klock::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -51,37 +54,6 @@ use std::time::{Duration, Instant};
 const CAP: u64 = 4;
 /// Most timed condvar waits one produce/consume operation makes.
 const MAX_WAITS: u32 = 6;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    match std::env::var(name) {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{name}={v:?}: expected a number")),
-        Err(_) => default,
-    }
-}
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
-fn work(iters: u64) {
-    let mut x = 0u64;
-    for i in 0..iters {
-        x = std::hint::black_box(x.wrapping_add(i));
-    }
-}
 
 /// Data protected by each lock: a plain counter updated with a slow
 /// read-modify-write, and a flag that detects two holders at once.

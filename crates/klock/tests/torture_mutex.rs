@@ -6,6 +6,9 @@
 //! or throughput.
 #![cfg(not(loom))]
 
+mod torture_common;
+use torture_common::Rng;
+
 use klock::condvar::{Condvar, RawCondvar};
 use klock::mutex::{RawMutex, SpinNoQueue, SpinOff, SpinOsq, SpinPolicy};
 use std::sync::Arc;
@@ -32,17 +35,6 @@ fn watchdog<R: Send + 'static>(name: &str, secs: u64, f: impl FnOnce() -> R + Se
 
 fn threads() -> usize {
     16 * klock::wait::effective_cpus()
-}
-
-/// Tiny xorshift PRNG (no dependency).
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
 }
 
 /// Data protected by the mutex: a plain (non-atomic) counter updated with a

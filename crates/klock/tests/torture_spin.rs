@@ -6,6 +6,9 @@
 //! a message after 60 s instead of hanging CI. Nothing here asserts on timing.
 #![cfg(not(loom))]
 
+mod torture_common;
+use torture_common::{Rng, work};
+
 use lock_api::{Mutex, RawMutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
@@ -21,27 +24,6 @@ const MAX_THREADS: usize = 64;
 /// Serialises the tests: they measure nothing, but running all variants at
 /// once would multiply the overcommit and the run time.
 static SERIAL: StdMutex<()> = StdMutex::new(());
-
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
-fn work(iters: u64) {
-    let mut x = 0u64;
-    for i in 0..iters {
-        x = std::hint::black_box(x.wrapping_add(i));
-    }
-}
 
 struct Shared<R: RawMutex> {
     outer: Mutex<R, u64>,
