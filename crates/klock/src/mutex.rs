@@ -861,20 +861,9 @@ impl<S: SpinPolicy> RawMutex<S> {
         let mut cur = self.owner.load(Ordering::Relaxed) >> ID_SHIFT;
         let mut got = false;
         let mut iter = 0u32;
-        // Delay between polls once the same owner has kept the lock for
-        // `KLOCK_MUTEX_POLL_GRACE_NS`: each poll pulls the owner word's line away from an owner that
-        // re-takes the lock at once (the `hot` case), so poll less often the
-        // longer it lasts. Short holds (owner changes within the grace) are
-        // polled continuously, as before.
-        let cap = if cfg!(loom) { 0 } else { t.mutex_poll_max_ns };
-        let new_backoff = || {
-            wait::Backoff::new(
-                (cap / crate::tune::fixed::POLL_BACKOFF_MIN_DIVISOR).max(1),
-                cap,
-            )
-        };
-        let mut backoff = new_backoff();
-        let mut grace = SpinBudget::new(t.mutex_poll_grace_ns);
+        // Delay between polls once the same owner has kept the lock for the
+        // grace period (the `hot` case): see `wait::PollBackoff`.
+        let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);
         wait::spin_until(total, || {
             let o = osq::peek(&self.owner, Ordering::Relaxed);
             if o & (HANDOFF | PICKUP) != 0 {
@@ -892,13 +881,11 @@ impl<S: SpinPolicy> RawMutex<S> {
             } else if owner != cur {
                 cur = owner;
                 per_owner.restart();
-                backoff = new_backoff();
-                grace.restart();
+                poll.restart();
             } else if per_owner.expired() {
                 return true;
-            } else if cap != 0 && grace.expired() {
-                backoff.wait_until(|| false);
-                delayed = true;
+            } else {
+                delayed = poll.pause();
             }
             iter = iter.wrapping_add(1);
             if let Some(n) = beat

@@ -13,6 +13,9 @@
 //! | `KLOCK_PENDING_NS` | [`Tunables::pending_wait_ns`] | 1000 | 0..=1000000 | queued spinlock: wait for an in-flight pending hand-over |
 //! | `KLOCK_KICK_AHEAD` | [`Tunables::kick_ahead`] | 0 | 0..=64 | PV: sleeping successors woken ahead of their turn (0 = off) |
 //! | `KLOCK_STEAL_NS` | [`Tunables::steal_threshold_ns`] | 1000000 | 0..=1000000000 | unfair lock: queue-head wait after which stealing stops |
+//! | `KLOCK_SPIN_POLL_MAX_NS` | [`Tunables::spin_poll_max_ns`] | 16000 | 0..=100000 | unfair lock: waiters' poll backoff cap while the lock stays held (0 = poll continuously) |
+//! | `KLOCK_SPIN_POLL_GRACE_NS` | [`Tunables::spin_poll_grace_ns`] | 0 | 0..=100000 | unfair lock: continuous polling before the poll backoff starts |
+//! | `KLOCK_SPIN_POLL_MIN_NS` | [`Tunables::spin_poll_min_ns`] | 100 | 0..=100000 | unfair lock: first delay of the poll backoff |
 //! | `KLOCK_TICKET_SPIN_NS` | [`Tunables::ticket_spin_ns`] | 10000 | 0..=10000000 | PV ticket lock: ns spun before sleeping |
 //! | `KLOCK_TAS_BACKOFF_MIN_NS` | [`Tunables::tas_backoff_min_ns`] | 50 | 0..=1000000 | TAS lock: first backoff |
 //! | `KLOCK_TAS_BACKOFF_MAX_NS` | [`Tunables::tas_backoff_max_ns`] | 4000 | 0..=1000000 | TAS lock: backoff cap |
@@ -353,6 +356,24 @@ tunables! {
     /// `KLOCK_STEAL_NS`: queued unfair lock: once the queue head has waited this
     /// long it claims the lock and stealing stops until it is served.
     steal_threshold_ns: u64 = 1_000_000, "KLOCK_STEAL_NS", 0..=1_000_000_000;
+    /// `KLOCK_SPIN_POLL_MAX_NS`: queued unfair lock: while a stealer or the
+    /// spinning queue head keeps finding the lock held, the delay between two
+    /// polls of the word doubles (from 1/32 of this) up to this cap
+    /// (`wait::PollBackoff`), so that waiters do not pull the line away from
+    /// an owner that re-takes the lock at once. 0 = poll continuously.
+    spin_poll_max_ns: u64 = 16_000, "KLOCK_SPIN_POLL_MAX_NS", 0..=100_000;
+    /// `KLOCK_SPIN_POLL_GRACE_NS`: queued unfair lock: continuous polling
+    /// before the poll backoff (`KLOCK_SPIN_POLL_MAX_NS`) starts. Measured
+    /// (2026-11-24, 2 vCPUs, 3 interleaved runs, `hot` T=2/8/32): 400 ns
+    /// (the mutex's grace) 27/39/39 Mops/s, 100 ns 29/37/39, 0 ns 45/44/44
+    /// (parking_lot 40/44/44): any continuous polling catches the hot lock's
+    /// few-ns free window and moves the line; `balanced` was within noise.
+    spin_poll_grace_ns: u64 = 0, "KLOCK_SPIN_POLL_GRACE_NS", 0..=100_000;
+    /// `KLOCK_SPIN_POLL_MIN_NS`: queued unfair lock: the first delay of the
+    /// poll backoff, doubled up to `KLOCK_SPIN_POLL_MAX_NS`; short enough to
+    /// catch a `balanced` critical section's release (100 ns: `balanced` T=8
+    /// 5.8 Mops/s; 500 ns, 1/32 of the cap: 4.0).
+    spin_poll_min_ns: u64 = 100, "KLOCK_SPIN_POLL_MIN_NS", 0..=100_000;
     /// `KLOCK_TICKET_SPIN_NS`: PV ticket lock: nanoseconds spun before sleeping.
     ticket_spin_ns: u64 = 10_000, "KLOCK_TICKET_SPIN_NS", 0..=10_000_000;
     /// `KLOCK_TAS_BACKOFF_MIN_NS`: TAS lock: first backoff after a failed attempt.

@@ -582,6 +582,90 @@ impl Backoff {
     }
 }
 
+/// Polling a lock word whose owner keeps it: poll continuously for a grace
+/// period, then wait between polls with a delay that doubles from
+/// `max_ns / POLL_BACKOFF_MIN_DIVISOR` up to `max_ns`. Each poll pulls the
+/// word's cache line away from an owner that re-takes the lock at once (a
+/// hot lock), so the longer one owner keeps it the less often a waiter
+/// looks. [`restart`](PollBackoff::restart) when the owner changes or the
+/// lock was seen free. `max_ns == 0` (and loom) polls continuously. Used by
+/// the mutex's owner spinning and the unfair spinlock's waiters.
+///
+/// ```
+/// let mut p = klock::wait::PollBackoff::new(0, 0);
+/// assert!(!p.pause()); // cap 0: never delays
+/// ```
+#[derive(Clone, Debug)]
+pub struct PollBackoff {
+    grace: SpinBudget,
+    backoff: Backoff,
+    min: u64,
+    max: u64,
+}
+
+impl PollBackoff {
+    /// Continuous polling for `grace_ns`, then delays up to `max_ns`.
+    ///
+    /// ```
+    /// let _ = klock::wait::PollBackoff::new(400, 16_000);
+    /// ```
+    #[inline]
+    pub fn new(grace_ns: u64, max_ns: u64) -> PollBackoff {
+        Self::with_min(
+            grace_ns,
+            max_ns / crate::tune::fixed::POLL_BACKOFF_MIN_DIVISOR,
+            max_ns,
+        )
+    }
+
+    /// As [`new`](Self::new), with the first delay `min_ns` instead of
+    /// `max_ns / POLL_BACKOFF_MIN_DIVISOR`.
+    ///
+    /// ```
+    /// let mut p = klock::wait::PollBackoff::with_min(0, 50, 1000);
+    /// assert!(p.pause());
+    /// ```
+    #[inline]
+    pub fn with_min(grace_ns: u64, min_ns: u64, max_ns: u64) -> PollBackoff {
+        let max = if cfg!(loom) { 0 } else { max_ns };
+        let min = min_ns.clamp(1, max.max(1));
+        PollBackoff {
+            grace: SpinBudget::new(grace_ns),
+            backoff: Backoff::new(min, max),
+            min,
+            max,
+        }
+    }
+
+    /// Start over: the owner changed (or the lock was free).
+    ///
+    /// ```
+    /// let mut p = klock::wait::PollBackoff::new(0, 1000);
+    /// p.restart();
+    /// ```
+    #[inline]
+    pub fn restart(&mut self) {
+        self.grace.restart();
+        self.backoff = Backoff::new(self.min, self.max);
+    }
+
+    /// Called after a poll that found the lock still held: past the grace
+    /// period, wait the current delay and double it. Returns whether it waited.
+    ///
+    /// ```
+    /// let mut p = klock::wait::PollBackoff::new(0, 1000);
+    /// assert!(p.pause());
+    /// ```
+    #[inline]
+    pub fn pause(&mut self) -> bool {
+        if self.max == 0 || !self.grace.expired() {
+            return false;
+        }
+        self.backoff.wait_until(|| false);
+        true
+    }
+}
+
 /// Parse a cgroup v2 `cpu.max` file ("quota period" or "max period") into a CPU
 /// count (quota / period rounded up). `None` = no limit or unparsable.
 ///

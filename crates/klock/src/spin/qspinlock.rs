@@ -11,7 +11,7 @@
 //! locked byte: 0 free, 1 LOCKED, 3 SLOW (held; a waiter sleeps on this word,
 //!              the unlocker must wake it), 2 = transient during a SLOW unlock
 //! P (pending): native/PV: a second contender waits for the owner without
-//!              queueing; unfair: the queue head is spinning or claiming (no stealing)
+//!              queueing; unfair: the queue head is claiming (no stealing)
 //! tail (bits 16-31): the last queued waiter's node, see crate::node
 //! ```
 //!
@@ -25,8 +25,8 @@
 //! PV head:      (*,0,1) -> (*,0,3)  head sleeps on the word (SLOW)
 //!               (*,0,3) -unlock-> (*,0,2) -> (*,0,0) + futex_wake(word)
 //! unfair steal: (n,0,0) -> (n,0,1)  newcomer, while the head does not claim
-//! unfair head:  (n,0,y) -> (n,1,y) -> (n,0,1)  spinning (or claiming after the threshold)
-//!               (n,1,y) -> (n,0,y) -> sleep      budget spent, not yet claiming
+//! unfair head:  (n,0,0) -> (n,0,1)  spinning, competing with stealers
+//!               (n,0,y) -> (n,1,y) -> (n,0,1)  claiming (waited past the threshold)
 //! ```
 //!
 //! # Waiting (policy)
@@ -46,12 +46,14 @@
 //!   `kick_ahead` sleeping nodes behind the new head, so their wake-up latency
 //!   overlaps the critical section).
 //! * Unfair: newcomers steal (CAS on the locked byte) while the pending bit is
-//!   clear, for at most `spin_ns`, then queue. The queue head sets pending
-//!   while it spins (it is running and takes the lock the moment it is free:
-//!   no stealing), and clears it when it goes to sleep (stealing allowed while
-//!   the head sleeps or is preempted: the lock keeps moving). Once the head has
-//!   waited `steal_threshold_ns` it keeps pending set while asleep too
-//!   ("claiming"): stealing stops until it is served.
+//!   clear, for at most `spin_ns`, then queue. The queue head competes with
+//!   stealers while it spins and while it sleeps (an owner that re-takes a
+//!   hot lock keeps its cache line; the lock keeps moving while the head is
+//!   preempted). Once the head has waited `steal_threshold_ns` it sets
+//!   pending and keeps it set, spinning or asleep ("claiming"): stealing
+//!   stops until it is served. (The kernel's hybrid PV lock sets pending
+//!   whenever the head spins; measured here, that moves the line to the head
+//!   on every hot acquisition: `docs/results/2026-11-24-overcommit.md`.)
 //!
 //! # Ordering pairs
 //!
@@ -70,7 +72,7 @@ use crate::chaos::{self, Site};
 use crate::node::{self, QNode, TAIL_MASK};
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering, fence};
-use crate::wait::{SpinBudget, futex_wait, futex_wake, spin_until, yield_now};
+use crate::wait::{PollBackoff, SpinBudget, futex_wait, futex_wake, spin_until, yield_now};
 use std::marker::PhantomData;
 
 const LOCKED: u32 = 1;
@@ -169,6 +171,9 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     /// ```
     #[inline]
     pub fn lock(&self) -> Token {
+        if P::UNFAIR {
+            return self.lock_unfair();
+        }
         // Acquire pairs with the Release of the previous unlock.
         if self
             .word
@@ -176,6 +181,28 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
             .is_ok()
         {
             return Token::NONE;
+        }
+        self.lock_slow()
+    }
+
+    /// Unfair fast path: one `fetch_or` of LOCKED, `(*,0,0|2) -> (*,0,1|3)`,
+    /// which succeeds whether or not waiters are queued (a CAS from 0 would
+    /// fail on the tail bits, and an owner re-taking a hot lock would pay a
+    /// second RMW). OR-ing into a held word changes nothing (1 and 3 keep bit
+    /// 0); into the transient 2 of a SLOW unlock it takes the lock as SLOW,
+    /// which is sound because that unlock finishes with an idempotent
+    /// `fetch_and(!SLOW_BIT)` (see `unlock_slow`). A claiming head (pending)
+    /// is owed the lock: give it back at once and queue.
+    #[inline]
+    fn lock_unfair(&self) -> Token {
+        // Acquire pairs with the Release of the previous unlock.
+        let old = self.word.fetch_or(LOCKED, Ordering::Acquire);
+        if old & LOCKED == 0 {
+            if old & PENDING == 0 {
+                return Token::NONE;
+            }
+            // SAFETY: we hold the lock (our OR set bit 0), with no successor token.
+            unsafe { self.unlock(Token::NONE) };
         }
         self.lock_slow()
     }
@@ -262,9 +289,12 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     fn unlock_slow(&self, old: u32) {
         chaos::point(Site::AfterRelease);
         if old & LOCKED_MASK == SLOW {
-            // (*,*,3) -> (*,*,2) happened above; now (*,*,2) -> (*,*,0). The
+            // (*,*,3) -> (*,*,2) happened above; now (*,*,2) -> (*,*,0). An
+            // unfair fast path may have OR-ed LOCKED in meanwhile ((*,*,3):
+            // it holds the lock, as SLOW), so clear the bit rather than
+            // subtract: idempotent, and the new holder keeps LOCKED. The
             // Release pairs with the sleeper's Acquire reload after waking.
-            self.word.fetch_sub(SLOW_BIT, Ordering::Release);
+            self.word.fetch_and(!SLOW_BIT, Ordering::Release);
             chaos::point(Site::AfterRelease);
             // Wake every sleeper of this word (the head, and no-node waiters).
             // The lock may be freed by now: the wake only names the address
@@ -348,6 +378,7 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     fn steal(&self) -> bool {
         let mut stolen = false;
         let mut b = SpinBudget::new(P::spin_ns());
+        let mut poll = Self::poll_backoff();
         spin_until(&mut b, || {
             let v = self.word.load(Ordering::Relaxed);
             if v & LOCKED_PENDING == 0 {
@@ -359,12 +390,23 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
                 return stolen;
             }
             // Empty queue (become head at once) or head claiming: queue.
-            v & TAIL_MASK == 0 || v & PENDING != 0
+            if v & TAIL_MASK == 0 || v & PENDING != 0 {
+                return true;
+            }
+            poll.pause();
+            false
         });
         if stolen {
             stat::inc(Event::UnfairSteal);
         }
         stolen
+    }
+
+    /// The unfair waiters' poll backoff (see [`crate::wait::PollBackoff`]).
+    #[inline]
+    fn poll_backoff() -> PollBackoff {
+        let (grace, min, cap) = P::poll_backoff_ns();
+        PollBackoff::with_min(grace, min, cap)
     }
 
     /// No node (slots exhausted, nesting > 4): take the lock without queueing.
@@ -626,14 +668,23 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
                 claiming = true;
                 stat::inc(Event::UnfairClaim);
             }
-            // While we spin, pending is set: we are running and will take the
-            // lock as soon as it is free, so stealing stops (mainline's hybrid
-            // PV rule). Only the head sets pending in unfair mode.
-            self.word.fetch_or(PENDING, Ordering::Relaxed);
+            // Stealing stays allowed while we spin (the owner re-takes a hot
+            // lock without moving its line, newcomers barge); only once we
+            // have waited past the threshold do we claim: pending is set and
+            // stays set, so stealing stops until we are served (bounded
+            // unfairness). Only the head sets pending in unfair mode.
+            if claiming {
+                self.word.fetch_or(PENDING, Ordering::Relaxed);
+            }
             let mut b = SpinBudget::new(P::spin_ns());
+            let mut poll = Self::poll_backoff();
             if spin_until(&mut b, || {
                 let v = self.word.load(Ordering::Relaxed);
                 if v & LOCKED_MASK != 0 {
+                    // A claiming head polls continuously: the lock is ours next.
+                    if !claiming {
+                        poll.pause();
+                    }
                     return false;
                 }
                 let is_last = v & TAIL_MASK == tail;
@@ -656,12 +707,8 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
                 stat::inc(Event::UnfairQueued);
                 return last;
             }
-            // Going to sleep: allow stealing again, unless we have waited past
-            // the threshold (claiming): then pending stays set while we sleep
+            // Going to sleep: when claiming, pending stays set while we sleep
             // and the lock waits for us.
-            if !claiming {
-                self.word.fetch_and(!PENDING, Ordering::Relaxed);
-            }
             stat::cond_inc(Event::PvWaitAgain, slept);
             stat::inc(Event::PvWaitHead);
             node.set_state(QsState::HeadSleeping);
