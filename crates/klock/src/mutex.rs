@@ -69,8 +69,10 @@
 //! WLOCK, sets WAITERS, and sleeps on its node's `state` word. Unlock wakes
 //! exactly the first waiter. A woken first waiter spins on the owner (without
 //! the OSQ) before sleeping again; once it has waited past the handoff
-//! threshold it sets HANDOFF and the next unlock hands it the lock (PICKUP).
-//! Handoff mode continues while the new head has also waited past the
+//! threshold it sets HANDOFF, waits running (within `KLOCK_MUTEX_SPIN_NS`)
+//! for the next unlock to hand it the lock (PICKUP), and only then sleeps
+//! again, so that a hand-off to a running waiter does not idle the lock for
+//! a wake-up. Handoff mode continues while the new head has also waited past the
 //! threshold (a leaving waiter re-sets HANDOFF); it ends when the list drains
 //! or the head is younger (HANDOFF is cleared then).
 //!
@@ -1095,6 +1097,12 @@ impl<S: SpinPolicy> RawMutex<S> {
                 {
                     handoff_asked = true;
                     stat::inc(Event::MutexHandoffRequest);
+                    // ... and waits for it running (the kernel's woken waiter
+                    // spins with HANDOFF set), so that the lock does not sit
+                    // idle in PICKUP for a whole wake-up.
+                    if self.wait_for_pickup(id) {
+                        break;
+                    }
                 }
             }
             // Re-arm under WLOCK (see module docs: this is what orders the
@@ -1145,6 +1153,22 @@ impl<S: SpinPolicy> RawMutex<S> {
         }
         self.wunlock(set, clear);
         true
+    }
+
+    /// The first waiter asked for a hand-off: wait, running, until the owner
+    /// hands the lock to us (PICKUP) or the spin budget runs out (then the
+    /// caller sleeps; the hand-off wakes it). Polls with the owner-poll
+    /// backoff. Returns `true` holding the lock.
+    fn wait_for_pickup(&self, id: u32) -> bool {
+        let t = crate::tune::get();
+        let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);
+        wait::spin_until(&mut SpinBudget::new(t.mutex_spin_ns), || {
+            if self.try_acquire(id, true) {
+                return true;
+            }
+            poll.pause();
+            false
+        })
     }
 
     /// Has the waiter at `h` (on the list, enqueue time in `locked`) waited
