@@ -46,7 +46,7 @@
 //!  (x,W|K) --woken head re-arms (or a waiter leaves) under WLOCK--> (x,W)
 //!  (x,W[|K]) --first waiter waited > handoff ns--> (x,W[|K]|H)
 //!  (x,W[|K]|H) --unlock: WLOCK, CAS--> (head,W|K|P) --head picks up--> (head,W|K)
-//!  (head,W) --head leaves the list, new head waited > handoff ns: wake it--> (head,W|K)
+//!  (head,W|K) --head leaves the list (clears K): the next unlock wakes the new head--> (head,W)
 //!  (me,W) --last waiter leaves the list under WLOCK--> (me,-)
 //! ```
 //!
@@ -73,18 +73,19 @@
 //! for the next unlock to hand it the lock (PICKUP), and only then sleeps
 //! again, so that a hand-off to a running waiter does not idle the lock for
 //! a wake-up. **INV-HANDOFF-RUNNING**: the lock is handed only to a waiter
-//! that asked for it while running. Handoff mode continues through a
-//! wake-ahead: a leaving waiter wakes a new head that has also waited past
-//! the threshold (marks it WOKEN, sets WAKING), and that head asks for the
-//! hand-off itself once it runs. (Until 2026-11-24 the leaver set HANDOFF for
-//! the sleeping new head; every such hand-off idled the lock for a wake-up,
-//! and with `--noise 2` at T=128 throughput collapsed to 0.3 Mops/s.)
+//! that asked for it while running. A waiter that leaves the list does not
+//! pass HANDOFF on to a new head that sleeps; it clears WAKING, so the next
+//! unlock wakes that head, which asks for the hand-off itself once it runs
+//! and fails. (Until 2026-11-24 the leaver set HANDOFF for a sleeping new
+//! head that had waited past the threshold; every such hand-off idled the
+//! lock for a wake-up, and with `--noise 2` at T=128 `balanced` throughput
+//! collapsed to 0.3 Mops/s.)
 //!
 //! Node words while on the wait list, read and written only through the
 //! typed view [`Waiter`]: `next`/`prev` circular doubly-linked list links
 //! (tail codes), `state` the futex word ([`WaiterState`]), `ident` the
-//! waiter's thread id ([`Waiter::thread_id`]), `stamp` its enqueue time (µs,
-//! for handoff mode, [`Waiter::enqueued_us`]).
+//! waiter's thread id ([`Waiter::thread_id`]), `stamp` unused (the hand-off
+//! threshold is timed by the waiter itself, INV-HANDOFF-RUNNING).
 //! **INV-WLOCK-STATE**: `state` is re-armed and set only under WLOCK, which
 //! is what rules out a lost wake-up, and (since a waiter needs WLOCK to leave
 //! the list) what makes every store into another waiter's node a store into a
@@ -259,19 +260,6 @@ impl<'a> Waiter<'a> {
     pub(crate) fn set_thread_id(self, id: u32) {
         // Relaxed: under the list lock.
         self.0.ident.store(id, Ordering::Relaxed);
-    }
-
-    /// Enqueue time (µs, truncated), for handoff mode.
-    #[inline]
-    pub(crate) fn enqueued_us(self) -> u32 {
-        // Relaxed: under WLOCK.
-        self.0.stamp.load(Ordering::Relaxed)
-    }
-
-    #[inline]
-    pub(crate) fn set_enqueued_us(self, us: u32) {
-        // Relaxed: under WLOCK.
-        self.0.stamp.store(us, Ordering::Relaxed);
     }
 
     /// The futex word (wake only an address after a release: INV-WAKE-ADDR).
@@ -618,13 +606,6 @@ fn remaining(deadline: Option<u64>) -> Option<Option<std::time::Duration>> {
             }
         }
     }
-}
-
-/// Monotonic time in ~microseconds (ns >> 10), truncated: wait-list enqueue
-/// stamps (compared with wrapping arithmetic; wraps after ~73 minutes).
-#[inline]
-fn now_us() -> u32 {
-    (wait::now_ns() >> 10) as u32
 }
 
 #[inline]
@@ -1064,7 +1045,6 @@ impl<S: SpinPolicy> RawMutex<S> {
             // unlocker that reads them under WLOCK.
             n.set_state(WaiterState::Sleeping);
             n.set_thread_id(id);
-            n.set_enqueued_us(now_us());
             self.list.push_back(me);
             first = self.list.head() == me;
             // Setting WAITERS in the WLOCK-release RMW: an unlock ordered after
@@ -1142,28 +1122,13 @@ impl<S: SpinPolicy> RawMutex<S> {
         lock_bit(&self.owner, WLOCK);
         let was_head = self.list.head() == me;
         self.list.remove(me);
-        // WAKING: we may be the woken waiter it stands for (clearing is safe).
-        let mut clear = self.leave_flags(was_head) | WAKING;
-        // Handoff mode continues through a wake-ahead, not a hand-off
-        // (INV-HANDOFF-RUNNING): a new head that has waited past the
-        // threshold is woken now and asks for the hand-off itself once it
-        // runs. WAKING then stands for it.
-        let mut set = 0;
-        let h = self.list.head();
-        let wake_ahead = h != 0
-            && self.waited_past_threshold(h, t.mutex_handoff_ns)
-            // INV-WAKE-ADDR: under WLOCK; after wunlock only futex_wake.
-            && Waiter::decode(h).wake_mark();
-        if wake_ahead {
-            set = WAKING;
-            clear &= !WAKING;
-        }
-        self.wunlock(set, clear);
-        if wake_ahead {
-            chaos::point(Site::AfterRelease);
-            stat::inc(Event::MutexWake);
-            Waiter::decode(h).wake();
-        }
+        // WAKING: we may be the woken waiter it stands for (clearing is safe),
+        // so the next unlock wakes the new head (after its release, outside
+        // anyone's critical section). HANDOFF is not passed on to a new head
+        // that sleeps (INV-HANDOFF-RUNNING): it asks for the hand-off itself
+        // once it runs and fails, if it has waited past the threshold.
+        let clear = self.leave_flags(was_head) | WAKING;
+        self.wunlock(0, clear);
         true
     }
 
@@ -1181,14 +1146,6 @@ impl<S: SpinPolicy> RawMutex<S> {
             poll.pause();
             false
         })
-    }
-
-    /// Has the waiter at `h` (on the list, enqueue time in `locked`) waited
-    /// at least `ns`? Called under WLOCK.
-    #[inline]
-    fn waited_past_threshold(&self, h: u32, ns: u64) -> bool {
-        let since = Waiter::decode(h).enqueued_us();
-        (now_us().wrapping_sub(since) as u64) << 10 >= ns
     }
 
     /// The first waiter's `trylock_or_handoff`: set HANDOFF while someone else
@@ -1353,13 +1310,11 @@ impl<S: SpinPolicy> RawMutex<S> {
         // wakes spuriously sees SLEEPING and continues as a mutex waiter).
         let mut count = 0;
         let mut t = head;
-        let now = now_us();
         loop {
             let n = Waiter::decode(t);
             // INV-WAKE-ADDR: under WLOCK and the condvar's lock, which the
             // moved waiter needs to leave either list.
             n.set_state(WaiterState::Sleeping);
-            n.set_enqueued_us(now);
             chaos::point(Site::ListEdit);
             count += 1;
             t = n.next_link();

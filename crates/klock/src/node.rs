@@ -299,7 +299,7 @@ pub const fn is_own(v: u32, tag: u32) -> bool {
 /// | `prev` | unused | predecessor's tail | list link |
 /// | `state` | `QsState`, futex word | unused | `WaiterState`/`CondState`, futex word |
 /// | `ident` | unused | queue position | waiter's thread id |
-/// | `stamp` | unused | heartbeat (µs) | enqueue time (µs) |
+/// | `stamp` | unused | heartbeat (µs) | unused |
 ///
 /// ```
 /// let n = klock::node::Node::new();
