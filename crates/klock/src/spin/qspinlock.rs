@@ -203,6 +203,7 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
             }
             // SAFETY: we hold the lock (our OR set bit 0), with no successor token.
             unsafe { self.unlock(Token::NONE) };
+            chaos::point(Site::AfterRelease);
         }
         self.lock_slow()
     }
