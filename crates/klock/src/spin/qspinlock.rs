@@ -192,13 +192,17 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     /// 0); into the transient 2 of a SLOW unlock it takes the lock as SLOW,
     /// which is sound because that unlock finishes with an idempotent
     /// `fetch_and(!SLOW_BIT)` (see `unlock_slow`). A claiming head (pending)
-    /// is owed the lock: give it back at once and queue.
+    /// is owed the lock: give it back at once and queue. Only bit 0 of the
+    /// RMW's result is used, so x86 emits one `lock bts` (testing PENDING in
+    /// the result too made it a load + `cmpxchg` loop, +4 instructions);
+    /// PENDING is read by a load after the acquisition, which can only add
+    /// a claim made after our OR (giving the lock back then is harmless).
     #[inline]
     fn lock_unfair(&self) -> Token {
         // Acquire pairs with the Release of the previous unlock.
-        let old = self.word.fetch_or(LOCKED, Ordering::Acquire);
-        if old & LOCKED == 0 {
-            if old & PENDING == 0 {
+        if self.word.fetch_or(LOCKED, Ordering::Acquire) & LOCKED == 0 {
+            // Relaxed: same word after our RMW (coherence: at least as new).
+            if self.word.load(Ordering::Relaxed) & PENDING == 0 {
                 return Token::NONE;
             }
             // SAFETY: we hold the lock (our OR set bit 0), with no successor token.
