@@ -358,7 +358,7 @@ tunables! {
     steal_threshold_ns: u64 = 1_000_000, "KLOCK_STEAL_NS", 0..=1_000_000_000;
     /// `KLOCK_SPIN_POLL_MAX_NS`: queued unfair lock: while a stealer or the
     /// spinning queue head keeps finding the lock held, the delay between two
-    /// polls of the word doubles (from 1/32 of this) up to this cap
+    /// polls of the word doubles (from `KLOCK_SPIN_POLL_MIN_NS`) up to this cap
     /// (`wait::PollBackoff`), so that waiters do not pull the line away from
     /// an owner that re-takes the lock at once. 0 = poll continuously.
     spin_poll_max_ns: u64 = 16_000, "KLOCK_SPIN_POLL_MAX_NS", 0..=100_000;

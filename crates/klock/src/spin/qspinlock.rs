@@ -23,7 +23,8 @@
 //! queue:        (n,x,y) -> (n,0,0) -> (0,0,1)                  [we are the only waiter]
 //!               (*,x,y) -> (*,0,0) -> (*,0,1)                  [others queued behind us]
 //! PV head:      (*,0,1) -> (*,0,3)  head sleeps on the word (SLOW)
-//!               (*,0,3) -unlock-> (*,0,2) -> (*,0,0) + futex_wake(word)
+//!               (*,0,3) -unlock-> (*,0,2) -clear bit 1-> (*,0,0) + futex_wake(word)
+//! unfair fast:  (*,0,0|2) -fetch_or-> (*,0,1|3)  any time; (*,1,0) -> give back, queue
 //! unfair steal: (n,0,0) -> (n,0,1)  newcomer, while the head does not claim
 //! unfair head:  (n,0,0) -> (n,0,1)  spinning, competing with stealers
 //!               (n,0,y) -> (n,1,y) -> (n,0,1)  claiming (waited past the threshold)
