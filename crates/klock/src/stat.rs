@@ -126,6 +126,8 @@ events! {
     MutexSpinFail = "mutex_spin_fail",
     /// Spinning was skipped: spinners would outnumber effective CPUs.
     MutexSpinSkip = "mutex_spin_skip",
+    /// The yield rounds were skipped because waiters were queued (INV-QUEUE-FIRST).
+    MutexYieldSkip = "mutex_yield_skip",
     /// A spinner left the OSQ before reaching its head (cancellable MCS unqueue).
     OsqUnqueue = "osq_unqueue",
     /// A mutex waiter slept on its node's futex word.
