@@ -81,12 +81,14 @@
 //! lock for a wake-up, and with `--noise 2` at T=128 `balanced` throughput
 //! collapsed to 0.3 Mops/s.)
 //!
-//! **INV-QUEUE-FIRST**: a newcomer does not spend its `KLOCK_MUTEX_YIELDS`
-//! yield rounds while WAITERS is set; it queues. (parking_lot parks at once
-//! when its PARKED bit is set.) A yielding newcomer stays runnable, and on an
-//! overcommitted machine the woken head waits behind it for a CPU; before
-//! this rule a few queued threads at T=128 `balanced` made 57-260 operations
-//! per second against 100 000+ for the others (max/min 12 400; 250 after).
+//! **INV-QUEUE-FIRST** (opt-in, `KLOCK_MUTEX_QUEUE_FIRST=1`): a newcomer
+//! does not spend its `KLOCK_MUTEX_YIELDS` yield rounds while WAITERS is set;
+//! it queues. (parking_lot parks at once when its PARKED bit is set.) A
+//! yielding newcomer stays runnable, and on an overcommitted machine the
+//! woken head waits behind it for a CPU: at T=128 `balanced` a few queued
+//! threads make 57-260 operations per second against 100 000+ for the others
+//! (max/min 12 400; 250 with the rule). It costs `hot` a quarter of its
+//! throughput at T>=8, so it is off by default (see `tune`).
 //!
 //! Node words while on the wait list, read and written only through the
 //! typed view [`Waiter`]: `next`/`prev` circular doubly-linked list links
@@ -975,7 +977,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         for _ in 0..t.mutex_yields {
             // INV-QUEUE-FIRST. Relaxed: a hint; the queue path re-checks
             // everything under WLOCK.
-            if self.owner.load(Ordering::Relaxed) & WAITERS != 0 {
+            if t.mutex_queue_first != 0 && self.owner.load(Ordering::Relaxed) & WAITERS != 0 {
                 stat::inc(Event::MutexYieldSkip);
                 return false;
             }

@@ -30,6 +30,7 @@
 //! | `KLOCK_MUTEX_MAX_SPINNERS` | [`Tunables::mutex_max_spinners`] | 0 | 0..=4096 | mutex: most concurrent spinners (0 = effective CPUs - 1) |
 //! | `KLOCK_WAITLOCK_SPIN_NS` | [`Tunables::waitlock_spin_ns`] | 2000 | 0..=10000000 | mutex/condvar wait-list bit lock: spin before yield |
 //! | `KLOCK_MUTEX_YIELDS` | [`Tunables::mutex_yields`] | 4 | 0..=64 | mutex: yield+trylock rounds after spinning, before sleeping |
+//! | `KLOCK_MUTEX_QUEUE_FIRST` | [`Tunables::mutex_queue_first`] | 0 | 0..=1 | mutex: skip the yield rounds while waiters are queued |
 //! | `KLOCK_MUTEX_POLL_GRACE_NS` | [`Tunables::mutex_poll_grace_ns`] | 0 | 0..=100000 | mutex: same-owner polling before the poll backoff starts |
 //! | `KLOCK_CHAOS_PERMILLE` | [`Tunables::chaos_permille`] | 100 | 0..=1000 | feature `chaos`: per-mille of marked windows that inject a delay |
 //! | `KLOCK_CHAOS_SEED` | [`Tunables::chaos_seed`] | 0 | 0..=2^64-1 | feature `chaos`: seed of the injected delays (0 = from the clock) |
@@ -412,6 +413,13 @@ tunables! {
     /// `hot` workload fairness improved as much but throughput at T>=8 fell
     /// ~25% (CPU per op up). 0 = sleep at once.
     mutex_yields: u32 = 4, "KLOCK_MUTEX_YIELDS", 0..=64;
+    /// `KLOCK_MUTEX_QUEUE_FIRST`: mutex: 1 = a newcomer skips the yield
+    /// rounds while waiters are queued (INV-QUEUE-FIRST in `mutex`). A/B on
+    /// the 2-vCPU machine (2026-11-24, 3 interleaved rounds): `balanced`
+    /// T=128 max/min 12 400 -> 250 with throughput unchanged, but `hot`
+    /// T=8/32 throughput 46.0/45.8 -> 34.4/34.6 Mops/s (parking_lot 44). Off
+    /// by default: the hot-path promise wins until the queue itself is fair.
+    mutex_queue_first: u32 = 0, "KLOCK_MUTEX_QUEUE_FIRST", 0..=1;
     /// `KLOCK_MUTEX_POLL_MAX_NS`: mutex: while a spinner keeps seeing the
     /// same owner, the delay between two polls of the owner word doubles (from
     /// 1/32 of this) up to this cap, so that the spinner does not pull the
