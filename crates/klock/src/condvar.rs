@@ -53,7 +53,8 @@
 //! t.join().unwrap();
 //! ```
 
-use crate::mutex::{self, MutexToken, RawMutex, SpinOsq, SpinPolicy, WaitList, Waiter};
+use crate::mutex::{self, MutexToken, RawMutex, SpinOsq, SpinPolicy};
+use crate::waitlist::{self, WaitList, Waiter};
 use crate::node::{self, tag};
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
@@ -62,7 +63,7 @@ use std::marker::PhantomData;
 
 /// States of a condvar waiter's node `state` word while it is on the
 /// condvar's list (tagged [`tag::CONDVAR`]); a notify moves the node to the
-/// mutex's wait list and sets a [`mutex::WaiterState`] (both under CV_LOCK and
+/// mutex's wait list and sets a [`waitlist::WaiterState`] (both under CV_LOCK and
 /// the mutex's WLOCK: INV-WAKE-ADDR).
 ///
 /// ```
@@ -186,7 +187,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
 
     #[inline]
     fn lock_list(&self) {
-        mutex::lock_bit(&self.list.word, CV_LOCK);
+        waitlist::lock_bit(&self.list.word, CV_LOCK);
     }
 
     #[inline]

@@ -42,6 +42,7 @@ pub mod stat;
 pub mod tid;
 pub mod tune;
 pub mod wait;
+pub mod waitlist;
 
 #[cfg(not(loom))]
 pub use condvar::Condvar;

@@ -218,7 +218,7 @@ pub mod tag {
     /// assert_eq!(klock::node::tag::OSQ >> 24, b'O' as u32);
     /// ```
     pub const OSQ: u32 = (b'O' as u32) << 24;
-    /// Mutex wait list (`mutex::WaiterState`).
+    /// Mutex wait list (`waitlist::WaiterState`).
     ///
     /// ```
     /// assert_eq!(klock::node::tag::WAITER >> 24, b'M' as u32);
@@ -289,7 +289,7 @@ pub const fn is_own(v: u32, tag: u32) -> bool {
 /// One queue node: raw words whose meaning belongs to the protocol that
 /// currently queues the node. Protocols never touch these fields directly:
 /// each reads and writes a node through its own typed view
-/// (`spin::qspinlock::QsNode`, `osq::OsqNode`, `mutex::Waiter`), which names the
+/// (`spin::qspinlock::QsNode`, `osq::OsqNode`, `waitlist::Waiter`, `rwlock::RwWaiter`), which names the
 /// words for that protocol and stores only values with its [`tag`].
 ///
 /// | word | qspinlock | OSQ | wait list (mutex, condvar) |
@@ -899,7 +899,7 @@ mod tests {
     #[test]
     fn protocol_values_are_tagged_and_disjoint() {
         use crate::condvar::CondState;
-        use crate::mutex::WaiterState;
+        use crate::waitlist::WaiterState;
         use crate::osq::OsqGrant;
         use crate::spin::QsState;
         let groups: [(u32, Vec<u32>); 4] = [

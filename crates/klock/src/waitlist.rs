@@ -1,0 +1,299 @@
+//! The wait list: the FIFO of sleeping waiters that the mutex, the condvar
+//! and the rwsem share (the kernel's `wait_list` + `wait_lock`), written once.
+//!
+//! * [`WaitList`]: a circular doubly-linked list of [`crate::node`] nodes, its
+//!   head's tail code in bits 16-31 of one word (bits 0-15 belong to the
+//!   word's owner: the condvar keeps its list lock there).
+//! * [`lock_bit`]: the list lock, a bit in a word of the lock's choosing
+//!   (the mutex's and the rwsem's WLOCK, the condvar's CV_LOCK), so that an
+//!   unlock can release the lock and the list lock in one RMW.
+//! * [`Waiter`]: the typed view of a node while it is on a wait list: links,
+//!   the futex word `state` ([`WaiterState`]), and `ident`, whose meaning
+//!   belongs to the protocol (the mutex: the thread id; the rwsem: the
+//!   waiter's class, through its own view `rwlock::RwWaiter`).
+//!
+//! **INV-WLOCK-STATE**: a waiter's `state` is re-armed and set only under the
+//! list lock. This rules out a lost wake-up (a waker's store either follows
+//! the re-arm, and the futex wait sees it, or precedes it, and then the
+//! waker's release happens-before the waiter's re-check). And, since a
+//! waiter needs the list lock to leave the list, every store into another
+//! waiter's node is a store into a node still on our list (INV-WAKE-ADDR,
+//! [`crate::node`]). After the list lock's release a waker only calls
+//! [`Waiter::wake`] (an address).
+//!
+//! ```
+//! use klock::waitlist::WaiterState;
+//! assert_ne!(WaiterState::Sleeping, WaiterState::Woken);
+//! ```
+
+use crate::chaos::{self, Site};
+use crate::node;
+use crate::osq;
+use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::wait;
+
+/// States of a wait-list node's `state` word, its futex word (tagged
+/// [`node::tag::WAITER`]). Set only under WLOCK (INV-WLOCK-STATE, see the
+/// module docs), so every store into another thread's node happens while
+/// that node is on our list and its thread needs WLOCK to leave
+/// (INV-WAKE-ADDR).
+///
+/// ```text
+///  Sleeping --unlock / requeue / leaving waiter passes the wake (under WLOCK)--> Woken
+///  Woken --waiter re-arms (under WLOCK)--> Sleeping
+/// ```
+///
+/// ```
+/// use klock::waitlist::WaiterState;
+/// assert_eq!(WaiterState::Woken as u32 & klock::node::tag::MASK, klock::node::tag::WAITER);
+/// ```
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WaiterState {
+    /// The waiter may sleep on its `state` word.
+    Sleeping = node::tag::WAITER | 1,
+    /// An unlock (or requeue) woke the waiter; it has not re-armed yet.
+    Woken = node::tag::WAITER | 2,
+}
+
+/// The wait list's typed view of a [`node::Node`] (mutex waiters, and condvar
+/// waiters once requeued; the condvar's own state values are
+/// `condvar::CondState`).
+#[derive(Clone, Copy)]
+pub(crate) struct Waiter<'a>(&'a node::Node);
+
+impl<'a> Waiter<'a> {
+    #[inline]
+    pub(crate) fn of(n: &'a node::Node) -> Self {
+        Waiter(n)
+    }
+
+    /// The waiter a tail code names.
+    #[inline]
+    pub(crate) fn decode(t: u32) -> Waiter<'static> {
+        Waiter(node::decode(t))
+    }
+
+    /// The `next` list link (a tail code; under the list lock).
+    #[inline]
+    pub(crate) fn next_link(self) -> u32 {
+        // Relaxed: under the list lock.
+        self.0.next.load(Ordering::Relaxed)
+    }
+
+    /// Our own node's state is still `v` (a condvar waiter's check; checked
+    /// for a foreign tag, which would be a stale write).
+    #[inline]
+    pub(crate) fn state_is(self, v: u32) -> bool {
+        // Relaxed: the decision is re-made under the list lock.
+        let s = self.0.state.load(Ordering::Relaxed);
+        if s & node::tag::MASK != node::tag::CONDVAR {
+            node::check_tag("state", s, node::tag::WAITER);
+        }
+        s == v
+    }
+
+    /// Our own node (a condvar waiter): has a notify moved it to the mutex
+    /// list (a [`WaiterState`])? Only the wait-list tag counts, so a stray
+    /// value of another protocol (a stale write, caught in debug builds) does
+    /// not let the waiter leave the condvar list early.
+    #[inline]
+    pub(crate) fn is_requeued(self) -> bool {
+        // Relaxed: the decision is made under the locks; this is its result.
+        let s = self.0.state.load(Ordering::Relaxed);
+        if s & node::tag::MASK != node::tag::CONDVAR {
+            node::check_tag("state", s, node::tag::WAITER);
+        }
+        s & node::tag::MASK == node::tag::WAITER
+    }
+
+    /// Is our own node `Woken`? (Checked: a value of the qspinlock or OSQ
+    /// protocol here would be a stale write.)
+    #[inline]
+    pub(crate) fn is_woken(self) -> bool {
+        // Relaxed: see raw_state.
+        let v = self.0.state.load(Ordering::Relaxed);
+        if v & node::tag::MASK != node::tag::CONDVAR {
+            node::check_tag("state", v, node::tag::WAITER);
+        }
+        v == WaiterState::Woken as u32
+    }
+
+    /// Store a state (under the list lock; INV-WLOCK-STATE).
+    #[inline]
+    pub(crate) fn set_state(self, s: WaiterState) {
+        // Relaxed: under WLOCK, whose Release publishes it to the next holder.
+        self.0.state.store(s as u32, Ordering::Relaxed);
+    }
+
+    /// Store a raw state value of a protocol sharing this view (the condvar).
+    #[inline]
+    pub(crate) fn set_raw_state(self, v: u32) {
+        // Relaxed: under the condvar's list lock (its Release publishes it).
+        self.0.state.store(v, Ordering::Relaxed);
+    }
+
+    /// Mark `Woken` under WLOCK; returns whether it was not already woken
+    /// (then a `futex_wake` is needed after the release).
+    #[inline]
+    pub(crate) fn wake_mark(self) -> bool {
+        // Relaxed: under WLOCK; the release CAS of the lock publishes it.
+        self.0
+            .state
+            .swap(WaiterState::Woken as u32, Ordering::Relaxed)
+            != WaiterState::Woken as u32
+    }
+
+    /// The thread id the waiter will own the lock under (hand-off).
+    #[inline]
+    pub(crate) fn thread_id(self) -> u32 {
+        // Relaxed: under WLOCK (written under WLOCK or the condvar's lock).
+        self.0.ident.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn set_thread_id(self, id: u32) {
+        // Relaxed: under the list lock.
+        self.0.ident.store(id, Ordering::Relaxed);
+    }
+
+    /// The futex word (wake only an address after a release: INV-WAKE-ADDR).
+    #[inline]
+    pub(crate) fn futex(self) -> &'a AtomicU32 {
+        &self.0.state
+    }
+
+    /// Wake the waiter's futex word (an address only: allowed after the release).
+    #[inline]
+    pub(crate) fn wake(self) {
+        wait::futex_wake(&self.0.state, 1);
+    }
+}
+
+/// A FIFO of nodes (circular, doubly linked through `next`/`prev` tail codes),
+/// its head's tail code kept in bits 16-31 of one word. Every operation needs
+/// the list's lock (the mutex's WLOCK, the condvar's bit lock); the lock's
+/// Acquire/Release orders the Relaxed link accesses.
+#[derive(Debug)]
+pub(crate) struct WaitList {
+    /// Head tail code in bits 16-31; bits 0-15 belong to the owner of the word.
+    pub(crate) word: AtomicU32,
+}
+
+const HEAD_MASK: u32 = node::TAIL_MASK;
+
+impl WaitList {
+    #[cfg(not(loom))]
+    pub(crate) const fn new() -> Self {
+        WaitList {
+            word: AtomicU32::new(0),
+        }
+    }
+    #[cfg(loom)]
+    pub(crate) fn new() -> Self {
+        WaitList {
+            word: AtomicU32::new(0),
+        }
+    }
+
+    /// Head tail code (0 = empty). Under the list lock; Relaxed (racy) otherwise.
+    #[inline]
+    pub(crate) fn head(&self) -> u32 {
+        self.word.load(Ordering::Relaxed) & HEAD_MASK
+    }
+
+    #[inline]
+    fn set_head(&self, h: u32) {
+        // Only the lock holder changes the head bits; other bits are preserved
+        // with a CAS loop because the condvar keeps its lock bit in this word.
+        let mut o = self.word.load(Ordering::Relaxed);
+        loop {
+            match self.word.compare_exchange_weak(
+                o,
+                (o & !HEAD_MASK) | h,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(x) => o = x,
+            }
+        }
+    }
+
+    pub(crate) fn push_back(&self, t: u32) {
+        let n = node::decode(t);
+        let h = self.head();
+        if h == 0 {
+            n.next.store(t, Ordering::Relaxed);
+            n.prev.store(t, Ordering::Relaxed);
+            self.set_head(t);
+        } else {
+            let hn = node::decode(h);
+            let tl = hn.prev.load(Ordering::Relaxed);
+            n.next.store(h, Ordering::Relaxed);
+            n.prev.store(tl, Ordering::Relaxed);
+            node::decode(tl).next.store(t, Ordering::Relaxed);
+            chaos::point(Site::ListEdit);
+            hn.prev.store(t, Ordering::Relaxed);
+        }
+    }
+
+    pub(crate) fn remove(&self, t: u32) {
+        let n = node::decode(t);
+        let nx = n.next.load(Ordering::Relaxed);
+        if nx == t {
+            self.set_head(0);
+            return;
+        }
+        let pv = n.prev.load(Ordering::Relaxed);
+        node::decode(pv).next.store(nx, Ordering::Relaxed);
+        chaos::point(Site::ListEdit);
+        node::decode(nx).prev.store(pv, Ordering::Relaxed);
+        if self.head() == t {
+            self.set_head(nx);
+        }
+    }
+
+    /// Detach the whole list; returns its head (0 if empty).
+    pub(crate) fn take_all(&self) -> u32 {
+        let h = self.head();
+        if h != 0 {
+            self.set_head(0);
+        }
+        h
+    }
+
+    /// Append a detached circular list whose head is `h2`.
+    pub(crate) fn splice_back(&self, h2: u32) {
+        if h2 == 0 {
+            return;
+        }
+        let h = self.head();
+        if h == 0 {
+            self.set_head(h2);
+            return;
+        }
+        let (hn, h2n) = (node::decode(h), node::decode(h2));
+        let t1 = hn.prev.load(Ordering::Relaxed);
+        let t2 = h2n.prev.load(Ordering::Relaxed);
+        node::decode(t1).next.store(h2, Ordering::Relaxed);
+        chaos::point(Site::ListEdit);
+        h2n.prev.store(t1, Ordering::Relaxed);
+        node::decode(t2).next.store(h, Ordering::Relaxed);
+        hn.prev.store(t2, Ordering::Relaxed);
+    }
+}
+
+/// Take a lock bit in `word` (test-and-test-and-set; spins within
+/// `KLOCK_WAITLOCK_SPIN_NS`, then yields). Returns the word's value with the
+/// bit set. Acquire pairs with the Release in whichever RMW clears the bit.
+pub(crate) fn lock_bit(word: &AtomicU32, bit: u32) -> u32 {
+    loop {
+        let o = word.fetch_or(bit, Ordering::Acquire);
+        if o & bit == 0 {
+            return o | bit;
+        }
+        osq::spin_then_yield(|| (osq::peek(word, Ordering::Relaxed) & bit == 0).then_some(()));
+    }
+}
+
