@@ -37,6 +37,7 @@ pub mod fork;
 pub mod mutex;
 pub mod node;
 pub mod osq;
+pub mod rwlock;
 pub mod spin;
 pub mod stat;
 pub mod tid;
@@ -48,5 +49,7 @@ pub mod waitlist;
 pub use condvar::Condvar;
 #[cfg(not(loom))]
 pub use mutex::{Mutex, MutexGuard};
+#[cfg(not(loom))]
+pub use rwlock::{RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 #[cfg(not(loom))]
 pub use spin::{SpinLock, SpinLockGuard};

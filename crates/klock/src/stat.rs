@@ -165,6 +165,37 @@ events! {
     CondWait = "cond_wait",
     /// Condvar waiters moved onto the mutex's wait list by a notify.
     CondRequeue = "cond_requeue",
+    // ---- rwsem ---------------------------------------------------------------
+    /// Read lock taken by the fast path (one fetch-add).
+    RwReadFast = "rwsem_rlock_fast",
+    /// Read lock taken in the slow path (steal, spin, grant or no-node poll).
+    RwReadSlow = "rwsem_rlock_slow",
+    /// Write lock taken by the fast path (one CAS).
+    RwWriteFast = "rwsem_wlock_fast",
+    /// Write lock taken in the slow path.
+    RwWriteSlow = "rwsem_wlock_slow",
+    /// A reader stole the lock in the slow path (no writer, no hand-off owed).
+    RwReadSteal = "rwsem_rlock_steal",
+    /// Optimistic spinning (writer or reader) acquired the lock.
+    RwSpinSuccess = "rwsem_opt_lock",
+    /// Optimistic spinning gave up.
+    RwSpinFail = "rwsem_opt_fail",
+    /// A writer spinning on a reader-owned lock marked it non-spinnable.
+    RwSpinNonSpinnable = "rwsem_opt_nospin",
+    /// A waiting writer set HANDOFF.
+    RwHandoff = "rwsem_wlock_handoff",
+    /// Readers granted the lock by a wake-up (sum over batches).
+    RwReadGranted = "rwsem_rlock_granted",
+    /// A waiter was woken (futex wake issued).
+    RwWake = "rwsem_wake",
+    /// A waker found the writer already woken (patch 12: no second wake).
+    RwWakeSkipped = "rwsem_wake_skipped",
+    /// A reader slept.
+    RwSleepReader = "rwsem_sleep_reader",
+    /// A writer slept.
+    RwSleepWriter = "rwsem_sleep_writer",
+    /// A timed rwsem acquisition timed out.
+    RwTimeout = "rwsem_timeout",
     /// A timed condvar wait timed out.
     CondTimeout = "cond_timeout",
     // ---- add new mutex events above this line ------------------------------

@@ -31,6 +31,10 @@
 //! | `KLOCK_WAITLOCK_SPIN_NS` | [`Tunables::waitlock_spin_ns`] | 2000 | 0..=10000000 | mutex/condvar wait-list bit lock: spin before yield |
 //! | `KLOCK_MUTEX_YIELDS` | [`Tunables::mutex_yields`] | 4 | 0..=64 | mutex: yield+trylock rounds after spinning, before sleeping |
 //! | `KLOCK_MUTEX_QUEUE_FIRST` | [`Tunables::mutex_queue_first`] | 0 | 0..=1 | mutex: skip the yield rounds while waiters are queued |
+//! | `KLOCK_RWSEM_HANDOFF_NS` | [`Tunables::rwsem_handoff_ns`] | 4000000 | 0..=1000000000 | rwsem: first waiting writer's wait before it sets HANDOFF |
+//! | `KLOCK_RWSEM_READER` | [`Tunables::rwsem_reader`] | 1 | 0..=2 | rwsem: failed reader: 0 queue, 1 steal, 2 spin on a writer owner |
+//! | `KLOCK_RWSEM_WAKE_READERS` | [`Tunables::rwsem_wake_readers`] | 256 | 1..=256 | rwsem: most readers granted by one wake-up |
+//! | `KLOCK_RWSEM_RSPIN_NS` | [`Tunables::rwsem_rspin_ns`] | 10000 | 0..=10000000 | rwsem: writer spin on a reader-owned lock (+500 ns/reader) |
 //! | `KLOCK_MUTEX_POLL_GRACE_NS` | [`Tunables::mutex_poll_grace_ns`] | 0 | 0..=100000 | mutex: same-owner polling before the poll backoff starts |
 //! | `KLOCK_CHAOS_PERMILLE` | [`Tunables::chaos_permille`] | 100 | 0..=1000 | feature `chaos`: per-mille of marked windows that inject a delay |
 //! | `KLOCK_CHAOS_SEED` | [`Tunables::chaos_seed`] | 0 | 0..=2^64-1 | feature `chaos`: seed of the injected delays (0 = from the clock) |
@@ -420,6 +424,23 @@ tunables! {
     /// T=8/32 throughput 46.0/45.8 -> 34.4/34.6 Mops/s (parking_lot 44). Off
     /// by default: the hot-path promise wins until the queue itself is fair.
     mutex_queue_first: u32 = 0, "KLOCK_MUTEX_QUEUE_FIRST", 0..=1;
+    // ---- rwsem (rwlock.rs) -------------------------------------------------
+    /// `KLOCK_RWSEM_HANDOFF_NS`: rwsem: a first waiting writer that has waited
+    /// this long (and was woken and lost the lock) sets HANDOFF: no stealing
+    /// until it is served (the kernel's RWSEM_WAIT_TIMEOUT, about 4 ms).
+    rwsem_handoff_ns: u64 = 4_000_000, "KLOCK_RWSEM_HANDOFF_NS", 0..=1_000_000_000;
+    /// `KLOCK_RWSEM_READER`: rwsem: what a reader that fails the fast path
+    /// does before it queues: 0 = queue at once, 1 = steal the lock when no
+    /// writer holds it and no hand-off is owed (kernel 5.11+), 2 = spin on a
+    /// writer owner through the OSQ (seed 003, patch 8).
+    rwsem_reader: u32 = 1, "KLOCK_RWSEM_READER", 0..=2;
+    /// `KLOCK_RWSEM_WAKE_READERS`: rwsem: most readers one wake-up grants the
+    /// lock to (seed 003 patch 15 wakes them all; the kernel caps it at 256).
+    rwsem_wake_readers: u32 = 256, "KLOCK_RWSEM_WAKE_READERS", 1..=256;
+    /// `KLOCK_RWSEM_RSPIN_NS`: rwsem: base time a writer spins on a
+    /// reader-owned lock (plus 500 ns per reader, up to 30 readers, as the
+    /// kernel's 10-25 µs); past it the lock is marked non-spinnable.
+    rwsem_rspin_ns: u64 = 10_000, "KLOCK_RWSEM_RSPIN_NS", 0..=10_000_000;
     /// `KLOCK_MUTEX_POLL_MAX_NS`: mutex: while a spinner keeps seeing the
     /// same owner, the delay between two polls of the owner word doubles (from
     /// 1/32 of this) up to this cap, so that the spinner does not pull the

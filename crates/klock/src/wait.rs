@@ -383,6 +383,51 @@ pub fn cpu_relax() {
     crate::sync::spin_loop();
 }
 
+/// Time left until `deadline` (in [`now_ns`] time) for a futex wait:
+/// `Some(None)` = no deadline (wait without timeout), `Some(Some(d))` = `d`
+/// left, `None` = the deadline has passed. Shared by every timed lock.
+///
+/// ```
+/// assert_eq!(klock::wait::remaining(None), Some(None));
+/// assert_eq!(klock::wait::remaining(Some(0)), None);
+/// ```
+#[inline]
+pub fn remaining(deadline: Option<u64>) -> Option<Option<Duration>> {
+    match deadline {
+        None => Some(None),
+        Some(d) => {
+            let now = now_ns();
+            (now < d).then(|| Some(Duration::from_nanos(d - now)))
+        }
+    }
+}
+
+/// A `std::time::Instant` as a deadline in [`now_ns`] time (a past instant
+/// maps to now). For the lock_api `*_until` methods.
+///
+/// ```
+/// let d = klock::wait::instant_to_ns(std::time::Instant::now());
+/// assert!(d <= klock::wait::now_ns());
+/// ```
+pub fn instant_to_ns(i: std::time::Instant) -> u64 {
+    let now = std::time::Instant::now();
+    let base = now_ns();
+    match i.checked_duration_since(now) {
+        Some(d) => base.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64),
+        None => base,
+    }
+}
+
+/// A timeout as a deadline in [`now_ns`] time (saturating).
+///
+/// ```
+/// let d = klock::wait::deadline_after(std::time::Duration::from_millis(1));
+/// assert!(d > klock::wait::now_ns());
+/// ```
+pub fn deadline_after(t: Duration) -> u64 {
+    now_ns().saturating_add(t.as_nanos().min(u64::MAX as u128) as u64)
+}
+
 /// Give the CPU to another runnable thread (`sched_yield`).
 ///
 /// ```

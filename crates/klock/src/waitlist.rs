@@ -41,6 +41,8 @@ use crate::wait;
 /// ```text
 ///  Sleeping --unlock / requeue / leaving waiter passes the wake (under WLOCK)--> Woken
 ///  Woken --waiter re-arms (under WLOCK)--> Sleeping
+///  Sleeping|Woken --rwsem grant: unlinked, share counted (under WLOCK)--> Granting
+///  Granting --the granter, after its release (INV-GRANT-PIN)--> Granted
 /// ```
 ///
 /// ```
@@ -54,6 +56,14 @@ pub enum WaiterState {
     Sleeping = node::tag::WAITER | 1,
     /// An unlock (or requeue) woke the waiter; it has not re-armed yet.
     Woken = node::tag::WAITER | 2,
+    /// The waker removed the waiter from the list and gave it the lock (the
+    /// rwsem's grant): final; the waiter returns holding the lock.
+    Granted = node::tag::WAITER | 3,
+    /// The waker removed the waiter from the list and counted its share but
+    /// has not released the list lock yet: the waiter must wait for
+    /// `Granted` (INV-GRANT-PIN: a node in this state is pinned; only its
+    /// granter stores into it, after its release).
+    Granting = node::tag::WAITER | 4,
 }
 
 /// The wait list's typed view of a [`node::Node`] (mutex waiters, and condvar
@@ -142,6 +152,45 @@ impl<'a> Waiter<'a> {
             .state
             .swap(WaiterState::Woken as u32, Ordering::Relaxed)
             != WaiterState::Woken as u32
+    }
+
+    /// Select the waiter for a grant (under the list lock, after it was
+    /// unlinked and its share counted): it waits for [`grant`](Self::grant).
+    #[inline]
+    pub(crate) fn mark_granting(self) {
+        // Relaxed: under the list lock; `grant`'s Release follows.
+        self.0
+            .state
+            .store(WaiterState::Granting as u32, Ordering::Relaxed);
+    }
+
+    /// Our own node: selected for a grant (Granting or Granted)?
+    #[inline]
+    pub(crate) fn is_selected(self) -> bool {
+        // Relaxed: a Granted value is re-read with Acquire by `is_granted`.
+        let v = self.0.state.load(Ordering::Relaxed);
+        v == WaiterState::Granting as u32 || v == WaiterState::Granted as u32
+    }
+
+    /// Complete a grant (INV-GRANT-PIN: allowed after the lock's release,
+    /// because a Granting waiter cannot leave): the waiter may return
+    /// holding the lock as soon as it sees this.
+    #[inline]
+    pub(crate) fn grant(self) {
+        // Release: pairs with the Acquire in `is_granted`: the waker's
+        // critical section and the count update happen-before the grantee's.
+        self.0
+            .state
+            .store(WaiterState::Granted as u32, Ordering::Release);
+    }
+
+    /// Our own node: were we granted the lock?
+    #[inline]
+    pub(crate) fn is_granted(self) -> bool {
+        // Acquire: pairs with the Release in `grant`.
+        let v = self.0.state.load(Ordering::Acquire);
+        node::check_tag("state", v, node::tag::WAITER);
+        v == WaiterState::Granted as u32
     }
 
     /// The thread id the waiter will own the lock under (hand-off).
@@ -296,4 +345,3 @@ pub(crate) fn lock_bit(word: &AtomicU32, bit: u32) -> u32 {
         osq::spin_then_yield(|| (osq::peek(word, Ordering::Relaxed) & bit == 0).then_some(()));
     }
 }
-

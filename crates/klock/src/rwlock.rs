@@ -1,0 +1,1839 @@
+//! klock's reader-writer lock: the kernel rwsem as reworked by seed 003
+//! (qrwlock-like count word, owner tracking in the fast paths, waiter
+//! hand-off, optimistic spinning of writers and, optionally, of readers, a
+//! reader wake-up that wakes every queued reader) plus the later kernel's
+//! reader lock stealing, in user space on klock's shared mechanisms: the
+//! wait list ([`crate::waitlist`]), the OSQ ([`crate::osq`]), per-thread
+//! nodes ([`crate::node`]) and thread ids ([`crate::tid`]).
+//!
+//! # Word layout (16 bytes: four `AtomicU32`)
+//!
+//! ```text
+//! count:  31        30 ............ 8  7  6     5          4       3      2        1        0
+//!        +---------+------------------+----+-----------+---------+------+--------+--------+--------+
+//!        |READFAIL |  reader count    | 0  | UPGRADING | UPGRADE | WLOCK|HANDOFF |WAITERS | WRITER |
+//!        +---------+------------------+----+-----------+---------+------+--------+--------+--------+
+//!        (READFAIL is the top bit of the reader count: the overflow guard)
+//! owner:  bits 2-31 writer thread id (0 = none) | bit 1 NONSPINNABLE | bit 0 READER_OWNED
+//! list:   bits 16-31: head waiter's node tail code (see crate::waitlist)
+//! osq:    bits 16-31: OSQ tail (see crate::osq)
+//! ```
+//!
+//! * **WRITER**: a writer holds the lock.
+//! * **WAITERS**: the wait list is non-empty: readers' fast path fails, and
+//!   every unlock that could let a waiter in takes the slow path.
+//! * **HANDOFF**: the first waiter (a writer) has waited past
+//!   `KLOCK_RWSEM_HANDOFF_NS`: nobody else may take the lock; the next
+//!   unlock that frees it grants it to that waiter (patch 7).
+//! * **WLOCK**: the wait-list lock (the kernel's `wait_lock`), a bit in the
+//!   count word, so that an unlock releases its share and the list lock in
+//!   one RMW and touches nothing but a node's futex address afterwards.
+//! * **UPGRADE**: an upgradable reader holds the lock (it also holds one
+//!   reader count); excludes writers and other upgradable readers.
+//! * **UPGRADING**: the upgradable reader is waiting for the other readers
+//!   to leave: new readers fail their fast path and queue.
+//! * **reader count** (bits 8-31): readers holding the lock, plus readers
+//!   whose fast-path add failed and that have not taken it back yet.
+//! * **owner**: a hint for spinners (patch 3): the writer's thread id, or
+//!   READER_OWNED; NONSPINNABLE once a writer gave up spinning on readers
+//!   (patch 13), until a writer takes the lock or the last reader leaves
+//!   with waiters queued.
+//!
+//! Everything zero = unlocked (`const INIT`).
+//!
+//! # State diagram (count as (readers, flags); W=WRITER Q=WAITERS H=HANDOFF)
+//!
+//! ```text
+//!  (0,-) --read: fetch_add--> (1,-) --read: fetch_add--> (n+1,-)
+//!  (n,-) --read unlock: CAS--> (n-1,-)
+//!  (0,-) --write: CAS--> (0,W) --write unlock: CAS--> (0,-)
+//!  (x,W|..) or (n,Q) --failed reader/writer queues under WLOCK--> (..,Q)
+//!  (0,W|Q) --write unlock, head readers: grant_readers--> (k,Q?)      k readers granted at once
+//!  (0,W|Q) --write unlock, head writer: wake it--> (0,Q) --its retry--> (0,W[|Q])
+//!  (1,Q)   --last read unlock: wake head writer--> (0,Q)
+//!  (0,Q|H) --unlock, head writer asked for hand-off: grant_writer--> (0,W[|Q])
+//!  (0,W)   --downgrade--> (1,-) (and queued readers granted)
+//!  (1,U)   --upgrade: UPGRADING, wait for the other readers--> (0,W)
+//! ```
+//!
+//! # Policy
+//!
+//! * Readers queue behind any waiter (the fast path fails on WAITERS), so a
+//!   reader stream cannot starve a queued writer.
+//! * A woken writer re-tries and may lose to a spinning writer or a stealing
+//!   reader; once it has waited `KLOCK_RWSEM_HANDOFF_NS` it sets HANDOFF,
+//!   spins while it is first (patch 14), and the next unlock grants it the
+//!   lock directly: exactly one owner results, and bounded unfairness.
+//! * A reader wake-up grants the lock to every queued reader, up to
+//!   `KLOCK_RWSEM_WAKE_READERS`, skipping queued writers (patch 15).
+//! * Waking a writer that is already woken is skipped (patch 12).
+//! * A reader that fails the fast path (`KLOCK_RWSEM_READER`): 1 (default)
+//!   steals the lock when no writer holds it, no hand-off is owed and no
+//!   other reader holds it; 2 spins on a writer owner through the OSQ
+//!   (patch 8) unless the owner word says NONSPINNABLE (patch 13); 0 queues.
+//! * Writers spin (policy [`SpinOsq`]) through the OSQ on a writer owner
+//!   (within `KLOCK_MUTEX_SPIN_NS` per owner, `KLOCK_MUTEX_SPIN_MAX_NS` in
+//!   all) and on a reader-owned lock for `KLOCK_RWSEM_RSPIN_NS` + 500 ns
+//!   per reader (patch 10, time-based); past that they mark the owner
+//!   NONSPINNABLE. [`SpinOff`] (`klock_rwsem_nospin`) never spins.
+//!
+//! # Lifetime (INV-WAKE-ADDR)
+//!
+//! An unlock takes WLOCK *while it still holds its share* when waiters may
+//! need it, grants or marks waiters under WLOCK, and releases its share and
+//! WLOCK in one CAS; after that it only calls `futex_wake` on nodes (type
+//! stable) or, for an upgrader, on the count word.
+//!
+//! ```
+//! let l = klock::RwLock::new(5);
+//! {
+//!     let a = l.read();
+//!     let b = l.read();
+//!     assert_eq!(*a + *b, 10);
+//! }
+//! *l.write() += 1;
+//! assert_eq!(*l.read(), 6);
+//! ```
+
+use crate::chaos::{self, Site};
+pub use crate::mutex::{SpinOff, SpinOsq, SpinPolicy};
+use crate::node::{self, QNode};
+use crate::osq::{self, Osq};
+use crate::stat::{self, Event};
+use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::wait::{self, SpinBudget, WaitOutcome};
+use crate::waitlist::{WaitList, Waiter, WaiterState, lock_bit};
+use std::marker::PhantomData;
+
+// ---------------------------------------------------------------------------
+// The count word
+// ---------------------------------------------------------------------------
+
+/// A writer holds the lock.
+pub const WRITER: u32 = 1 << 0;
+/// The wait list is non-empty.
+pub const WAITERS: u32 = 1 << 1;
+/// The first waiter is owed the lock.
+pub const HANDOFF: u32 = 1 << 2;
+/// The wait-list lock.
+pub const WLOCK: u32 = 1 << 3;
+/// An upgradable reader holds the lock.
+pub const UPGRADE: u32 = 1 << 4;
+/// The upgradable reader waits for the other readers to leave.
+pub const UPGRADING: u32 = 1 << 5;
+/// Bit offset of the reader count.
+pub const READER_SHIFT: u32 = 8;
+/// One reader.
+pub const READER_BIAS: u32 = 1 << READER_SHIFT;
+/// Top bit of the reader count: 2^23 readers; new readers fail and panic.
+pub const READFAIL: u32 = 1 << 31;
+/// The reader count (READFAIL included).
+pub const READER_MASK: u32 = !(READER_BIAS - 1);
+/// Someone holds the lock.
+const LOCK_MASK: u32 = WRITER | READER_MASK;
+/// The read fast path fails when any of these was set before its add.
+const READ_FAILED_MASK: u32 = WRITER | WAITERS | HANDOFF | UPGRADING | READFAIL;
+
+/// Readers counted in `c` (holders and failed fast-path adds).
+///
+/// ```
+/// use klock::rwlock::{readers, READER_BIAS, WRITER};
+/// assert_eq!(readers(3 * READER_BIAS | WRITER), 3);
+/// ```
+#[inline]
+pub const fn readers(c: u32) -> u32 {
+    c >> READER_SHIFT
+}
+
+/// Is the lock free (no writer, no reader)?
+///
+/// ```
+/// use klock::rwlock::{is_free, WAITERS, WRITER};
+/// assert!(is_free(WAITERS));
+/// assert!(!is_free(WRITER));
+/// ```
+#[inline]
+pub const fn is_free(c: u32) -> bool {
+    c & LOCK_MASK == 0
+}
+
+/// Could the read fast path keep the reader count it added to `c` (the
+/// value before the add)? std's `is_read_lockable`.
+///
+/// ```
+/// use klock::rwlock::{is_read_lockable, READER_BIAS, WAITERS};
+/// assert!(is_read_lockable(5 * READER_BIAS));
+/// assert!(!is_read_lockable(5 * READER_BIAS | WAITERS));
+/// ```
+#[inline]
+pub const fn is_read_lockable(c: u32) -> bool {
+    c & READ_FAILED_MASK == 0
+}
+
+/// Is a hand-off owed to the first waiter?
+#[inline]
+const fn handoff_owed(c: u32) -> bool {
+    c & HANDOFF != 0
+}
+
+/// Is the wait list non-empty?
+#[inline]
+const fn has_waiters(c: u32) -> bool {
+    c & WAITERS != 0
+}
+
+/// Could a writer (or, with `upgrader`, an upgradable reader) take the lock
+/// in state `c`? `first`: the caller is the list head (HANDOFF is its own).
+#[inline]
+const fn is_lockable_by(c: u32, class: Class, first: bool) -> bool {
+    if handoff_owed(c) && !first {
+        return false;
+    }
+    match class {
+        Class::Writer => is_free(c),
+        Class::Upgrader => c & (WRITER | UPGRADE | UPGRADING | READFAIL) == 0,
+        Class::Reader => c & (WRITER | UPGRADING | READFAIL) == 0,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The owner word (a hint)
+// ---------------------------------------------------------------------------
+
+/// Owner word: the last owner was a reader.
+pub const OWNER_READER: u32 = 1 << 0;
+/// Owner word: writers must not spin (set by a writer that timed out
+/// spinning on readers; reset by a writer's acquisition or the last reader
+/// leaving with waiters queued).
+pub const OWNER_NONSPINNABLE: u32 = 1 << 1;
+/// Bit offset of the writer's thread id in the owner word.
+pub const OWNER_SHIFT: u32 = 2;
+
+const _: () = assert!(OWNER_SHIFT + crate::tid::ID_BITS <= 32);
+
+/// The writer thread id in an owner word (0: none).
+///
+/// ```
+/// assert_eq!(klock::rwlock::owner_id(7 << klock::rwlock::OWNER_SHIFT), 7);
+/// ```
+#[inline]
+pub const fn owner_id(o: u32) -> u32 {
+    o >> OWNER_SHIFT
+}
+
+#[inline]
+const fn is_nonspinnable(o: u32) -> bool {
+    o & OWNER_NONSPINNABLE != 0
+}
+
+// ---------------------------------------------------------------------------
+// Waiters
+// ---------------------------------------------------------------------------
+
+/// What a queued waiter wants (stored in its node's `ident`).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Class {
+    Reader = 1,
+    Writer = 2,
+    Upgrader = 3,
+}
+
+/// The rwsem's typed view of a wait-list node: the list protocol through
+/// [`Waiter`], and `ident` holding the waiter's [`Class`].
+#[derive(Clone, Copy)]
+pub(crate) struct RwWaiter<'a> {
+    w: Waiter<'a>,
+    n: &'a node::Node,
+}
+
+impl<'a> RwWaiter<'a> {
+    #[inline]
+    fn of(n: &'a node::Node) -> Self {
+        RwWaiter {
+            w: Waiter::of(n),
+            n,
+        }
+    }
+
+    #[inline]
+    fn decode(t: u32) -> RwWaiter<'static> {
+        RwWaiter::of(node::decode(t))
+    }
+
+    /// The waiter's class (under WLOCK).
+    #[inline]
+    fn class(self) -> Class {
+        // Relaxed: written under WLOCK before the node was linked.
+        match self.n.ident.load(Ordering::Relaxed) {
+            1 => Class::Reader,
+            2 => Class::Writer,
+            _ => Class::Upgrader,
+        }
+    }
+
+    #[inline]
+    fn set_class(self, c: Class) {
+        // Relaxed: under WLOCK (published by its release).
+        self.n.ident.store(c as u32, Ordering::Relaxed);
+    }
+}
+
+/// Nodes to `futex_wake` after the list lock's release (the kernel's
+/// `wake_q`): tail codes, at most one batch of readers plus one writer.
+struct WakeQ {
+    n: usize,
+    codes: [u32; WAKEQ_CAP],
+}
+
+/// The largest `KLOCK_RWSEM_WAKE_READERS`, plus one writer.
+const WAKEQ_CAP: usize = 257;
+
+impl WakeQ {
+    fn new() -> Self {
+        WakeQ {
+            n: 0,
+            codes: [0; WAKEQ_CAP],
+        }
+    }
+
+    fn push(&mut self, t: u32) {
+        self.codes[self.n] = t;
+        self.n += 1;
+    }
+
+    /// Flag on a collected tail code (whose low 16 bits are zero): a grant
+    /// to complete, not only a wake.
+    const GRANT: u32 = 1;
+
+    /// After the release: complete the grants (INV-GRANT-PIN) and wake
+    /// every collected node (addresses only: INV-WAKE-ADDR).
+    fn finish(&self) {
+        for &t in &self.codes[..self.n] {
+            let w = Waiter::decode(t & !Self::GRANT);
+            if t & Self::GRANT != 0 {
+                w.grant();
+            }
+            stat::inc(Event::RwWake);
+            w.wake();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// The raw lock
+// ---------------------------------------------------------------------------
+
+/// The raw rwsem (16 bytes), generic over the writers' [`SpinPolicy`]
+/// ([`SpinOsq`] spins through the OSQ; [`SpinOff`] never spins; both 0
+/// bytes). Use it through [`RwLock`] (`lock_api`) or directly.
+///
+/// ```
+/// use klock::rwlock::RawRwLock;
+/// let l: RawRwLock = RawRwLock::new();
+/// l.lock_shared();
+/// assert!(l.is_locked());
+/// unsafe { l.unlock_shared() };
+/// let id = l.lock_exclusive();
+/// unsafe { l.unlock_exclusive(id) };
+/// assert!(!l.is_locked());
+/// ```
+#[derive(Debug)]
+pub struct RawRwLock<S: SpinPolicy = SpinOsq> {
+    /// See the layout in the module docs.
+    count: AtomicU32,
+    /// Owner hint (writer id / READER_OWNED / NONSPINNABLE).
+    owner: AtomicU32,
+    /// FIFO of sleeping waiters, protected by WLOCK.
+    list: WaitList,
+    /// Spinners' queue.
+    osq: Osq,
+    _policy: PhantomData<S>,
+}
+
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<RawRwLock>() == 16);
+
+impl<S: SpinPolicy> Default for RawRwLock<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Proof of a write acquisition: the writer's thread id (4 bytes), handed
+/// back at unlock so that a guard may be released by another thread.
+///
+/// ```
+/// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+/// let t = l.lock_exclusive();
+/// assert_eq!(t.id(), klock::tid::current_id());
+/// unsafe { l.unlock_exclusive(t) };
+/// ```
+#[derive(Debug)]
+pub struct WriteToken {
+    id: u32,
+}
+
+impl WriteToken {
+    /// The owner id the acquisition published.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+}
+
+/// How a slow path ended.
+enum Got {
+    /// We hold what we asked for.
+    Yes,
+    /// The deadline passed.
+    TimedOut,
+}
+
+impl<S: SpinPolicy> RawRwLock<S> {
+    /// An unlocked rwsem (all zero).
+    ///
+    /// ```
+    /// static L: klock::rwlock::RawRwLock = klock::rwlock::RawRwLock::new();
+    /// assert!(!L.is_locked());
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        RawRwLock {
+            count: AtomicU32::new(0),
+            owner: AtomicU32::new(0),
+            list: WaitList::new(),
+            osq: Osq::new(),
+            _policy: PhantomData,
+        }
+    }
+    /// An unlocked rwsem (loom build).
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        RawRwLock {
+            count: AtomicU32::new(0),
+            owner: AtomicU32::new(0),
+            list: WaitList::new(),
+            osq: Osq::new(),
+            _policy: PhantomData,
+        }
+    }
+
+    /// The count word (diagnostics and tests).
+    ///
+    /// ```
+    /// assert_eq!(klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new().count_word(), 0);
+    /// ```
+    pub fn count_word(&self) -> u32 {
+        // Relaxed: a snapshot.
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Is the lock held (read or write)?
+    ///
+    /// ```
+    /// assert!(!klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new().is_locked());
+    /// ```
+    pub fn is_locked(&self) -> bool {
+        !is_free(self.count_word())
+    }
+
+    /// Is the lock write-locked?
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let t = l.lock_exclusive();
+    /// assert!(l.is_locked_exclusive());
+    /// unsafe { l.unlock_exclusive(t) };
+    /// ```
+    pub fn is_locked_exclusive(&self) -> bool {
+        self.count_word() & WRITER != 0
+    }
+
+    // ---- owner hint -------------------------------------------------------
+
+    #[inline]
+    fn set_reader_owned(&self) {
+        // Relaxed (both): a hint; only stored when it changes, so readers do
+        // not bounce the line among themselves.
+        let o = self.owner.load(Ordering::Relaxed);
+        if o & OWNER_READER == 0 {
+            self.owner
+                .store(OWNER_READER | (o & OWNER_NONSPINNABLE), Ordering::Relaxed);
+        }
+    }
+
+    #[inline]
+    fn set_writer_owned(&self, id: u32) {
+        // Relaxed: a hint; also resets NONSPINNABLE (a new writer phase).
+        self.owner.store(id << OWNER_SHIFT, Ordering::Relaxed);
+    }
+
+    // ---- read side ----------------------------------------------------------
+
+    /// Take a read lock: one `fetch_add`, then the slow path when a writer,
+    /// a waiter, a hand-off or an upgrade is in the way.
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// l.lock_shared();
+    /// unsafe { l.unlock_shared() };
+    /// ```
+    #[inline]
+    pub fn lock_shared(&self) {
+        // Acquire pairs with the Release of the last writer's unlock.
+        let c = self.count.fetch_add(READER_BIAS, Ordering::Acquire);
+        if is_read_lockable(c) {
+            self.set_reader_owned();
+            stat::inc(Event::RwReadFast);
+            return;
+        }
+        let _ = self.read_slow(c.wrapping_add(READER_BIAS), None);
+    }
+
+    /// Try to take a read lock without waiting.
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// assert!(l.try_lock_shared());
+    /// let t = l.try_lock_exclusive();
+    /// assert!(t.is_none());
+    /// unsafe { l.unlock_shared() };
+    /// ```
+    #[inline]
+    pub fn try_lock_shared(&self) -> bool {
+        // Relaxed: the CAS decides.
+        let mut c = self.count.load(Ordering::Relaxed);
+        while is_read_lockable(c) {
+            // Acquire pairs with the Release of the last writer's unlock.
+            match self.count.compare_exchange_weak(
+                c,
+                c + READER_BIAS,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    self.set_reader_owned();
+                    return true;
+                }
+                Err(x) => c = x,
+            }
+        }
+        false
+    }
+
+    /// Release a read lock.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds a read lock (taken by any thread).
+    #[inline]
+    pub unsafe fn unlock_shared(&self) {
+        // SAFETY: forwarded.
+        unsafe { self.release_share(READER_BIAS, 0, false) }
+    }
+
+    /// Read lock with a deadline in [`wait::now_ns`] time.
+    fn lock_shared_until_ns(&self, deadline: u64) -> bool {
+        let c = self.count.fetch_add(READER_BIAS, Ordering::Acquire);
+        if is_read_lockable(c) {
+            self.set_reader_owned();
+            stat::inc(Event::RwReadFast);
+            return true;
+        }
+        matches!(
+            self.read_slow(c.wrapping_add(READER_BIAS), Some(deadline)),
+            Got::Yes
+        )
+    }
+
+    /// Read slow path; `c` is the count after our add (our reader count is
+    /// in it).
+    #[cold]
+    fn read_slow(&self, c: u32, deadline: Option<u64>) -> Got {
+        if c & READFAIL != 0 {
+            self.drop_reader_count();
+            panic!("klock::RwLock: more than 2^23 concurrent readers (reader count overflow)");
+        }
+        let t = crate::tune::get();
+        let mode = reader_mode();
+        // Reader lock stealing (kernel 5.11+): no writer, no hand-off, no
+        // upgrade under way and no other reader: a queued writer loses at
+        // most until it sets HANDOFF.
+        if mode == 1 && c & (WRITER | HANDOFF | UPGRADING) == 0 && readers(c) == 1 {
+            self.set_reader_owned();
+            stat::inc(Event::RwReadSteal);
+            stat::inc(Event::RwReadSlow);
+            if has_waiters(c) {
+                // Queued readers may join us (the kernel's READ_OWNED wake).
+                self.wake_readers_into_read_owned();
+            }
+            return Got::Yes;
+        }
+        self.drop_reader_count();
+        if mode == 2
+            && S::SPIN
+            && t.mutex_spin != 0
+            && !is_nonspinnable(self.owner.load(Ordering::Relaxed))
+            && self.optimistic_spin(Class::Reader, 0)
+        {
+            self.set_reader_owned();
+            stat::inc(Event::RwReadSlow);
+            return Got::Yes;
+        }
+        let got = self.wait(Class::Reader, 0, deadline);
+        if matches!(got, Got::Yes) {
+            self.set_reader_owned();
+            stat::inc(Event::RwReadSlow);
+        }
+        got
+    }
+
+    /// Take back a reader count we added but may not keep. If that leaves
+    /// the lock free with waiters queued, the wake-up is ours to do (nobody
+    /// else saw the lock become free).
+    fn drop_reader_count(&self) {
+        // Relaxed: the CAS decides; Release: our count blocked a writer,
+        // nothing to publish, but a wake below needs the latest list.
+        let mut c = self.count.load(Ordering::Relaxed);
+        loop {
+            let new = c - READER_BIAS;
+            match self
+                .count
+                .compare_exchange_weak(c, new, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    chaos::point(Site::AfterRelease);
+                    if is_free(new) && has_waiters(new) {
+                        self.wake_if_free();
+                    } else if new & UPGRADING != 0 && readers(new) == 1 {
+                        wait::futex_wake(&self.count, 1);
+                    }
+                    return;
+                }
+                Err(x) => c = x,
+            }
+        }
+    }
+
+    /// A contender saw the lock free with waiters: under WLOCK, grant or
+    /// wake whoever can go now.
+    fn wake_if_free(&self) {
+        self.wlock();
+        self.pass_turn_and_wunlock();
+    }
+
+    /// We stole a read lock while readers were queued: grant them too (the
+    /// kernel's READ_OWNED wake; a writer at the head cannot go anyway).
+    fn wake_readers_into_read_owned(&self) {
+        self.wlock();
+        self.pass_turn_and_wunlock();
+    }
+
+    // ---- write side ---------------------------------------------------------
+
+    /// Take the write lock: one CAS `0 -> WRITER`, else the slow path.
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let t = l.lock_exclusive();
+    /// unsafe { l.unlock_exclusive(t) };
+    /// ```
+    #[inline]
+    pub fn lock_exclusive(&self) -> WriteToken {
+        let id = crate::tid::current_id();
+        // Acquire pairs with the Release of every unlock.
+        if self
+            .count
+            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.set_writer_owned(id);
+            stat::inc(Event::RwWriteFast);
+            return WriteToken { id };
+        }
+        let _ = self.write_slow(id, None);
+        WriteToken { id }
+    }
+
+    /// Try to take the write lock without waiting (no stealing past a
+    /// hand-off).
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let t = l.try_lock_exclusive().unwrap();
+    /// assert!(!l.try_lock_shared());
+    /// unsafe { l.unlock_exclusive(t) };
+    /// ```
+    #[inline]
+    pub fn try_lock_exclusive(&self) -> Option<WriteToken> {
+        let id = crate::tid::current_id();
+        self.try_take(Class::Writer).then(|| {
+            self.set_writer_owned(id);
+            WriteToken { id }
+        })
+    }
+
+    /// Release the write lock.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the write lock acquired as `token`.
+    #[inline]
+    pub unsafe fn unlock_exclusive(&self, token: WriteToken) {
+        let _ = token;
+        // Relaxed: a hint, cleared before the release.
+        self.owner.store(0, Ordering::Relaxed);
+        // Release pairs with the next owner's Acquire.
+        if self
+            .count
+            .compare_exchange(WRITER, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            // SAFETY: forwarded.
+            unsafe { self.release_share(WRITER, 0, false) }
+        }
+    }
+
+    fn lock_exclusive_until_ns(&self, deadline: u64) -> Option<WriteToken> {
+        let id = crate::tid::current_id();
+        if self
+            .count
+            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            self.set_writer_owned(id);
+            stat::inc(Event::RwWriteFast);
+            return Some(WriteToken { id });
+        }
+        matches!(self.write_slow(id, Some(deadline)), Got::Yes).then_some(WriteToken { id })
+    }
+
+    #[cold]
+    fn write_slow(&self, id: u32, deadline: Option<u64>) -> Got {
+        let t = crate::tune::get();
+        let got = if self.try_take(Class::Writer)
+            || (S::SPIN
+                && t.mutex_spin != 0
+                && !is_nonspinnable(self.owner.load(Ordering::Relaxed))
+                && self.optimistic_spin(Class::Writer, id))
+        {
+            Got::Yes
+        } else {
+            self.wait(Class::Writer, id, deadline)
+        };
+        if matches!(got, Got::Yes) {
+            self.set_writer_owned(id);
+            stat::inc(Event::RwWriteSlow);
+        }
+        got
+    }
+
+    /// Unqueued acquisition for `class` (stealing: allowed unless a
+    /// hand-off is owed). Writers: `(0,-) -> (0,W)`; readers and upgraders
+    /// add their count (and UPGRADE).
+    #[inline]
+    fn try_take(&self, class: Class) -> bool {
+        let add = match class {
+            Class::Writer => WRITER,
+            Class::Reader => READER_BIAS,
+            Class::Upgrader => READER_BIAS | UPGRADE,
+        };
+        // Relaxed: the CAS decides.
+        let mut c = self.count.load(Ordering::Relaxed);
+        while is_lockable_by(c, class, false) {
+            // Acquire pairs with the Release of every unlock.
+            match self
+                .count
+                .compare_exchange_weak(c, c + add, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(x) => c = x,
+            }
+        }
+        false
+    }
+
+    // ---- optimistic spinning --------------------------------------------------
+
+    /// Spin (OSQ head only) for `class` while it looks worth it: the
+    /// kernel's `rwsem_optimistic_spin` with time budgets for `owner_on_cpu`.
+    fn optimistic_spin(&self, class: Class, _id: u32) -> bool {
+        let t = crate::tune::get();
+        let max = osq::max_spinners();
+        if S::QUEUE && self.osq.depth_hint() >= max {
+            return false;
+        }
+        let mut total = SpinBudget::new(t.mutex_spin_max_ns);
+        let got = node::with_node(|q| {
+            let Some(q) = q else { return false };
+            if S::QUEUE && !self.osq.lock(q, &mut total, max) {
+                return false;
+            }
+            let got = self.spin_loop(class, &mut total, q);
+            if S::QUEUE {
+                self.osq.unlock(q);
+            }
+            got
+        });
+        stat::inc(if got {
+            Event::RwSpinSuccess
+        } else {
+            Event::RwSpinFail
+        });
+        got
+    }
+
+    fn spin_loop(&self, class: Class, total: &mut SpinBudget, q: QNode) -> bool {
+        let t = crate::tune::get();
+        let mut prev = OwnerState::Null;
+        let mut rspin = SpinBudget::new(0);
+        let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);
+        loop {
+            let st = self.spin_on_owner(total, &mut poll, q);
+            if st == OwnerState::NonSpinnable {
+                return false;
+            }
+            if self.try_take(class) {
+                return true;
+            }
+            if st == OwnerState::Reader {
+                if class != Class::Writer {
+                    return false; // readers spin on writers only (patch 8)
+                }
+                if prev != OwnerState::Reader {
+                    // A new reader phase (patch 10, time-based here).
+                    if is_nonspinnable(self.owner.load(Ordering::Relaxed)) {
+                        return false;
+                    }
+                    let n = readers(self.count.load(Ordering::Relaxed)).min(30) as u64;
+                    rspin = SpinBudget::new(t.rwsem_rspin_ns + n * 500);
+                } else if rspin.expired() {
+                    self.mark_nonspinnable();
+                    return false;
+                }
+            }
+            if handoff_owed(self.count.load(Ordering::Relaxed)) || total.expired() {
+                return false;
+            }
+            prev = st;
+            if !poll.pause() {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// The kernel's tri-state `rwsem_spin_on_owner` (patch 9): spin while
+    /// one writer holds the lock; report who holds it when that ends.
+    fn spin_on_owner(
+        &self,
+        total: &mut SpinBudget,
+        poll: &mut wait::PollBackoff,
+        q: QNode,
+    ) -> OwnerState {
+        let t = crate::tune::get();
+        // Relaxed (all loads): hints; acquisition is try_take's CAS.
+        let c = self.count.load(Ordering::Relaxed);
+        if c & WRITER == 0 {
+            return if readers(c) != 0 {
+                OwnerState::Reader
+            } else {
+                OwnerState::Null
+            };
+        }
+        let o = self.owner.load(Ordering::Relaxed);
+        if is_nonspinnable(o) {
+            return OwnerState::NonSpinnable;
+        }
+        let id = owner_id(o);
+        let mut per_owner = SpinBudget::new(t.mutex_spin_ns);
+        let mut iter = 0u32;
+        loop {
+            let c = self.count.load(Ordering::Relaxed);
+            if c & WRITER == 0 {
+                return OwnerState::Null;
+            }
+            if owner_id(self.owner.load(Ordering::Relaxed)) != id || handoff_owed(c) {
+                return OwnerState::Writer;
+            }
+            if per_owner.expired() || total.expired() {
+                // One writer held it too long: probably not running.
+                return OwnerState::NonSpinnable;
+            }
+            let delayed = poll.pause();
+            iter = iter.wrapping_add(1);
+            if delayed || iter.is_multiple_of(crate::tune::fixed::OSQ_HEARTBEAT_EVERY) {
+                osq::heartbeat(q.node());
+            }
+        }
+    }
+
+    /// A writer gave up spinning on readers: mark the owner NONSPINNABLE if
+    /// it is still reader-owned (patch 13: readers stop spinning too).
+    fn mark_nonspinnable(&self) {
+        // Relaxed: a hint.
+        let o = self.owner.load(Ordering::Relaxed);
+        if o & OWNER_READER != 0 && !is_nonspinnable(o) {
+            let _ = self.owner.compare_exchange(
+                o,
+                o | OWNER_NONSPINNABLE,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            stat::inc(Event::RwSpinNonSpinnable);
+        }
+    }
+
+    // ---- the wait list ----------------------------------------------------------
+
+    /// Queue and wait for `class`; readers are granted the lock by a waker,
+    /// writers and upgraders re-try when woken (writers are granted it on a
+    /// hand-off or a fair unlock).
+    fn wait(&self, class: Class, id: u32, deadline: Option<u64>) -> Got {
+        node::with_node(|q| match q {
+            Some(q) => self.wait_queued(q, class, deadline),
+            None => self.wait_unqueued(class, id, deadline),
+        })
+    }
+
+    /// No node: poll within the spin budget, yield in between (unfair but
+    /// correct; counted as `mutex_no_node`).
+    fn wait_unqueued(&self, class: Class, _id: u32, deadline: Option<u64>) -> Got {
+        stat::inc(Event::MutexNoNode);
+        let ns = crate::tune::get().mutex_spin_ns;
+        loop {
+            if self.try_take(class) {
+                return Got::Yes;
+            }
+            if wait::remaining(deadline).is_none() {
+                return Got::TimedOut;
+            }
+            wait::spin_until(&mut SpinBudget::new(ns), || {
+                is_lockable_by(self.count.load(Ordering::Relaxed), class, false)
+            });
+            wait::yield_now();
+        }
+    }
+
+    /// Take WLOCK while holding nothing (a contender).
+    #[inline]
+    fn wlock(&self) {
+        lock_bit(&self.count, WLOCK);
+    }
+
+    /// Release WLOCK (a contender's; nothing else changes).
+    /// Release pairs with the Acquire of the next `lock_bit(WLOCK)`.
+    #[inline]
+    fn wunlock(&self) {
+        self.count.fetch_and(!WLOCK, Ordering::Release);
+    }
+
+    /// Under WLOCK, as a contender: give the head its turn, release WLOCK,
+    /// finish the grants and wakes.
+    fn pass_turn_and_wunlock(&self) {
+        let mut wq = WakeQ::new();
+        // Relaxed: under WLOCK; the hand-on CASes decide.
+        let grant = handoff_owed(self.count.load(Ordering::Relaxed));
+        self.hand_on(0, 0, grant, &mut wq);
+        wq.finish();
+    }
+
+    fn wait_queued(&self, q: QNode, class: Class, deadline: Option<u64>) -> Got {
+        let me = q.tail();
+        let w = RwWaiter::of(q.node());
+        // Enqueue under WLOCK, then give whoever can go now its turn (maybe
+        // us: the lock may have become free meanwhile).
+        self.wlock();
+        w.set_class(class);
+        w.w.set_state(WaiterState::Sleeping);
+        self.list.push_back(me);
+        // Relaxed: an RMW under WLOCK; an unlock ordered after it sees
+        // WAITERS and takes WLOCK (after us); one ordered before it freed the
+        // lock, which the hand-on below sees.
+        self.count.fetch_or(WAITERS, Ordering::Relaxed);
+        self.pass_turn_and_wunlock();
+        match class {
+            Class::Reader => self.wait_granted(q, deadline),
+            _ => self.wait_retry(q, class, deadline),
+        }
+    }
+
+    /// Our node was selected for a grant: wait (no timeout: INV-GRANT-PIN)
+    /// for the granter to complete it. Returns holding the lock.
+    fn await_grant(&self, w: RwWaiter<'_>) -> Got {
+        while !w.w.is_granted() {
+            let _ = wait::futex_wait(w.w.futex(), WaiterState::Granting as u32, None);
+        }
+        Got::Yes
+    }
+
+    /// A queued reader: sleep until a waker grants the lock (it removes us
+    /// from the list and counts us), or the deadline passes.
+    fn wait_granted(&self, q: QNode, deadline: Option<u64>) -> Got {
+        let w = RwWaiter::of(q.node());
+        let mut expired = false;
+        loop {
+            if w.w.is_selected() {
+                return self.await_grant(w);
+            }
+            let Some(timeout) = wait::remaining(deadline).filter(|_| !expired) else {
+                return self.leave(q, Class::Reader);
+            };
+            chaos::point(Site::BeforeSleep);
+            stat::inc(Event::RwSleepReader);
+            let r = wait::futex_wait(w.w.futex(), WaiterState::Sleeping as u32, timeout);
+            expired |= r == WaitOutcome::TimedOut;
+            chaos::point(Site::AfterWake);
+        }
+    }
+
+    /// A queued writer or upgrader: re-try under WLOCK whenever woken; as
+    /// the first writer past the hand-off threshold, set HANDOFF and wait
+    /// running for the grant (patch 14) before sleeping again.
+    fn wait_retry(&self, q: QNode, class: Class, deadline: Option<u64>) -> Got {
+        let t = crate::tune::get();
+        let me = q.tail();
+        let w = RwWaiter::of(q.node());
+        let start = wait::now_ns();
+        let mut expired = false;
+        loop {
+            // Re-try and re-arm under WLOCK (INV-WLOCK-STATE).
+            self.wlock();
+            if w.w.is_selected() {
+                self.wunlock();
+                return self.await_grant(w);
+            }
+            let first = self.list.head() == me;
+            if self.take_queued(class, first, me) {
+                return Got::Yes;
+            }
+            // Relaxed: under WLOCK.
+            let c = self.count.load(Ordering::Relaxed);
+            let mut handoff = handoff_owed(c) && first;
+            if first
+                && !handoff
+                && class == Class::Writer
+                && wait::now_ns().saturating_sub(start) >= t.rwsem_handoff_ns
+            {
+                // Relaxed: an RMW under WLOCK; HANDOFF carries no data.
+                self.count.fetch_or(HANDOFF, Ordering::Relaxed);
+                stat::inc(Event::RwHandoff);
+                handoff = true;
+            }
+            w.w.set_state(WaiterState::Sleeping);
+            self.wunlock();
+            if handoff && S::SPIN && t.mutex_spin != 0 {
+                // Patch 14: the lock is ours the moment it is free (the unlock
+                // grants it to us): wait for that running, not asleep.
+                let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);
+                wait::spin_until(&mut SpinBudget::new(t.mutex_spin_ns), || {
+                    w.w.is_selected() || {
+                        poll.pause();
+                        false
+                    }
+                });
+            }
+            if w.w.is_selected() {
+                return self.await_grant(w);
+            }
+            let Some(timeout) = wait::remaining(deadline).filter(|_| !expired) else {
+                return self.leave(q, class);
+            };
+            chaos::point(Site::BeforeSleep);
+            stat::inc(Event::RwSleepWriter);
+            let r = wait::futex_wait(w.w.futex(), WaiterState::Sleeping as u32, timeout);
+            expired |= r == WaitOutcome::TimedOut;
+            chaos::point(Site::AfterWake);
+        }
+    }
+
+    /// Under WLOCK: take the lock as a queued writer or upgrader if it is
+    /// ours to take (`(0,Q[|H]) -> (0,W[|Q])`), leave the list and release
+    /// WLOCK; otherwise keep WLOCK and return `false`.
+    fn take_queued(&self, class: Class, first: bool, me: u32) -> bool {
+        let add = class.share();
+        let last = first && Waiter::decode(me).next_link() == me;
+        // Only we (the head, if it is set) could have set HANDOFF.
+        let clear = HANDOFF | if last { WAITERS } else { 0 };
+        // Relaxed: the CAS decides.
+        let mut c = self.count.load(Ordering::Relaxed);
+        loop {
+            if !is_lockable_by(c, class, first) {
+                return false;
+            }
+            // Acquire pairs with the Release of the unlock that freed it.
+            match self.count.compare_exchange_weak(
+                c,
+                (c + add) & !clear,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(x) => c = x,
+            }
+        }
+        self.list.remove(me);
+        self.wunlock();
+        true
+    }
+
+    /// Timed-out waiter: leave the list under WLOCK, unless a grant selected
+    /// us first (then we hold the lock). Passes the turn on (the lock may be
+    /// free, or our HANDOFF may have been blocking others).
+    fn leave(&self, q: QNode, class: Class) -> Got {
+        let me = q.tail();
+        let w = RwWaiter::of(q.node());
+        self.wlock();
+        if w.w.is_selected() {
+            self.wunlock();
+            return self.await_grant(w);
+        }
+        let first = self.list.head() == me;
+        if class != Class::Reader && self.take_queued(class, first, me) {
+            return Got::Yes;
+        }
+        self.list.remove(me);
+        let clear = if self.list.head() == 0 {
+            WAITERS | HANDOFF
+        } else if first {
+            HANDOFF // only the head sets it
+        } else {
+            0
+        };
+        // Relaxed: an RMW under WLOCK.
+        self.count.fetch_and(!clear, Ordering::Relaxed);
+        self.pass_turn_and_wunlock();
+        stat::inc(Event::RwTimeout);
+        Got::TimedOut
+    }
+
+    /// Under WLOCK: select up to `KLOCK_RWSEM_WAKE_READERS` queued readers
+    /// (skipping writers; patch 15), count them in one RMW (`(n,..) ->
+    /// (n+k,..)`, clearing HANDOFF, and WAITERS when the list empties),
+    /// unlink them and mark them Granting (the kernel's two passes: no
+    /// grantee runs before it is counted). The caller completes the grants
+    /// after releasing WLOCK ([`WakeQ::finish`]).
+    fn grant_readers(&self, wq: &mut WakeQ) {
+        let limit = crate::tune::get().rwsem_wake_readers as usize;
+        let start = wq.n;
+        let h = self.list.head();
+        let mut t = h;
+        let mut left = 0usize;
+        loop {
+            let w = RwWaiter::decode(t);
+            if w.class() == Class::Reader && wq.n - start < limit {
+                wq.push(t | WakeQ::GRANT);
+            } else {
+                left += 1;
+            }
+            t = w.w.next_link();
+            if t == h {
+                break;
+            }
+        }
+        let k = (wq.n - start) as u32;
+        let clear = HANDOFF | if left == 0 { WAITERS } else { 0 };
+        // Relaxed: under WLOCK; the grants' Release (after our release of
+        // the lock) orders everything before them for the grantees.
+        let mut c = self.count.load(Ordering::Relaxed);
+        while let Err(x) = self.count.compare_exchange_weak(
+            c,
+            (c + k * READER_BIAS) & !clear,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            c = x;
+        }
+        for &t in &wq.codes[start..wq.n] {
+            let t = t & !WakeQ::GRANT;
+            self.list.remove(t);
+            chaos::point(Site::ListEdit);
+            // INV-WAKE-ADDR: under WLOCK, the node was on our list.
+            Waiter::decode(t).mark_granting();
+        }
+        // Relaxed: a hint.
+        self.owner.store(OWNER_READER, Ordering::Relaxed);
+        stat::add(Event::RwReadGranted, k as u64);
+    }
+
+    /// Under WLOCK, holding `sub` (0 for a contender): give the head its
+    /// turn as of the count after `c - sub + add`, then release (`sub` out,
+    /// `add` in, WLOCK cleared) in one CAS. Readers at the head: granted
+    /// (counted before the release). A writer at the head, with `grant`
+    /// (hand-off, fair unlock) and the lock free after the release: the lock
+    /// passes to it in the releasing CAS (`(0,W|Q|H) -> (0,W[|Q])`).
+    /// Otherwise a writer or upgrader head is marked woken if it could take
+    /// the lock (patch 12: no second wake).
+    fn hand_on(&self, sub: u32, add: u32, grant: bool, wq: &mut WakeQ) {
+        let h = self.list.head();
+        let class = (h != 0).then(|| RwWaiter::decode(h).class());
+        // Relaxed: under WLOCK; the CASes below decide.
+        let mut c = self.count.load(Ordering::Relaxed);
+        if class == Some(Class::Reader) && (c - sub + add) & (WRITER | UPGRADING) == 0 {
+            self.grant_readers(wq);
+            c = self.count.load(Ordering::Relaxed);
+        }
+        let mut marked = false;
+        loop {
+            let after = (c - sub + add) & !WLOCK;
+            let mut new = after;
+            let mut handed = false;
+            if let Some(cl) = class.filter(|&cl| cl != Class::Reader)
+                && is_lockable_by(after, cl, true)
+            {
+                if grant && cl == Class::Writer {
+                    let last = Waiter::decode(h).next_link() == h;
+                    new = (after + WRITER) & !(HANDOFF | if last { WAITERS } else { 0 });
+                    handed = true;
+                } else if !marked {
+                    // INV-WAKE-ADDR: under WLOCK, before the release.
+                    if RwWaiter::decode(h).w.wake_mark() {
+                        wq.push(h);
+                    } else {
+                        stat::inc(Event::RwWakeSkipped);
+                    }
+                    marked = true;
+                }
+            }
+            if handed {
+                // Keep WLOCK across the unlink: the lock passes in this CAS.
+                // Release: our critical section to the grantee.
+                match self.count.compare_exchange_weak(
+                    c,
+                    new | WLOCK,
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        self.list.remove(h);
+                        // Relaxed: a hint; the grantee stores its id.
+                        self.owner.store(0, Ordering::Relaxed);
+                        Waiter::decode(h).mark_granting();
+                        wq.push(h | WakeQ::GRANT);
+                        stat::inc(Event::MutexHandoff);
+                        // The lock is the grantee's, and it cannot run
+                        // before `finish`: WLOCK is still ours to release.
+                        self.wunlock();
+                        return;
+                    }
+                    Err(x) => c = x,
+                }
+                continue;
+            }
+            // Release pairs with the next owner's Acquire (and releases
+            // WLOCK to the next holder).
+            match self
+                .count
+                .compare_exchange_weak(c, new, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => return,
+                Err(x) => c = x,
+            }
+        }
+    }
+
+    /// Release `sub` and take `add` (read unlock: `READER_BIAS`, 0; write
+    /// unlock: `WRITER`, 0; downgrade: `WRITER`, `READER_BIAS`). Without
+    /// waiters that could use it: one CAS. Otherwise take WLOCK while still
+    /// holding `sub`, give the head its turn, release in one CAS, then only
+    /// complete grants and wake (INV-WAKE-ADDR, INV-GRANT-PIN).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `sub`.
+    unsafe fn release_share(&self, sub: u32, add: u32, fair: bool) {
+        let plain_read = sub == READER_BIAS && add == 0;
+        // Relaxed: the CASes decide; their orderings are commented.
+        let mut c = self.count.load(Ordering::Relaxed);
+        loop {
+            if plain_read && c & UPGRADING != 0 && readers(c) == 2 {
+                // The upgrader is about to be alone: release, then wake it on
+                // the count word (an address).
+                // Release pairs with the upgrader's Acquire CAS.
+                match self.count.compare_exchange_weak(
+                    c,
+                    c - sub,
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => {
+                        chaos::point(Site::AfterRelease);
+                        wait::futex_wake(&self.count, 1);
+                        return;
+                    }
+                    Err(x) => c = x,
+                }
+                continue;
+            }
+            // A reader that is not the last cannot let a waiter in.
+            if !has_waiters(c) || (plain_read && readers(c) > 1) {
+                // Release pairs with the next owner's Acquire.
+                match self.count.compare_exchange_weak(
+                    c,
+                    c - sub + add,
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return,
+                    Err(x) => c = x,
+                }
+                continue;
+            }
+            if c & WLOCK != 0 {
+                osq::spin_then_yield(|| {
+                    (osq::peek(&self.count, Ordering::Relaxed) & WLOCK == 0).then_some(())
+                });
+                c = self.count.load(Ordering::Relaxed);
+                continue;
+            }
+            // Acquire pairs with the Release of the previous WLOCK holder.
+            match self.count.compare_exchange_weak(
+                c,
+                c | WLOCK,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(x) => c = x,
+            }
+        }
+        // We hold `sub` and WLOCK.
+        if plain_read && readers(c) == 1 {
+            // The last reader leaves with waiters: writers may spin again.
+            // Relaxed: a hint.
+            self.owner.fetch_and(!OWNER_NONSPINNABLE, Ordering::Relaxed);
+        }
+        let mut wq = WakeQ::new();
+        self.hand_on(sub, add, fair || handoff_owed(c), &mut wq);
+        chaos::point(Site::AfterRelease);
+        wq.finish();
+    }
+}
+
+/// `KLOCK_RWSEM_READER` (unit tests may override it per thread).
+#[inline]
+fn reader_mode() -> u32 {
+    #[cfg(all(test, not(loom)))]
+    if let Some(m) = tests::MODE.with(|c| c.get()) {
+        return m;
+    }
+    crate::tune::get().rwsem_reader
+}
+
+impl Class {
+    /// What this class adds to the count when it takes the lock.
+    #[inline]
+    const fn share(self) -> u32 {
+        match self {
+            Class::Reader => READER_BIAS,
+            Class::Writer => WRITER,
+            Class::Upgrader => READER_BIAS | UPGRADE,
+        }
+    }
+}
+
+/// Owner states seen by a spinner (the kernel's `enum owner_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum OwnerState {
+    /// No owner (or one in transition): try to take it.
+    Null,
+    /// A writer owns it (a new one, or the same one still running).
+    Writer,
+    /// Readers own it.
+    Reader,
+    /// Stop spinning.
+    NonSpinnable,
+}
+
+// ---------------------------------------------------------------------------
+// Downgrade and upgradable reads
+// ---------------------------------------------------------------------------
+
+impl<S: SpinPolicy> RawRwLock<S> {
+    /// Turn the write lock into a read lock (`(0,W) -> (1,-)`), granting
+    /// queued readers at the head the lock too.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the write lock.
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let t = l.lock_exclusive();
+    /// unsafe { l.downgrade(t) };
+    /// assert!(l.try_lock_shared());
+    /// unsafe { l.unlock_shared(); l.unlock_shared() };
+    /// ```
+    pub unsafe fn downgrade(&self, token: WriteToken) {
+        let _ = token;
+        self.set_reader_owned_from_writer();
+        // SAFETY: forwarded.
+        unsafe { self.release_share(WRITER, READER_BIAS, false) }
+    }
+
+    #[inline]
+    fn set_reader_owned_from_writer(&self) {
+        // Relaxed: a hint, stored while we still hold the lock.
+        self.owner.store(OWNER_READER, Ordering::Relaxed);
+    }
+
+    /// Take an upgradable read lock: shared with readers, exclusive with
+    /// writers and other upgradable readers (`(n,-) -> (n+1,U)`).
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// l.lock_upgradable();
+    /// assert!(l.try_lock_shared());
+    /// assert!(!l.try_lock_upgradable());
+    /// unsafe { l.unlock_shared() };
+    /// let t = unsafe { l.upgrade() };
+    /// unsafe { l.unlock_exclusive(t) };
+    /// ```
+    pub fn lock_upgradable(&self) {
+        if self.try_lock_upgradable() {
+            return;
+        }
+        let got = self.try_take(Class::Upgrader) || {
+            let id = crate::tid::current_id();
+            matches!(self.wait(Class::Upgrader, id, None), Got::Yes)
+        };
+        debug_assert!(got);
+        self.set_reader_owned();
+    }
+
+    /// Try to take an upgradable read lock without waiting.
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// assert!(l.try_lock_upgradable());
+    /// unsafe { l.unlock_upgradable() };
+    /// ```
+    #[inline]
+    pub fn try_lock_upgradable(&self) -> bool {
+        // Relaxed: the CAS decides.
+        let mut c = self.count.load(Ordering::Relaxed);
+        while c & (WRITER | UPGRADE | UPGRADING | WAITERS | HANDOFF | READFAIL) == 0 {
+            // Acquire pairs with the Release of the last writer's unlock.
+            match self.count.compare_exchange_weak(
+                c,
+                c + (READER_BIAS | UPGRADE),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    self.set_reader_owned();
+                    return true;
+                }
+                Err(x) => c = x,
+            }
+        }
+        false
+    }
+
+    /// Release an upgradable read lock.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds an upgradable read lock.
+    pub unsafe fn unlock_upgradable(&self) {
+        // SAFETY: forwarded.
+        unsafe { self.release_share(READER_BIAS | UPGRADE, 0, false) }
+    }
+
+    /// Upgrade an upgradable read lock to the write lock: stop new readers
+    /// (UPGRADING), wait for the others to leave, then `(1,U|G) -> (0,W)`.
+    /// Queued readers are granted at the write unlock.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds an upgradable read lock.
+    pub unsafe fn upgrade(&self) -> WriteToken {
+        let id = crate::tid::current_id();
+        // Relaxed: UPGRADING carries no data; the CAS below acquires.
+        let mut c = self.count.fetch_or(UPGRADING, Ordering::Relaxed) | UPGRADING;
+        loop {
+            if readers(c) == 1 {
+                // Acquire pairs with the readers' Release.
+                match self.count.compare_exchange_weak(
+                    c,
+                    (c - (READER_BIAS | UPGRADE | UPGRADING)) | WRITER,
+                    Ordering::Acquire,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => break,
+                    Err(x) => c = x,
+                }
+                continue;
+            }
+            // The last other reader wakes the count word.
+            chaos::point(Site::BeforeSleep);
+            let _ = wait::futex_wait(&self.count, c, None);
+            c = self.count.load(Ordering::Relaxed);
+        }
+        self.set_writer_owned(id);
+        WriteToken { id }
+    }
+
+    /// Upgrade if no other reader holds the lock, without waiting.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds an upgradable read lock.
+    pub unsafe fn try_upgrade(&self) -> Option<WriteToken> {
+        let id = crate::tid::current_id();
+        // Relaxed: the CAS decides.
+        let mut c = self.count.load(Ordering::Relaxed);
+        while readers(c) == 1 && c & UPGRADING == 0 {
+            // Acquire pairs with the readers' Release.
+            match self.count.compare_exchange_weak(
+                c,
+                (c - (READER_BIAS | UPGRADE)) | WRITER,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    self.set_writer_owned(id);
+                    return Some(WriteToken { id });
+                }
+                Err(x) => c = x,
+            }
+        }
+        None
+    }
+}
+
+// ---------------------------------------------------------------------------
+// lock_api
+// ---------------------------------------------------------------------------
+
+/// klock's reader-writer lock (`lock_api::RwLock` over [`RawRwLock`]).
+/// Size: 16 bytes + `T` (rounded to `T`'s alignment).
+///
+/// ```
+/// let l = klock::RwLock::new(vec![1]);
+/// l.write().push(2);
+/// assert_eq!(l.read().len(), 2);
+/// let u = l.upgradable_read();
+/// let mut w = klock::rwlock::RwLockUpgradableReadGuard::upgrade(u);
+/// w.push(3);
+/// assert_eq!(w.len(), 3);
+/// ```
+#[cfg(not(loom))]
+pub type RwLock<T> = lock_api::RwLock<RawRwLock<SpinOsq>, T>;
+/// A reader-writer lock whose writers never spin (`klock_rwsem_nospin`).
+///
+/// ```
+/// let l = klock::rwlock::RwLockNoSpin::new(1);
+/// assert_eq!(*l.read(), 1);
+/// ```
+#[cfg(not(loom))]
+pub type RwLockNoSpin<T> = lock_api::RwLock<RawRwLock<SpinOff>, T>;
+/// Read guard of [`RwLock`] (a reference: 8 bytes on 64-bit).
+///
+/// ```
+/// let l = klock::RwLock::new(1);
+/// let g: klock::RwLockReadGuard<'_, i32> = l.read();
+/// assert_eq!(*g, 1);
+/// ```
+#[cfg(not(loom))]
+pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock<SpinOsq>, T>;
+/// Write guard of [`RwLock`] (a reference plus the 4-byte [`WriteToken`]).
+///
+/// ```
+/// let l = klock::RwLock::new(1);
+/// let mut g: klock::RwLockWriteGuard<'_, i32> = l.write();
+/// *g = 2;
+/// ```
+#[cfg(not(loom))]
+pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock<SpinOsq>, T>;
+/// Upgradable read guard of [`RwLock`].
+///
+/// ```
+/// let l = klock::RwLock::new(1);
+/// let g = l.upgradable_read();
+/// assert_eq!(*g, 1);
+/// ```
+#[cfg(not(loom))]
+pub type RwLockUpgradableReadGuard<'a, T> =
+    lock_api::RwLockUpgradableReadGuard<'a, RawRwLock<SpinOsq>, T>;
+
+#[cfg(not(loom))]
+// SAFETY: a writer holds WRITER, set only by a CAS from a free count (or
+// passed to it in the releasing CAS of a hand-off); readers hold a count
+// added only while no WRITER is set (the fast path keeps its add only if
+// the old value allowed it); Acquire on every acquisition, Release on every
+// release.
+unsafe impl<S: SpinPolicy> lock_api::RawRwLock for RawRwLock<S> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new();
+    type SharedGuard = lock_api::GuardSend;
+    type ExclusiveGuard = WriteToken;
+
+    #[inline]
+    fn lock_shared(&self) -> lock_api::GuardSend {
+        RawRwLock::lock_shared(self);
+        lock_api::GuardSend::new()
+    }
+    #[inline]
+    fn try_lock_shared(&self) -> Option<lock_api::GuardSend> {
+        RawRwLock::try_lock_shared(self).then(lock_api::GuardSend::new)
+    }
+    #[inline]
+    unsafe fn unlock_shared(&self, _: lock_api::GuardSend) {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::unlock_shared(self) }
+    }
+    #[inline]
+    fn lock_exclusive(&self) -> WriteToken {
+        RawRwLock::lock_exclusive(self)
+    }
+    #[inline]
+    fn try_lock_exclusive(&self) -> Option<WriteToken> {
+        RawRwLock::try_lock_exclusive(self)
+    }
+    #[inline]
+    unsafe fn unlock_exclusive(&self, t: WriteToken) {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::unlock_exclusive(self, t) }
+    }
+    fn is_locked(&self) -> bool {
+        RawRwLock::is_locked(self)
+    }
+    fn is_locked_exclusive(&self) -> bool {
+        RawRwLock::is_locked_exclusive(self)
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: a fair unlock releases exactly like a plain one, except that a
+// writer at the head is granted the lock in the releasing CAS.
+unsafe impl<S: SpinPolicy> lock_api::RawRwLockFair for RawRwLock<S> {
+    unsafe fn unlock_shared_fair(&self, _: lock_api::GuardSend) {
+        // SAFETY: forwarded.
+        unsafe { self.release_share(READER_BIAS, 0, true) }
+    }
+    unsafe fn unlock_exclusive_fair(&self, t: WriteToken) {
+        let _ = t;
+        // Relaxed: a hint, cleared before the release.
+        self.owner.store(0, Ordering::Relaxed);
+        // SAFETY: forwarded.
+        unsafe { self.release_share(WRITER, 0, true) }
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: see `RawRwLock::downgrade`: WRITER becomes one reader count in one RMW.
+unsafe impl<S: SpinPolicy> lock_api::RawRwLockDowngrade for RawRwLock<S> {
+    unsafe fn downgrade(&self, t: WriteToken) -> lock_api::GuardSend {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::downgrade(self, t) };
+        lock_api::GuardSend::new()
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: timed acquisitions return a guard only when the lock was taken.
+unsafe impl<S: SpinPolicy> lock_api::RawRwLockTimed for RawRwLock<S> {
+    type Duration = std::time::Duration;
+    type Instant = std::time::Instant;
+
+    fn try_lock_shared_for(&self, t: Self::Duration) -> Option<lock_api::GuardSend> {
+        self.lock_shared_until_ns(wait::deadline_after(t))
+            .then(lock_api::GuardSend::new)
+    }
+    fn try_lock_shared_until(&self, t: Self::Instant) -> Option<lock_api::GuardSend> {
+        self.lock_shared_until_ns(wait::instant_to_ns(t))
+            .then(lock_api::GuardSend::new)
+    }
+    fn try_lock_exclusive_for(&self, t: Self::Duration) -> Option<WriteToken> {
+        self.lock_exclusive_until_ns(wait::deadline_after(t))
+    }
+    fn try_lock_exclusive_until(&self, t: Self::Instant) -> Option<WriteToken> {
+        self.lock_exclusive_until_ns(wait::instant_to_ns(t))
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: UPGRADE is held with one reader count and excludes writers and
+// other upgraders; upgrade turns it into WRITER only when it is the last
+// reader (one CAS).
+unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgrade for RawRwLock<S> {
+    type UpgradableGuard = lock_api::GuardSend;
+
+    fn lock_upgradable(&self) -> lock_api::GuardSend {
+        RawRwLock::lock_upgradable(self);
+        lock_api::GuardSend::new()
+    }
+    fn try_lock_upgradable(&self) -> Option<lock_api::GuardSend> {
+        RawRwLock::try_lock_upgradable(self).then(lock_api::GuardSend::new)
+    }
+    unsafe fn unlock_upgradable(&self, _: lock_api::GuardSend) {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::unlock_upgradable(self) }
+    }
+    unsafe fn upgrade(&self, _: lock_api::GuardSend) -> WriteToken {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::upgrade(self) }
+    }
+    unsafe fn try_upgrade(
+        &self,
+        g: lock_api::GuardSend,
+    ) -> Result<WriteToken, lock_api::GuardSend> {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::try_upgrade(self) }.ok_or(g)
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn sizes_and_zero_init() {
+        assert_eq!(std::mem::size_of::<RawRwLock>(), 16);
+        assert_eq!(std::mem::size_of::<RawRwLock<SpinOff>>(), 16);
+        assert_eq!(std::mem::size_of::<WriteToken>(), 4);
+        let l: RawRwLock = RawRwLock::new();
+        assert_eq!(l.count_word(), 0);
+    }
+
+    #[test]
+    fn fast_path_words() {
+        let l: RawRwLock = RawRwLock::new();
+        l.lock_shared();
+        l.lock_shared();
+        assert_eq!(l.count_word(), 2 * READER_BIAS);
+        unsafe { l.unlock_shared() };
+        unsafe { l.unlock_shared() };
+        assert_eq!(l.count_word(), 0);
+        let t = l.lock_exclusive();
+        assert_eq!(l.count_word(), WRITER);
+        assert_eq!(owner_id(l.owner.load(Ordering::Relaxed)), t.id());
+        unsafe { l.unlock_exclusive(t) };
+        assert_eq!(l.count_word(), 0);
+        l.lock_upgradable();
+        assert_eq!(l.count_word(), READER_BIAS | UPGRADE);
+        let t = unsafe { l.upgrade() };
+        assert_eq!(l.count_word(), WRITER);
+        unsafe { l.downgrade(t) };
+        assert_eq!(l.count_word(), READER_BIAS);
+        unsafe { l.unlock_shared() };
+        assert_eq!(l.count_word(), 0);
+    }
+
+    #[test]
+    fn predicates() {
+        assert!(is_read_lockable(0));
+        assert!(!is_read_lockable(WRITER));
+        assert!(!is_read_lockable(UPGRADING));
+        assert!(is_read_lockable(UPGRADE | READER_BIAS));
+        assert!(is_lockable_by(WAITERS, Class::Writer, false));
+        assert!(!is_lockable_by(WAITERS | HANDOFF, Class::Writer, false));
+        assert!(is_lockable_by(WAITERS | HANDOFF, Class::Writer, true));
+        assert!(is_lockable_by(READER_BIAS, Class::Upgrader, false));
+        assert!(!is_lockable_by(
+            READER_BIAS | UPGRADE,
+            Class::Upgrader,
+            false
+        ));
+        assert_eq!(readers(READFAIL), 1 << 23);
+    }
+
+    #[test]
+    fn reader_count_overflow_panics_and_leaves_count_intact() {
+        let l: RawRwLock<SpinOff> = RawRwLock::new();
+        // Simulate 2^23 - 1 leaked read guards.
+        l.count.store(READFAIL - READER_BIAS, Ordering::Relaxed);
+        l.lock_shared(); // the 2^23-th reader: count reaches READFAIL
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l.lock_shared()));
+        assert!(r.is_err());
+        assert_eq!(l.count_word(), READFAIL);
+        assert!(!l.try_lock_shared());
+    }
+
+    #[test]
+    fn timed_write_times_out_and_leaves_clean() {
+        use lock_api::RawRwLockTimed;
+        let l: Arc<RawRwLock> = Arc::new(RawRwLock::new());
+        l.lock_shared();
+        let l2 = l.clone();
+        let h = std::thread::spawn(move || {
+            l2.try_lock_exclusive_for(std::time::Duration::from_millis(20))
+                .is_some()
+        });
+        assert!(!h.join().unwrap());
+        unsafe { l.unlock_shared() };
+        assert_eq!(l.count_word(), 0);
+        let l3 = l.clone();
+        let t = l.lock_exclusive();
+        let h = std::thread::spawn(move || {
+            l3.try_lock_shared_for(std::time::Duration::from_millis(20))
+        });
+        assert!(h.join().unwrap().is_none());
+        unsafe { l.unlock_exclusive(t) };
+        assert_eq!(l.count_word(), 0);
+    }
+
+    thread_local! {
+        pub(super) static MODE: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+    }
+
+    fn hammer<S: SpinPolicy>(readers: usize, writers: usize, iters: u64) {
+        hammer_mode::<S>(readers, writers, iters, None)
+    }
+
+    fn hammer_mode<S: SpinPolicy>(readers: usize, writers: usize, iters: u64, mode: Option<u32>) {
+        let l: Arc<lock_api::RwLock<RawRwLock<S>, (u64, u64)>> =
+            Arc::new(lock_api::RwLock::new((0, 0)));
+        let reads = Arc::new(AtomicU64::new(0));
+        let mut hs = Vec::new();
+        for i in 0..readers + writers {
+            let l = l.clone();
+            let reads = reads.clone();
+            hs.push(std::thread::spawn(move || {
+                MODE.with(|c| c.set(mode));
+                for k in 0..iters {
+                    if i < readers {
+                        let g = l.read();
+                        assert_eq!(g.0, g.1, "torn read");
+                        reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    } else if k % 7 == 0 {
+                        let u = l.upgradable_read();
+                        let mut w = lock_api::RwLockUpgradableReadGuard::upgrade(u);
+                        w.0 += 1;
+                        w.1 += 1;
+                    } else {
+                        let mut g = l.write();
+                        g.0 += 1;
+                        g.1 += 1;
+                    }
+                }
+            }));
+        }
+        for h in hs {
+            h.join().unwrap();
+        }
+        let g = l.read();
+        assert_eq!(g.0, writers as u64 * iters);
+        assert_eq!(
+            reads.load(std::sync::atomic::Ordering::Relaxed),
+            readers as u64 * iters
+        );
+        drop(g);
+        assert_eq!(unsafe { l.raw() }.count_word(), 0);
+    }
+
+    #[test]
+    fn contended_both_policies() {
+        hammer::<SpinOsq>(4, 4, 20_000);
+        hammer::<SpinOff>(4, 4, 20_000);
+    }
+
+    #[test]
+    fn every_reader_mode() {
+        for mode in 0..=2 {
+            hammer_mode::<SpinOsq>(3, 3, 10_000, Some(mode));
+        }
+    }
+}
