@@ -54,11 +54,11 @@
 //! ```
 
 use crate::mutex::{self, MutexToken, RawMutex, SpinOsq, SpinPolicy};
-use crate::waitlist::{self, WaitList, Waiter};
 use crate::node::{self, tag};
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use crate::wait;
+use crate::waitlist::{self, WaitList, Waiter};
 use std::marker::PhantomData;
 
 /// States of a condvar waiter's node `state` word while it is on the

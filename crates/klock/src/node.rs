@@ -899,9 +899,9 @@ mod tests {
     #[test]
     fn protocol_values_are_tagged_and_disjoint() {
         use crate::condvar::CondState;
-        use crate::waitlist::WaiterState;
         use crate::osq::OsqGrant;
         use crate::spin::QsState;
+        use crate::waitlist::WaiterState;
         let groups: [(u32, Vec<u32>); 4] = [
             (
                 tag::QSPIN,
@@ -923,9 +923,14 @@ mod tests {
             ),
             (
                 tag::WAITER,
-                [WaiterState::Sleeping, WaiterState::Woken]
-                    .map(|s| s as u32)
-                    .to_vec(),
+                [
+                    WaiterState::Sleeping,
+                    WaiterState::Woken,
+                    WaiterState::Granted,
+                    WaiterState::Granting,
+                ]
+                .map(|s| s as u32)
+                .to_vec(),
             ),
             (tag::CONDVAR, vec![CondState::Waiting as u32]),
         ];
