@@ -1072,7 +1072,12 @@ impl<S: SpinPolicy> RawRwLock<S> {
             }
         }
         self.list.remove(me);
-        self.wunlock();
+        if class == Class::Upgrader {
+            // Readers queued behind us may share the lock with us now.
+            self.pass_turn_and_wunlock();
+        } else {
+            self.wunlock();
+        }
         true
     }
 
