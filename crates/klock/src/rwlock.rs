@@ -480,14 +480,42 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// ```
     #[inline]
     pub fn lock_shared(&self) {
+        if let Err(c) = self.read_fast() {
+            let _ = self.read_slow(c, None);
+        }
+    }
+
+    /// The read fast path: `(n,-) -> (n+1,-)` by one `fetch_add`; on
+    /// failure the count after our add (our reader count stays in it).
+    #[inline]
+    fn read_fast(&self) -> Result<(), u32> {
         // Acquire pairs with the Release of the last writer's unlock.
         let c = self.count.fetch_add(READER_BIAS, Ordering::Acquire);
         if is_read_lockable(c) {
             self.set_reader_owned();
             stat::inc(Event::RwReadFast);
-            return;
+            Ok(())
+        } else {
+            Err(c.wrapping_add(READER_BIAS))
         }
-        let _ = self.read_slow(c.wrapping_add(READER_BIAS), None);
+    }
+
+    /// Add `add` to the count by CAS while `ok(count)` (Acquire on success).
+    #[inline]
+    fn add_while(&self, add: u32, ok: impl Fn(u32) -> bool) -> bool {
+        // Relaxed: the CAS decides.
+        let mut c = self.count.load(Ordering::Relaxed);
+        while ok(c) {
+            // Acquire pairs with the Release of the unlock that allowed it.
+            match self
+                .count
+                .compare_exchange_weak(c, c + add, Ordering::Acquire, Ordering::Relaxed)
+            {
+                Ok(_) => return true,
+                Err(x) => c = x,
+            }
+        }
+        false
     }
 
     /// Try to take a read lock without waiting.
@@ -501,24 +529,11 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// ```
     #[inline]
     pub fn try_lock_shared(&self) -> bool {
-        // Relaxed: the CAS decides.
-        let mut c = self.count.load(Ordering::Relaxed);
-        while is_read_lockable(c) {
-            // Acquire pairs with the Release of the last writer's unlock.
-            match self.count.compare_exchange_weak(
-                c,
-                c + READER_BIAS,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    self.set_reader_owned();
-                    return true;
-                }
-                Err(x) => c = x,
-            }
+        let got = self.add_while(READER_BIAS, is_read_lockable);
+        if got {
+            self.set_reader_owned();
         }
-        false
+        got
     }
 
     /// Release a read lock.
@@ -532,18 +547,29 @@ impl<S: SpinPolicy> RawRwLock<S> {
         unsafe { self.release_share(READER_BIAS, 0, false) }
     }
 
-    /// Read lock with a deadline in [`wait::now_ns`] time.
-    fn lock_shared_until_ns(&self, deadline: u64) -> bool {
-        let c = self.count.fetch_add(READER_BIAS, Ordering::Acquire);
-        if is_read_lockable(c) {
-            self.set_reader_owned();
-            stat::inc(Event::RwReadFast);
-            return true;
+    /// Read lock with a deadline in [`wait::now_ns`] time: `true` if it was
+    /// taken (then release it with [`unlock_shared`](Self::unlock_shared)),
+    /// `false` if the deadline passed first (nothing is held). The
+    /// `lock_api::RawRwLockTimed` methods go through it; public for the loom
+    /// models (under loom `now_ns()` is 0, so a deadline of 1 lets every
+    /// futex wait time out or not).
+    ///
+    /// ```
+    /// use klock::rwlock::{RawRwLock, SpinOff};
+    /// let l = RawRwLock::<SpinOff>::new();
+    /// let t = l.lock_exclusive();
+    /// // A deadline already passed: fails at once.
+    /// assert!(!l.lock_shared_until_ns(0));
+    /// unsafe { l.unlock_exclusive(t) };
+    /// assert!(l.lock_shared_until_ns(klock::wait::now_ns() + 1_000_000));
+    /// unsafe { l.unlock_shared() };
+    /// assert_eq!(l.count_word(), 0);
+    /// ```
+    pub fn lock_shared_until_ns(&self, deadline: u64) -> bool {
+        match self.read_fast() {
+            Ok(()) => true,
+            Err(c) => matches!(self.read_slow(c, Some(deadline)), Got::Yes),
         }
-        matches!(
-            self.read_slow(c.wrapping_add(READER_BIAS), Some(deadline)),
-            Got::Yes
-        )
     }
 
     /// Read slow path; `c` is the count after our add (our reader count is
@@ -641,18 +667,25 @@ impl<S: SpinPolicy> RawRwLock<S> {
     #[inline]
     pub fn lock_exclusive(&self) -> WriteToken {
         let id = crate::tid::current_id();
+        if !self.write_fast(id) {
+            let _ = self.write_slow(id, None);
+        }
+        WriteToken { id }
+    }
+
+    /// The write fast path: `(0,-) -> (0,W)` by one CAS, then the owner hint.
+    #[inline]
+    fn write_fast(&self, id: u32) -> bool {
         // Acquire pairs with the Release of every unlock.
-        if self
+        let ok = self
             .count
             .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
+            .is_ok();
+        if ok {
             self.set_writer_owned(id);
             stat::inc(Event::RwWriteFast);
-            return WriteToken { id };
         }
-        let _ = self.write_slow(id, None);
-        WriteToken { id }
+        ok
     }
 
     /// Try to take the write lock without waiting (no stealing past a
@@ -694,18 +727,27 @@ impl<S: SpinPolicy> RawRwLock<S> {
         }
     }
 
-    fn lock_exclusive_until_ns(&self, deadline: u64) -> Option<WriteToken> {
+    /// Write lock with a deadline in [`wait::now_ns`] time: the token if it
+    /// was taken (release it with [`unlock_exclusive`](Self::unlock_exclusive)),
+    /// `None` if the deadline passed first (nothing is held). The
+    /// `lock_api::RawRwLockTimed` methods go through it; public for the loom
+    /// models (see [`lock_shared_until_ns`](Self::lock_shared_until_ns)).
+    ///
+    /// ```
+    /// use klock::rwlock::{RawRwLock, SpinOff};
+    /// let l = RawRwLock::<SpinOff>::new();
+    /// l.lock_shared();
+    /// // A deadline already passed: fails at once.
+    /// assert!(l.lock_exclusive_until_ns(0).is_none());
+    /// unsafe { l.unlock_shared() };
+    /// let t = l.lock_exclusive_until_ns(klock::wait::now_ns() + 1_000_000).unwrap();
+    /// unsafe { l.unlock_exclusive(t) };
+    /// assert_eq!(l.count_word(), 0);
+    /// ```
+    pub fn lock_exclusive_until_ns(&self, deadline: u64) -> Option<WriteToken> {
         let id = crate::tid::current_id();
-        if self
-            .count
-            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-        {
-            self.set_writer_owned(id);
-            stat::inc(Event::RwWriteFast);
-            return Some(WriteToken { id });
-        }
-        matches!(self.write_slow(id, Some(deadline)), Got::Yes).then_some(WriteToken { id })
+        (self.write_fast(id) || matches!(self.write_slow(id, Some(deadline)), Got::Yes))
+            .then_some(WriteToken { id })
     }
 
     #[cold]
@@ -733,24 +775,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// add their count (and UPGRADE).
     #[inline]
     fn try_take(&self, class: Class) -> bool {
-        let add = match class {
-            Class::Writer => WRITER,
-            Class::Reader => READER_BIAS,
-            Class::Upgrader => READER_BIAS | UPGRADE,
-        };
-        // Relaxed: the CAS decides.
-        let mut c = self.count.load(Ordering::Relaxed);
-        while is_lockable_by(c, class, false) {
-            // Acquire pairs with the Release of every unlock.
-            match self
-                .count
-                .compare_exchange_weak(c, c + add, Ordering::Acquire, Ordering::Relaxed)
-            {
-                Ok(_) => return true,
-                Err(x) => c = x,
-            }
-        }
-        false
+        self.add_while(class.share(), |c| is_lockable_by(c, class, false))
     }
 
     // ---- optimistic spinning --------------------------------------------------
@@ -1414,24 +1439,13 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// ```
     #[inline]
     pub fn try_lock_upgradable(&self) -> bool {
-        // Relaxed: the CAS decides.
-        let mut c = self.count.load(Ordering::Relaxed);
-        while c & (WRITER | UPGRADE | UPGRADING | WAITERS | HANDOFF | READFAIL) == 0 {
-            // Acquire pairs with the Release of the last writer's unlock.
-            match self.count.compare_exchange_weak(
-                c,
-                c + (READER_BIAS | UPGRADE),
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => {
-                    self.set_reader_owned();
-                    return true;
-                }
-                Err(x) => c = x,
-            }
+        let got = self.add_while(Class::Upgrader.share(), |c| {
+            c & WAITERS == 0 && is_lockable_by(c, Class::Upgrader, false)
+        });
+        if got {
+            self.set_reader_owned();
         }
-        false
+        got
     }
 
     /// Release an upgradable read lock.
