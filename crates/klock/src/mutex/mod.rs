@@ -36,7 +36,7 @@
 //!
 //! Everything zero = unlocked with no waiters (`const INIT`, DESIGN principle 7).
 //!
-//! # State diagram (owner word as (id, flags); W=WAITERS H=HANDOFF P=PICKUP K=WAKING)
+//! # State diagram (owner word as (id, flags); W=WAITERS H=HANDOFF P=PICKUP K=WAKING L=WLOCK)
 //!
 //! ```text
 //!  (0,-) --lock fast CAS--> (me,-) --unlock fast CAS--> (0,-)
@@ -48,7 +48,14 @@
 //!  (x,W[|K]|H) --unlock: WLOCK, CAS--> (head,W|K|P) --head picks up--> (head,W|K)
 //!  (head,W|K) --head leaves the list (clears K): the next unlock wakes the new head--> (head,W)
 //!  (me,W) --last waiter leaves the list under WLOCK--> (me,-)
+//!  (x,f) --condvar requeue under WLOCK--> (x,f|W)    (wakes the head if x = 0)
 //! ```
+//!
+//! The word is read through named predicates (`owner_id`, `is_free`,
+//! `owed_to_waiter`, `has_waiters`, `wake_pending`, ...) and written through
+//! named transitions (`claim`, `pick_up`, `release_wake_head`,
+//! `hand_to_head`, ...), each documented with its `(id, flags)` change, in
+//! `mutex/word.rs`.
 //!
 //! Unlock is one `CAS(me -> 0)` when the word holds only the owner; any flag
 //! sends it to the slow path, which is one more CAS when only WAITERS|WAKING
@@ -91,10 +98,12 @@
 //! throughput at T>=8, so it is off by default (see `tune`).
 //!
 //! Node words while on the wait list, read and written only through the
-//! typed view [`Waiter`]: `next`/`prev` circular doubly-linked list links
-//! (tail codes), `state` the futex word ([`WaiterState`]), `ident` the
-//! waiter's thread id ([`Waiter::thread_id`]), `stamp` unused (the hand-off
-//! threshold is timed by the waiter itself, INV-HANDOFF-RUNNING).
+//! typed view [`Waiter`](crate::waitlist::Waiter): `next`/`prev` circular
+//! doubly-linked list links (tail codes), `state` the futex word
+//! ([`WaiterState`]), `ident` the waiter's thread id
+//! ([`Waiter::thread_id`](crate::waitlist::Waiter::thread_id)), `stamp`
+//! unused (the hand-off threshold is timed by the waiter itself,
+//! INV-HANDOFF-RUNNING).
 //! **INV-WLOCK-STATE**: `state` is re-armed and set only under WLOCK, which
 //! is what rules out a lost wake-up, and (since a waiter needs WLOCK to leave
 //! the list) what makes every store into another waiter's node a store into a
@@ -117,47 +126,55 @@
 //! unqueued: it polls the word within the spin budget and yields in between
 //! (unfair but correct; counted as `mutex_no_node`).
 //!
+//! # Source layout
+//!
+//! * `mutex/mod.rs` (this file): the word layout, flags, public types, the
+//!   [`RawMutex`] struct, the inline fast paths (`lock`, `try_lock`,
+//!   `unlock`), the shared `try_acquire` and `wunlock`, `lock_slow`'s order
+//!   of attempts, the `lock_api` impls and the unit tests;
+//! * `mutex/word.rs`: the owner-word encoding (constants, predicates,
+//!   transitions);
+//! * `mutex/spin.rs`: optimistic spinning (`spin_on_owner`,
+//!   `optimistic_spin`, `yield_rounds`) and the unqueued fallback
+//!   (`wait_unqueued`);
+//! * `mutex/sleep.rs`: the wait-list waiter (`wait_queued`,
+//!   `wait_for_pickup`, `request_handoff`, `leave_on_timeout`);
+//! * `mutex/unlock.rs`: the unlock slow path (`unlock_slow`) and the
+//!   condvar's `requeue`.
+//!
+//! The wait list itself, the `Waiter` view and [`WaiterState`] live in
+//! [`crate::waitlist`].
+//!
 //! ```
 //! let m = klock::mutex::Mutex::new(0u32);
 //! *m.lock() += 1;
 //! assert_eq!(*m.lock(), 1);
 //! ```
 
-use crate::chaos::{self, Site};
-use crate::node::{self, QNode};
-use crate::osq::{self, Osq};
+mod sleep;
+mod spin;
+mod unlock;
+mod word;
+
+use crate::node;
+use crate::osq::Osq;
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
-use crate::wait::{self, SpinBudget, WaitOutcome};
-pub use crate::waitlist::WaiterState;
-use crate::waitlist::{WaitList, Waiter, lock_bit};
+use crate::wait;
+use crate::waitlist::WaitList;
 use std::marker::PhantomData;
+use word::{claim, handed_to, is_free, locked_by, owed_to_waiter, pick_up, unlock_list};
 
-/// First waiter exists: unlock must take the slow path.
-pub const WAITERS: u32 = 1 << 0;
-/// The first waiter asked for a direct hand-off.
-pub const HANDOFF: u32 = 1 << 1;
-/// The lock was handed to the waiter named in the id field.
-pub const PICKUP: u32 = 1 << 2;
-/// Wait-list lock bit.
-pub const WLOCK: u32 = 1 << 3;
-/// A woken waiter has not re-armed or left yet: unlock need not wake anyone.
-pub const WAKING: u32 = 1 << 4;
-/// All flag bits.
-pub const FLAGS: u32 = WAITERS | HANDOFF | PICKUP | WLOCK | WAKING;
-/// Bit offset of the owner id.
-pub const ID_SHIFT: u32 = 5;
+pub use crate::waitlist::WaiterState;
+pub use word::{FLAGS, HANDOFF, ID_SHIFT, PICKUP, WAITERS, WAKING, WLOCK};
 
 // ---------------------------------------------------------------------------
 // Thread ids
 // ---------------------------------------------------------------------------
 
 // The allocator lives in `crate::tid`; the mutex keeps its public names.
+// (`word` checks that the id field is exactly as wide as a thread id.)
 pub use crate::tid::{ANON_ID, current_id};
-
-// The id field above the flag bits is exactly as wide as a thread id.
-const _: () = assert!(ID_SHIFT + crate::tid::ID_BITS == 32);
-const _: () = assert!(ANON_ID == (1 << (32 - ID_SHIFT)) - 1);
 
 // ---------------------------------------------------------------------------
 // Spinning policies
@@ -413,7 +430,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     #[inline]
     pub fn is_locked(&self) -> bool {
         // Relaxed: a snapshot (lock_api's is_locked gives no ordering).
-        self.owner.load(Ordering::Relaxed) >> ID_SHIFT != 0
+        !is_free(self.owner.load(Ordering::Relaxed))
     }
 
     /// Acquire: one CAS when free, else the slow path (spin, then sleep).
@@ -430,7 +447,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         // CAS, slow-path CAS or hand-off CAS).
         if self
             .owner
-            .compare_exchange(0, id << ID_SHIFT, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(0, locked_by(id), Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {
             stat::inc(Event::MutexFastpath);
@@ -468,7 +485,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         let id = current_id();
         if self
             .owner
-            .compare_exchange(0, id << ID_SHIFT, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange(0, locked_by(id), Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
         {
             stat::inc(Event::MutexFastpath);
@@ -495,12 +512,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         // Release pairs with the Acquire of the next owner's CAS.
         if self
             .owner
-            .compare_exchange(
-                token.id << ID_SHIFT,
-                0,
-                Ordering::Release,
-                Ordering::Relaxed,
-            )
+            .compare_exchange(locked_by(token.id), 0, Ordering::Release, Ordering::Relaxed)
             .is_err()
         {
             self.unlock_slow(false);
@@ -524,12 +536,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         // Release pairs with the next owner's Acquire.
         if self
             .owner
-            .compare_exchange(
-                token.id << ID_SHIFT,
-                0,
-                Ordering::Release,
-                Ordering::Relaxed,
-            )
+            .compare_exchange(locked_by(token.id), 0, Ordering::Release, Ordering::Relaxed)
             .is_err()
         {
             self.unlock_slow(true);
@@ -543,14 +550,13 @@ impl<S: SpinPolicy> RawMutex<S> {
     fn try_acquire(&self, id: u32, waiter: bool) -> bool {
         let mut o = self.owner.load(Ordering::Relaxed);
         loop {
-            let owner = o >> ID_SHIFT;
-            let new = if owner == 0 {
-                if o & (HANDOFF | PICKUP) != 0 {
+            let new = if is_free(o) {
+                if owed_to_waiter(o) {
                     return false;
                 }
-                o | (id << ID_SHIFT)
-            } else if waiter && o & PICKUP != 0 && owner == id {
-                o & !PICKUP
+                claim(o, id)
+            } else if waiter && handed_to(o, id) {
+                pick_up(o)
             } else {
                 return false;
             };
@@ -563,119 +569,6 @@ impl<S: SpinPolicy> RawMutex<S> {
                 Err(x) => o = x,
             }
         }
-    }
-
-    /// Spin on the owner word: take the lock when its id field is 0; keep
-    /// spinning while owners change quickly; stop when HANDOFF/PICKUP appear,
-    /// when one owner holds it longer than `KLOCK_MUTEX_SPIN_NS` (hint: not
-    /// running), or when `total` runs out. Publishes a heartbeat on `beat`.
-    fn spin_on_owner(&self, id: u32, total: &mut SpinBudget, beat: Option<&node::Node>) -> bool {
-        let t0 = if stat::ENABLED { wait::now_ns() } else { 0 };
-        let got = self.spin_on_owner_inner(id, total, beat);
-        if stat::ENABLED {
-            stat::add(Event::MutexSpinOwnerNs, wait::now_ns().saturating_sub(t0));
-        }
-        got
-    }
-
-    fn spin_on_owner_inner(
-        &self,
-        id: u32,
-        total: &mut SpinBudget,
-        beat: Option<&node::Node>,
-    ) -> bool {
-        let t = crate::tune::get();
-        let mut per_owner = SpinBudget::new(t.mutex_spin_ns);
-        // Relaxed (here and in the loop): hints; acquisition is try_acquire's CAS.
-        let mut cur = self.owner.load(Ordering::Relaxed) >> ID_SHIFT;
-        let mut got = false;
-        let mut iter = 0u32;
-        // Delay between polls once the same owner has kept the lock for the
-        // grace period (the `hot` case): see `wait::PollBackoff`.
-        let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);
-        wait::spin_until(total, || {
-            let o = osq::peek(&self.owner, Ordering::Relaxed);
-            if o & (HANDOFF | PICKUP) != 0 {
-                // A waiter is owed the lock (or has it): spinning is pointless;
-                // a PICKUP addressed to us is taken by the caller's trylock.
-                return true;
-            }
-            let owner = o >> ID_SHIFT;
-            let mut delayed = false;
-            if owner == 0 {
-                if self.try_acquire(id, false) {
-                    got = true;
-                    return true;
-                }
-            } else if owner != cur {
-                cur = owner;
-                per_owner.restart();
-                poll.restart();
-            } else if per_owner.expired() {
-                return true;
-            } else {
-                delayed = poll.pause();
-            }
-            iter = iter.wrapping_add(1);
-            if let Some(n) = beat
-                && (delayed || iter.is_multiple_of(crate::tune::fixed::OSQ_HEARTBEAT_EVERY))
-            {
-                osq::heartbeat(n);
-            }
-            false
-        });
-        got
-    }
-
-    /// Most spinners allowed at once (OSQ positions).
-    #[inline]
-    fn max_spinners() -> u32 {
-        let t = crate::tune::get().mutex_max_spinners;
-        if t != 0 {
-            t
-        } else if cfg!(loom) {
-            2
-        } else {
-            (wait::effective_cpus() as u32).saturating_sub(1)
-        }
-    }
-
-    /// Optimistic spinning for a thread that is not queued yet.
-    fn optimistic_spin(&self, id: u32) -> bool {
-        let t = crate::tune::get();
-        if !S::SPIN || t.mutex_spin == 0 {
-            return false;
-        }
-        let max = Self::max_spinners();
-        let mut total = SpinBudget::new(t.mutex_spin_max_ns);
-        let got = if S::QUEUE {
-            if self.osq.depth_hint() >= max {
-                stat::inc(Event::MutexSpinSkip);
-                return false;
-            }
-            node::with_node(|q| {
-                let Some(q) = q else { return false };
-                let t0 = if stat::ENABLED { wait::now_ns() } else { 0 };
-                let head = self.osq.lock(q, &mut total, max);
-                if stat::ENABLED {
-                    stat::add(Event::OsqWaitNs, wait::now_ns().saturating_sub(t0));
-                }
-                if !head {
-                    return false;
-                }
-                let got = self.spin_on_owner(id, &mut total, Some(q.node()));
-                self.osq.unlock(q);
-                got
-            })
-        } else {
-            self.spin_on_owner(id, &mut total, None)
-        };
-        stat::inc(if got {
-            Event::MutexSpinSuccess
-        } else {
-            Event::MutexSpinFail
-        });
-        got
     }
 
     /// Slow path of lock; `deadline` in `now_ns` time. Returns whether the lock
@@ -699,54 +592,15 @@ impl<S: SpinPolicy> RawMutex<S> {
         ok
     }
 
-    /// `KLOCK_MUTEX_YIELDS` rounds of "yield the CPU, then trylock" before
-    /// sleeping: gives a preempted owner the CPU and keeps the contender off
-    /// the futex queue (parking_lot does similar).
-    fn yield_rounds(&self, id: u32) -> bool {
-        let t = crate::tune::get();
-        if !S::SPIN || t.mutex_spin == 0 {
-            return false;
-        }
-        for _ in 0..t.mutex_yields {
-            // INV-QUEUE-FIRST. Relaxed: a hint; the queue path re-checks
-            // everything under WLOCK.
-            if t.mutex_queue_first != 0 && self.owner.load(Ordering::Relaxed) & WAITERS != 0 {
-                stat::inc(Event::MutexYieldSkip);
-                return false;
-            }
-            wait::yield_now();
-            if self.try_acquire(id, false) {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// No node (or no id): poll within the spin budget, yield in between.
-    fn wait_unqueued(&self, id: u32, deadline: Option<u64>) -> bool {
-        stat::inc(Event::MutexNoNode);
-        let ns = crate::tune::get().mutex_spin_ns;
-        loop {
-            if self.try_acquire(id, false) {
-                return true;
-            }
-            if remaining(deadline).is_none() {
-                return false;
-            }
-            wait::spin_until(&mut SpinBudget::new(ns), || {
-                osq::peek(&self.owner, Ordering::Relaxed) >> ID_SHIFT == 0
-            });
-            wait::yield_now();
-        }
-    }
-
-    /// Release WLOCK, setting `set` and clearing `clear` in the same RMW.
+    /// Release WLOCK, setting `set` and clearing `clear` in the same RMW
+    /// ([`unlock_list`]: `(x,f|L) -> (x,(f|set)&!clear)`); used by the waiters
+    /// (`sleep`) and the condvar requeue (`unlock`).
     /// Release pairs with the Acquire of the next `lock_bit(WLOCK)`.
     #[inline]
     fn wunlock(&self, set: u32, clear: u32) -> u32 {
         let mut o = self.owner.load(Ordering::Relaxed);
         loop {
-            let new = (o | set) & !(clear | WLOCK);
+            let new = unlock_list(o, set, clear);
             match self
                 .owner
                 .compare_exchange_weak(o, new, Ordering::Release, Ordering::Relaxed)
@@ -755,342 +609,6 @@ impl<S: SpinPolicy> RawMutex<S> {
                 Err(x) => o = x,
             }
         }
-    }
-
-    /// Clear flags for a list that lost `leaver`: WAITERS|HANDOFF when the list
-    /// is now empty, HANDOFF when the leaver was the head (only the head sets it).
-    #[inline]
-    fn leave_flags(&self, leaver_was_head: bool) -> u32 {
-        if self.list.head() == 0 {
-            WAITERS | HANDOFF
-        } else if leaver_was_head {
-            HANDOFF
-        } else {
-            0
-        }
-    }
-
-    /// Queue `q` and sleep until the lock is ours (or the deadline passes).
-    /// With `requeued`, the node is already on the list (moved there by a
-    /// condvar notify) and its `state` is SLEEPING.
-    pub(crate) fn wait_queued(
-        &self,
-        q: QNode,
-        id: u32,
-        deadline: Option<u64>,
-        requeued: bool,
-    ) -> bool {
-        let me = q.tail();
-        let n = Waiter::of(q.node());
-        let mut first;
-        if !requeued {
-            lock_bit(&self.owner, WLOCK);
-            if self.try_acquire(id, false) {
-                self.wunlock(0, 0);
-                return true;
-            }
-            // Under WLOCK, whose Release (wunlock) publishes them to the
-            // unlocker that reads them under WLOCK.
-            n.set_state(WaiterState::Sleeping);
-            n.set_thread_id(id);
-            self.list.push_back(me);
-            first = self.list.head() == me;
-            // Setting WAITERS in the WLOCK-release RMW: an unlock ordered after
-            // it sees WAITERS and wakes the head; one ordered before it left the
-            // id field 0, which our trylock below sees.
-            self.wunlock(WAITERS, 0);
-        } else {
-            first = self.list.head() == me;
-        }
-        let t = crate::tune::get();
-        let start = wait::now_ns();
-        let mut woken = false;
-        let mut handoff_asked = false;
-        // A timed futex wait returned TimedOut: the deadline has passed (the
-        // only way a loom model, which has no clock, reaches the timeout).
-        let mut expired = false;
-        loop {
-            if self.try_acquire(id, true) {
-                break;
-            }
-            if first && woken && !handoff_asked {
-                // A woken first waiter spins on the owner before sleeping again
-                // (kernel 4.10 "optimistic spinning of woken waiter") ...
-                if S::SPIN && t.mutex_spin != 0 {
-                    let mut total = SpinBudget::new(t.mutex_spin_max_ns);
-                    if self.spin_on_owner(id, &mut total, None) {
-                        break;
-                    }
-                }
-                // ... and, once it has waited past the threshold after a failed
-                // wake-up, asks for the lock to be handed over.
-                if wait::now_ns().saturating_sub(start) >= t.mutex_handoff_ns
-                    && self.request_handoff()
-                {
-                    handoff_asked = true;
-                    stat::inc(Event::MutexHandoffRequest);
-                    // ... and waits for it running (the kernel's woken waiter
-                    // spins with HANDOFF set), so that the lock does not sit
-                    // idle in PICKUP for a whole wake-up.
-                    if self.wait_for_pickup(id) {
-                        break;
-                    }
-                }
-            }
-            // Re-arm under WLOCK (see module docs: this is what orders the
-            // unlocker's WOKEN store against our sleep). If an unlock woke us,
-            // WAKING may be ours: clear it, so the next unlock wakes again.
-            lock_bit(&self.owner, WLOCK);
-            let was_woken = n.is_woken();
-            n.set_state(WaiterState::Sleeping);
-            first = self.list.head() == me;
-            self.wunlock(0, if was_woken { WAKING } else { 0 });
-            chaos::point(Site::BeforeSleep);
-            if self.try_acquire(id, true) {
-                break;
-            }
-            let Some(timeout) = remaining(deadline).filter(|_| !expired) else {
-                if self.leave_on_timeout(q, id) {
-                    return true;
-                }
-                return false;
-            };
-            stat::inc(Event::MutexSleep);
-            let r = wait::futex_wait(n.futex(), WaiterState::Sleeping as u32, timeout);
-            expired |= r == WaitOutcome::TimedOut;
-            chaos::point(Site::AfterWake);
-            // The lock itself is acquired through the owner CAS.
-            woken = n.is_woken();
-            stat::cond_inc(
-                Event::MutexSpuriousWakeup,
-                !woken && r != WaitOutcome::TimedOut,
-            );
-        }
-        // We own the lock: leave the list.
-        lock_bit(&self.owner, WLOCK);
-        let was_head = self.list.head() == me;
-        self.list.remove(me);
-        // WAKING: we may be the woken waiter it stands for (clearing is safe),
-        // so the next unlock wakes the new head (after its release, outside
-        // anyone's critical section). HANDOFF is not passed on to a new head
-        // that sleeps (INV-HANDOFF-RUNNING): it asks for the hand-off itself
-        // once it runs and fails, if it has waited past the threshold.
-        let clear = self.leave_flags(was_head) | WAKING;
-        self.wunlock(0, clear);
-        true
-    }
-
-    /// The first waiter asked for a hand-off: wait, running, until the owner
-    /// hands the lock to us (PICKUP) or the spin budget runs out (then the
-    /// caller sleeps; the hand-off wakes it). Polls with the owner-poll
-    /// backoff. Returns `true` holding the lock.
-    fn wait_for_pickup(&self, id: u32) -> bool {
-        let t = crate::tune::get();
-        let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);
-        wait::spin_until(&mut SpinBudget::new(t.mutex_spin_ns), || {
-            if self.try_acquire(id, true) {
-                return true;
-            }
-            poll.pause();
-            false
-        })
-    }
-
-    /// The first waiter's `trylock_or_handoff`: set HANDOFF while someone else
-    /// owns the lock. Returns whether HANDOFF is (now) set.
-    fn request_handoff(&self) -> bool {
-        let mut o = self.owner.load(Ordering::Relaxed);
-        loop {
-            if o >> ID_SHIFT == 0 || o & PICKUP != 0 {
-                return false;
-            }
-            if o & HANDOFF != 0 {
-                return true;
-            }
-            // Relaxed: HANDOFF carries no data; the unlocker reads it under
-            // WLOCK in its own CAS loop (same word, so RMW order decides).
-            match self.owner.compare_exchange_weak(
-                o,
-                o | HANDOFF,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return true,
-                Err(x) => o = x,
-            }
-        }
-    }
-
-    /// Timed-out waiter: leave the list under WLOCK, unless the lock was handed
-    /// to us (or is free) meanwhile, in which case take it (returns `true`).
-    fn leave_on_timeout(&self, q: QNode, id: u32) -> bool {
-        let me = q.tail();
-        lock_bit(&self.owner, WLOCK);
-        // Clear WAKING first (it may stand for us, and we are leaving): from
-        // this RMW on, an owner cannot release without taking WLOCK.
-        // Relaxed: an RMW under WLOCK; the loads below follow it in the
-        // word's modification order (coherence).
-        self.owner.fetch_and(!WAKING, Ordering::Relaxed);
-        let got = self.try_acquire(id, true);
-        let was_head = self.list.head() == me;
-        self.list.remove(me);
-        let clear = self.leave_flags(was_head) | WAKING;
-        // If the lock is free and others still wait, we may have consumed the
-        // wake-up meant for the head: pass it on.
-        let h = self.list.head();
-        // Relaxed: while the list is non-empty WAITERS stays set and WAKING is
-        // clear (above), so an owner cannot release without taking WLOCK
-        // (held by us): a non-zero id cannot become 0 meanwhile (a zero one
-        // may be taken: a harmless wake).
-        let wake = !got && h != 0 && self.owner.load(Ordering::Relaxed) >> ID_SHIFT == 0;
-        if wake {
-            // INV-WAKE-ADDR: under WLOCK, released by wunlock below.
-            Waiter::decode(h).set_state(WaiterState::Woken);
-        }
-        self.wunlock(0, clear);
-        chaos::point(Site::AfterRelease);
-        if wake {
-            stat::inc(Event::MutexWake);
-            Waiter::decode(h).wake();
-        }
-        got
-    }
-
-    /// Unlock slow path: some flag is set. Without WAITERS/HANDOFF, or with
-    /// WAKING (a woken waiter will retry) and no HANDOFF, just drop the id;
-    /// otherwise take WLOCK while still owner, mark the head WOKEN and
-    /// release (or hand over) and drop WLOCK in one CAS; then wake the head.
-    #[cold]
-    fn unlock_slow(&self, fair: bool) {
-        // Relaxed: only the CASes below decide; their orderings are commented.
-        let mut o = self.owner.load(Ordering::Relaxed);
-        loop {
-            if o & HANDOFF == 0 && (o & WAITERS == 0 || (o & WAKING != 0 && !fair)) {
-                // Only WLOCK (a waiter enqueueing) or nothing, or a woken
-                // waiter has not re-armed yet: release the id, keep the flags.
-                // With WAKING no wake is lost: the woken waiter clears WAKING
-                // (under WLOCK) before it re-tries and sleeps, in an RMW on
-                // this word; our CAS is ordered before it (then that re-try
-                // sees id 0) or after it (then we see WAKING clear).
-                // Release pairs with the next owner's Acquire.
-                match self.owner.compare_exchange_weak(
-                    o,
-                    o & FLAGS,
-                    Ordering::Release,
-                    Ordering::Relaxed,
-                ) {
-                    Ok(_) => return,
-                    Err(x) => o = x,
-                }
-                continue;
-            }
-            if o & WLOCK != 0 {
-                osq::spin_then_yield(|| {
-                    (osq::peek(&self.owner, Ordering::Relaxed) & WLOCK == 0).then_some(())
-                });
-                o = self.owner.load(Ordering::Relaxed);
-                continue;
-            }
-            // Acquire pairs with the Release of the previous WLOCK holder.
-            match self.owner.compare_exchange_weak(
-                o,
-                o | WLOCK,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => break,
-                Err(x) => o = x,
-            }
-        }
-        // We own the lock and WLOCK.
-        let h = self.list.head();
-        let hn = (h != 0).then(|| Waiter::decode(h));
-        // If the head is still WOKEN from an earlier wake it has not re-armed
-        // yet (re-arming needs WLOCK, which we hold): it is awake and will
-        // re-try after our release, so no futex_wake is needed.
-        // INV-WAKE-ADDR: under WLOCK; the release CAS below publishes it.
-        let need_wake = hn.is_some_and(|hn| hn.wake_mark());
-        let mut o = self.owner.load(Ordering::Relaxed);
-        // The head is WOKEN now (and will not sleep before it re-arms, which
-        // clears WAKING): publish WAKING so later unlocks need no WLOCK/wake.
-        let handed = loop {
-            let (new, handed) = match hn {
-                None => (0, false),
-                Some(hn) if fair || o & HANDOFF != 0 => (
-                    (hn.thread_id() << ID_SHIFT) | PICKUP | WAITERS | WAKING,
-                    true,
-                ),
-                Some(_) => (WAITERS | WAKING, false),
-            };
-            // Release: publishes the critical section to the next owner (and
-            // the list edits to the next WLOCK holder). The wait list stays
-            // consistent with WAITERS because WLOCK is released in this CAS.
-            match self
-                .owner
-                .compare_exchange_weak(o, new, Ordering::Release, Ordering::Relaxed)
-            {
-                Ok(_) => break handed,
-                Err(x) => o = x,
-            }
-        };
-        // From here on only the head's type-stable node is touched.
-        chaos::point(Site::AfterRelease);
-        stat::cond_inc(Event::MutexHandoff, handed);
-        if let Some(hn) = hn
-            && need_wake
-        {
-            stat::inc(Event::MutexWake);
-            hn.wake();
-        }
-    }
-
-    /// Condvar support: append the detached circular list whose head is
-    /// `head` (condvar waiters, thread id in `aux`) to the wait list, mark
-    /// every moved node SLEEPING, and wake the list head if the mutex is free.
-    /// Returns how many nodes moved. The caller holds the condvar's list lock
-    /// (so no moved waiter can leave meanwhile) but no lock of this mutex.
-    pub(crate) fn requeue(&self, head: u32) -> usize {
-        if head == 0 {
-            return 0;
-        }
-        lock_bit(&self.owner, WLOCK);
-        // Mark every moved node: they now wait for the mutex (a node that
-        // wakes spuriously sees SLEEPING and continues as a mutex waiter).
-        let mut count = 0;
-        let mut t = head;
-        loop {
-            let n = Waiter::decode(t);
-            // INV-WAKE-ADDR: under WLOCK and the condvar's lock, which the
-            // moved waiter needs to leave either list.
-            n.set_state(WaiterState::Sleeping);
-            chaos::point(Site::ListEdit);
-            count += 1;
-            t = n.next_link();
-            if t == head {
-                break;
-            }
-        }
-        self.list.splice_back(head);
-        // Set WAITERS *before* looking at the owner (both in one RMW): an owner
-        // whose release follows this RMW sees WAITERS and wakes the head; if
-        // the id field was already 0, nobody will, so we wake the head.
-        // AcqRel: Acquire pairs with the owner's release (we read its id).
-        let o = self.owner.fetch_or(WAITERS, Ordering::AcqRel);
-        let h = self.list.head();
-        let wake = o >> ID_SHIFT == 0;
-        if wake {
-            // INV-WAKE-ADDR: under WLOCK, released by wunlock below.
-            Waiter::decode(h).set_state(WaiterState::Woken);
-        }
-        self.wunlock(0, 0);
-        chaos::point(Site::AfterRelease);
-        stat::add(Event::CondRequeue, count as u64);
-        // Only the head's type-stable node is touched after the release.
-        if wake {
-            stat::inc(Event::MutexWake);
-            Waiter::decode(h).wake();
-        }
-        count
     }
 
     /// Release the lock held under `id` (condvar support: the token stays with
@@ -1175,6 +693,7 @@ unsafe impl<S: SpinPolicy> lock_api::RawMutexTimed for RawMutex<S> {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::word::{handoff_requested, has_waiters, owner_id};
     use super::*;
     use std::sync::Arc;
     use std::time::Duration;
@@ -1280,14 +799,14 @@ mod tests {
             id
         });
         // Wait until the other thread is queued.
-        while m.owner_word() & WAITERS == 0 {
+        while !has_waiters(m.owner_word()) {
             std::thread::yield_now();
         }
         unsafe { m.unlock_fair(t) };
         // Handed off: the word names the waiter (or it already released it).
         let w = m.owner_word();
         let id = h.join().unwrap();
-        assert!(w >> ID_SHIFT == id || w >> ID_SHIFT == 0, "{w:#x}");
+        assert!(owner_id(w) == id || is_free(w), "{w:#x}");
         assert_eq!(m.owner_word(), 0);
     }
 
@@ -1304,7 +823,7 @@ mod tests {
             let t = m2.lock();
             unsafe { m2.unlock(t) };
         });
-        while m.owner_word() & WAITERS == 0 {
+        while !has_waiters(m.owner_word()) {
             std::thread::yield_now();
         }
         let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -1316,12 +835,12 @@ mod tests {
                 t = m.try_lock();
                 continue;
             };
-            let handoff = m.owner_word() & HANDOFF != 0;
+            let handoff = handoff_requested(m.owner_word());
             unsafe { m.unlock(tok) };
             if handoff {
                 // Handed over: the word names the waiter (or it already
                 // released), never us.
-                assert_ne!(m.owner_word() >> ID_SHIFT, current_id());
+                assert_ne!(owner_id(m.owner_word()), current_id());
             }
             t = m.try_lock();
         }

@@ -1,0 +1,237 @@
+//! Sleeping on the wait list: a queued waiter's loop
+//! ([`wait_queued`](RawMutex::wait_queued): enqueue, retry, re-arm, sleep,
+//! leave), the woken first waiter's hand-off request
+//! ([`request_handoff`](RawMutex::request_handoff)) and its running wait for
+//! the hand-off ([`wait_for_pickup`](RawMutex::wait_for_pickup)), and the
+//! timed-out waiter's exit ([`leave_on_timeout`](RawMutex::leave_on_timeout)).
+//!
+//! Its part of the state diagram (module docs): every transition a waiter
+//! makes, all but the hand-off request and the pick-up under WLOCK.
+//!
+//! ```text
+//!  (x,-) --waiter enqueues under WLOCK--> (x,W)
+//!  (x,W|K) --woken head re-arms (or a waiter leaves) under WLOCK--> (x,W)
+//!  (x,W[|K]) --first waiter waited > handoff ns--> (x,W[|K]|H)
+//!  (head,W|K|P) --head picks up--> (head,W|K)
+//!  (head,W|K) --head leaves the list (clears K): the next unlock wakes the new head--> (head,W)
+//!  (me,W) --last waiter leaves the list under WLOCK--> (me,-)
+//! ```
+//!
+//! INV-WLOCK-STATE (module docs): a waiter's `state` is re-armed and set
+//! only under WLOCK.
+
+use super::word::{HANDOFF, WAITERS, WAKING, WLOCK};
+use super::word::{ask_handoff, handed_over, handoff_requested, is_free};
+use super::{RawMutex, SpinPolicy, remaining};
+use crate::chaos::{self, Site};
+use crate::node::QNode;
+use crate::stat::{self, Event};
+use crate::sync::atomic::Ordering;
+use crate::wait::{self, SpinBudget, WaitOutcome};
+use crate::waitlist::{Waiter, WaiterState, lock_bit};
+
+impl<S: SpinPolicy> RawMutex<S> {
+    /// Clear flags for a list that lost `leaver`: WAITERS|HANDOFF when the list
+    /// is now empty, HANDOFF when the leaver was the head (only the head sets it).
+    /// Passed (with WAKING) as `clear` to [`wunlock`](Self::wunlock):
+    /// `(x,W[|H]|L) -> (x,-)` when the last waiter left, `(x,W[|H]|L) -> (x,W)`
+    /// when the head left others behind.
+    #[inline]
+    fn leave_flags(&self, leaver_was_head: bool) -> u32 {
+        if self.list.head() == 0 {
+            WAITERS | HANDOFF
+        } else if leaver_was_head {
+            HANDOFF
+        } else {
+            0
+        }
+    }
+
+    /// Queue `q` and sleep until the lock is ours (or the deadline passes).
+    /// With `requeued`, the node is already on the list (moved there by a
+    /// condvar notify) and its `state` is SLEEPING.
+    pub(crate) fn wait_queued(
+        &self,
+        q: QNode,
+        id: u32,
+        deadline: Option<u64>,
+        requeued: bool,
+    ) -> bool {
+        let me = q.tail();
+        let n = Waiter::of(q.node());
+        let mut first;
+        if !requeued {
+            lock_bit(&self.owner, WLOCK);
+            if self.try_acquire(id, false) {
+                self.wunlock(0, 0);
+                return true;
+            }
+            // Under WLOCK, whose Release (wunlock) publishes them to the
+            // unlocker that reads them under WLOCK.
+            n.set_state(WaiterState::Sleeping);
+            n.set_thread_id(id);
+            self.list.push_back(me);
+            first = self.list.head() == me;
+            // Setting WAITERS in the WLOCK-release RMW: an unlock ordered after
+            // it sees WAITERS and wakes the head; one ordered before it left the
+            // id field 0, which our trylock below sees.
+            self.wunlock(WAITERS, 0);
+        } else {
+            first = self.list.head() == me;
+        }
+        let t = crate::tune::get();
+        let start = wait::now_ns();
+        let mut woken = false;
+        let mut handoff_asked = false;
+        // A timed futex wait returned TimedOut: the deadline has passed (the
+        // only way a loom model, which has no clock, reaches the timeout).
+        let mut expired = false;
+        loop {
+            if self.try_acquire(id, true) {
+                break;
+            }
+            if first && woken && !handoff_asked {
+                // A woken first waiter spins on the owner before sleeping again
+                // (kernel 4.10 "optimistic spinning of woken waiter") ...
+                if S::SPIN && t.mutex_spin != 0 {
+                    let mut total = SpinBudget::new(t.mutex_spin_max_ns);
+                    if self.spin_on_owner(id, &mut total, None) {
+                        break;
+                    }
+                }
+                // ... and, once it has waited past the threshold after a failed
+                // wake-up, asks for the lock to be handed over.
+                if wait::now_ns().saturating_sub(start) >= t.mutex_handoff_ns
+                    && self.request_handoff()
+                {
+                    handoff_asked = true;
+                    stat::inc(Event::MutexHandoffRequest);
+                    // ... and waits for it running (the kernel's woken waiter
+                    // spins with HANDOFF set), so that the lock does not sit
+                    // idle in PICKUP for a whole wake-up.
+                    if self.wait_for_pickup(id) {
+                        break;
+                    }
+                }
+            }
+            // Re-arm under WLOCK (see module docs: this is what orders the
+            // unlocker's WOKEN store against our sleep). If an unlock woke us,
+            // WAKING may be ours: clear it, so the next unlock wakes again.
+            lock_bit(&self.owner, WLOCK);
+            let was_woken = n.is_woken();
+            n.set_state(WaiterState::Sleeping);
+            first = self.list.head() == me;
+            self.wunlock(0, if was_woken { WAKING } else { 0 });
+            chaos::point(Site::BeforeSleep);
+            if self.try_acquire(id, true) {
+                break;
+            }
+            let Some(timeout) = remaining(deadline).filter(|_| !expired) else {
+                if self.leave_on_timeout(q, id) {
+                    return true;
+                }
+                return false;
+            };
+            stat::inc(Event::MutexSleep);
+            let r = wait::futex_wait(n.futex(), WaiterState::Sleeping as u32, timeout);
+            expired |= r == WaitOutcome::TimedOut;
+            chaos::point(Site::AfterWake);
+            // The lock itself is acquired through the owner CAS.
+            woken = n.is_woken();
+            stat::cond_inc(
+                Event::MutexSpuriousWakeup,
+                !woken && r != WaitOutcome::TimedOut,
+            );
+        }
+        // We own the lock: leave the list.
+        lock_bit(&self.owner, WLOCK);
+        let was_head = self.list.head() == me;
+        self.list.remove(me);
+        // WAKING: we may be the woken waiter it stands for (clearing is safe),
+        // so the next unlock wakes the new head (after its release, outside
+        // anyone's critical section). HANDOFF is not passed on to a new head
+        // that sleeps (INV-HANDOFF-RUNNING): it asks for the hand-off itself
+        // once it runs and fails, if it has waited past the threshold.
+        let clear = self.leave_flags(was_head) | WAKING;
+        self.wunlock(0, clear);
+        true
+    }
+
+    /// The first waiter asked for a hand-off: wait, running, until the owner
+    /// hands the lock to us (PICKUP) or the spin budget runs out (then the
+    /// caller sleeps; the hand-off wakes it). Polls with the owner-poll
+    /// backoff. Returns `true` holding the lock.
+    pub(super) fn wait_for_pickup(&self, id: u32) -> bool {
+        let t = crate::tune::get();
+        let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);
+        wait::spin_until(&mut SpinBudget::new(t.mutex_spin_ns), || {
+            if self.try_acquire(id, true) {
+                return true;
+            }
+            poll.pause();
+            false
+        })
+    }
+
+    /// The first waiter's `trylock_or_handoff`: set HANDOFF while someone else
+    /// owns the lock, `(x,W[|K]) -> (x,W[|K]|H)` with `x` != 0 and no P.
+    /// Returns whether HANDOFF is (now) set.
+    pub(super) fn request_handoff(&self) -> bool {
+        let mut o = self.owner.load(Ordering::Relaxed);
+        loop {
+            if is_free(o) || handed_over(o) {
+                return false;
+            }
+            if handoff_requested(o) {
+                return true;
+            }
+            // Relaxed: HANDOFF carries no data; the unlocker reads it under
+            // WLOCK in its own CAS loop (same word, so RMW order decides).
+            match self.owner.compare_exchange_weak(
+                o,
+                ask_handoff(o),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(x) => o = x,
+            }
+        }
+    }
+
+    /// Timed-out waiter: leave the list under WLOCK, unless the lock was handed
+    /// to us (or is free) meanwhile, in which case take it (returns `true`).
+    pub(super) fn leave_on_timeout(&self, q: QNode, id: u32) -> bool {
+        let me = q.tail();
+        lock_bit(&self.owner, WLOCK);
+        // Clear WAKING first (it may stand for us, and we are leaving): from
+        // this RMW on, an owner cannot release without taking WLOCK.
+        // Relaxed: an RMW under WLOCK; the loads below follow it in the
+        // word's modification order (coherence).
+        // (x,f|K|L) -> (x,f|L)
+        self.owner.fetch_and(!WAKING, Ordering::Relaxed);
+        let got = self.try_acquire(id, true);
+        let was_head = self.list.head() == me;
+        self.list.remove(me);
+        let clear = self.leave_flags(was_head) | WAKING;
+        // If the lock is free and others still wait, we may have consumed the
+        // wake-up meant for the head: pass it on.
+        let h = self.list.head();
+        // Relaxed: while the list is non-empty WAITERS stays set and WAKING is
+        // clear (above), so an owner cannot release without taking WLOCK
+        // (held by us): a non-zero id cannot become 0 meanwhile (a zero one
+        // may be taken: a harmless wake).
+        let wake = !got && h != 0 && is_free(self.owner.load(Ordering::Relaxed));
+        if wake {
+            // INV-WAKE-ADDR: under WLOCK, released by wunlock below.
+            Waiter::decode(h).set_state(WaiterState::Woken);
+        }
+        self.wunlock(0, clear);
+        chaos::point(Site::AfterRelease);
+        if wake {
+            stat::inc(Event::MutexWake);
+            Waiter::decode(h).wake();
+        }
+        got
+    }
+}

@@ -1,0 +1,187 @@
+//! Optimistic spinning: how a contender waits **running** before it queues
+//! (the OSQ head's [`spin_on_owner`](RawMutex::spin_on_owner),
+//! [`optimistic_spin`](RawMutex::optimistic_spin),
+//! [`yield_rounds`](RawMutex::yield_rounds)) and the unqueued fallback for a
+//! thread without a node or id ([`wait_unqueued`](RawMutex::wait_unqueued)).
+//! The woken first waiter in `sleep` reuses `spin_on_owner` without the OSQ.
+//!
+//! Its part of the state diagram (module docs): a spinner only ever takes a
+//! free id field, and stops as soon as a waiter is owed the lock.
+//!
+//! ```text
+//!  (0,-) --lock fast CAS--> (me,-)                    (a spinner's trylock: same change)
+//!  (0,W|K) --anyone's trylock--> (y,W|K)
+//!  (x,W[|K]|H), (head,W|K|P): spinners stop (owed_to_waiter), the caller queues
+//! ```
+//!
+//! Every poll of the word is Relaxed (a hint); acquisition is always
+//! [`try_acquire`](RawMutex::try_acquire)'s Acquire CAS.
+
+use super::word::{has_waiters, is_free, owed_to_waiter, owner_id};
+use super::{RawMutex, SpinPolicy, remaining};
+use crate::node;
+use crate::osq;
+use crate::stat::{self, Event};
+use crate::sync::atomic::Ordering;
+use crate::wait::{self, SpinBudget};
+
+impl<S: SpinPolicy> RawMutex<S> {
+    /// Spin on the owner word: take the lock when its id field is 0; keep
+    /// spinning while owners change quickly; stop when HANDOFF/PICKUP appear,
+    /// when one owner holds it longer than `KLOCK_MUTEX_SPIN_NS` (hint: not
+    /// running), or when `total` runs out. Publishes a heartbeat on `beat`.
+    pub(super) fn spin_on_owner(
+        &self,
+        id: u32,
+        total: &mut SpinBudget,
+        beat: Option<&node::Node>,
+    ) -> bool {
+        let t0 = if stat::ENABLED { wait::now_ns() } else { 0 };
+        let got = self.spin_on_owner_inner(id, total, beat);
+        if stat::ENABLED {
+            stat::add(Event::MutexSpinOwnerNs, wait::now_ns().saturating_sub(t0));
+        }
+        got
+    }
+
+    fn spin_on_owner_inner(
+        &self,
+        id: u32,
+        total: &mut SpinBudget,
+        beat: Option<&node::Node>,
+    ) -> bool {
+        let t = crate::tune::get();
+        let mut per_owner = SpinBudget::new(t.mutex_spin_ns);
+        // Relaxed (here and in the loop): hints; acquisition is try_acquire's CAS.
+        let mut cur = owner_id(self.owner.load(Ordering::Relaxed));
+        let mut got = false;
+        let mut iter = 0u32;
+        // Delay between polls once the same owner has kept the lock for the
+        // grace period (the `hot` case): see `wait::PollBackoff`.
+        let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);
+        wait::spin_until(total, || {
+            let o = osq::peek(&self.owner, Ordering::Relaxed);
+            if owed_to_waiter(o) {
+                // A waiter is owed the lock (or has it): spinning is pointless;
+                // a PICKUP addressed to us is taken by the caller's trylock.
+                return true;
+            }
+            let owner = owner_id(o);
+            let mut delayed = false;
+            if is_free(o) {
+                if self.try_acquire(id, false) {
+                    got = true;
+                    return true;
+                }
+            } else if owner != cur {
+                cur = owner;
+                per_owner.restart();
+                poll.restart();
+            } else if per_owner.expired() {
+                return true;
+            } else {
+                delayed = poll.pause();
+            }
+            iter = iter.wrapping_add(1);
+            if let Some(n) = beat
+                && (delayed || iter.is_multiple_of(crate::tune::fixed::OSQ_HEARTBEAT_EVERY))
+            {
+                osq::heartbeat(n);
+            }
+            false
+        });
+        got
+    }
+
+    /// Most spinners allowed at once (OSQ positions).
+    #[inline]
+    fn max_spinners() -> u32 {
+        let t = crate::tune::get().mutex_max_spinners;
+        if t != 0 {
+            t
+        } else if cfg!(loom) {
+            2
+        } else {
+            (wait::effective_cpus() as u32).saturating_sub(1)
+        }
+    }
+
+    /// Optimistic spinning for a thread that is not queued yet.
+    pub(super) fn optimistic_spin(&self, id: u32) -> bool {
+        let t = crate::tune::get();
+        if !S::SPIN || t.mutex_spin == 0 {
+            return false;
+        }
+        let max = Self::max_spinners();
+        let mut total = SpinBudget::new(t.mutex_spin_max_ns);
+        let got = if S::QUEUE {
+            if self.osq.depth_hint() >= max {
+                stat::inc(Event::MutexSpinSkip);
+                return false;
+            }
+            node::with_node(|q| {
+                let Some(q) = q else { return false };
+                let t0 = if stat::ENABLED { wait::now_ns() } else { 0 };
+                let head = self.osq.lock(q, &mut total, max);
+                if stat::ENABLED {
+                    stat::add(Event::OsqWaitNs, wait::now_ns().saturating_sub(t0));
+                }
+                if !head {
+                    return false;
+                }
+                let got = self.spin_on_owner(id, &mut total, Some(q.node()));
+                self.osq.unlock(q);
+                got
+            })
+        } else {
+            self.spin_on_owner(id, &mut total, None)
+        };
+        stat::inc(if got {
+            Event::MutexSpinSuccess
+        } else {
+            Event::MutexSpinFail
+        });
+        got
+    }
+
+    /// `KLOCK_MUTEX_YIELDS` rounds of "yield the CPU, then trylock" before
+    /// sleeping: gives a preempted owner the CPU and keeps the contender off
+    /// the futex queue (parking_lot does similar).
+    pub(super) fn yield_rounds(&self, id: u32) -> bool {
+        let t = crate::tune::get();
+        if !S::SPIN || t.mutex_spin == 0 {
+            return false;
+        }
+        for _ in 0..t.mutex_yields {
+            // INV-QUEUE-FIRST. Relaxed: a hint; the queue path re-checks
+            // everything under WLOCK.
+            if t.mutex_queue_first != 0 && has_waiters(self.owner.load(Ordering::Relaxed)) {
+                stat::inc(Event::MutexYieldSkip);
+                return false;
+            }
+            wait::yield_now();
+            if self.try_acquire(id, false) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// No node (or no id): poll within the spin budget, yield in between.
+    pub(super) fn wait_unqueued(&self, id: u32, deadline: Option<u64>) -> bool {
+        stat::inc(Event::MutexNoNode);
+        let ns = crate::tune::get().mutex_spin_ns;
+        loop {
+            if self.try_acquire(id, false) {
+                return true;
+            }
+            if remaining(deadline).is_none() {
+                return false;
+            }
+            wait::spin_until(&mut SpinBudget::new(ns), || {
+                is_free(osq::peek(&self.owner, Ordering::Relaxed))
+            });
+            wait::yield_now();
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The unlock slow path ([`unlock_slow`](RawMutex::unlock_slow): some flag
+//! is set, so the fast `CAS(me -> 0)` in `mod.rs` failed) and the condvar's
+//! [`requeue`](RawMutex::requeue) of notified waiters onto the wait list.
+//!
+//! Its part of the state diagram (module docs): every release but the fast
+//! one, and the requeue.
+//!
+//! ```text
+//!  (me,-) --unlock fast CAS--> (0,-)                  (mod.rs; any flag comes here)
+//!  (x,W) --unlock: WLOCK, wake head, CAS--> (0,W|K)
+//!  (y,W|K) --unlock: one CAS, no wake--> (0,W|K)
+//!  (x,W[|K]|H) --unlock: WLOCK, CAS--> (head,W|K|P)
+//!  (x,f) --condvar requeue under WLOCK--> (x,f|W)    (wakes the head if x = 0)
+//! ```
+//!
+//! Lifetime (module docs): after the CAS that releases the lock, only the
+//! head waiter's type-stable node is touched (`futex_wake`).
+
+use super::word::{RELEASE_NO_WAITERS, WAITERS, WLOCK};
+use super::word::{
+    hand_to_head, handoff_requested, is_free, list_locked, lock_list, release_keep_flags,
+    release_wake_head, unlock_needs_no_wake,
+};
+use super::{RawMutex, SpinPolicy};
+use crate::chaos::{self, Site};
+use crate::osq;
+use crate::stat::{self, Event};
+use crate::sync::atomic::Ordering;
+use crate::waitlist::{Waiter, WaiterState, lock_bit};
+
+impl<S: SpinPolicy> RawMutex<S> {
+    /// Unlock slow path: some flag is set. Without WAITERS/HANDOFF, or with
+    /// WAKING (a woken waiter will retry) and no HANDOFF, just drop the id;
+    /// otherwise take WLOCK while still owner, mark the head WOKEN and
+    /// release (or hand over) and drop WLOCK in one CAS; then wake the head.
+    #[cold]
+    pub(super) fn unlock_slow(&self, fair: bool) {
+        // Relaxed: only the CASes below decide; their orderings are commented.
+        let mut o = self.owner.load(Ordering::Relaxed);
+        loop {
+            if unlock_needs_no_wake(o, fair) {
+                // Only WLOCK (a waiter enqueueing) or nothing, or a woken
+                // waiter has not re-armed yet: release the id, keep the flags.
+                // With WAKING no wake is lost: the woken waiter clears WAKING
+                // (under WLOCK) before it re-tries and sleeps, in an RMW on
+                // this word; our CAS is ordered before it (then that re-try
+                // sees id 0) or after it (then we see WAKING clear).
+                // Release pairs with the next owner's Acquire.
+                match self.owner.compare_exchange_weak(
+                    o,
+                    release_keep_flags(o),
+                    Ordering::Release,
+                    Ordering::Relaxed,
+                ) {
+                    Ok(_) => return,
+                    Err(x) => o = x,
+                }
+                continue;
+            }
+            if list_locked(o) {
+                osq::spin_then_yield(|| {
+                    (!list_locked(osq::peek(&self.owner, Ordering::Relaxed))).then_some(())
+                });
+                o = self.owner.load(Ordering::Relaxed);
+                continue;
+            }
+            // Acquire pairs with the Release of the previous WLOCK holder.
+            match self.owner.compare_exchange_weak(
+                o,
+                lock_list(o),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(x) => o = x,
+            }
+        }
+        // We own the lock and WLOCK.
+        let h = self.list.head();
+        let hn = (h != 0).then(|| Waiter::decode(h));
+        // If the head is still WOKEN from an earlier wake it has not re-armed
+        // yet (re-arming needs WLOCK, which we hold): it is awake and will
+        // re-try after our release, so no futex_wake is needed.
+        // INV-WAKE-ADDR: under WLOCK; the release CAS below publishes it.
+        let need_wake = hn.is_some_and(|hn| hn.wake_mark());
+        let mut o = self.owner.load(Ordering::Relaxed);
+        // The head is WOKEN now (and will not sleep before it re-arms, which
+        // clears WAKING): publish WAKING so later unlocks need no WLOCK/wake.
+        let handed = loop {
+            let (new, handed) = match hn {
+                None => (RELEASE_NO_WAITERS, false),
+                Some(hn) if fair || handoff_requested(o) => (hand_to_head(hn.thread_id()), true),
+                Some(_) => (release_wake_head(), false),
+            };
+            // Release: publishes the critical section to the next owner (and
+            // the list edits to the next WLOCK holder). The wait list stays
+            // consistent with WAITERS because WLOCK is released in this CAS.
+            match self
+                .owner
+                .compare_exchange_weak(o, new, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => break handed,
+                Err(x) => o = x,
+            }
+        };
+        // From here on only the head's type-stable node is touched.
+        chaos::point(Site::AfterRelease);
+        stat::cond_inc(Event::MutexHandoff, handed);
+        if let Some(hn) = hn
+            && need_wake
+        {
+            stat::inc(Event::MutexWake);
+            hn.wake();
+        }
+    }
+
+    /// Condvar support: append the detached circular list whose head is
+    /// `head` (condvar waiters, thread id in `aux`) to the wait list, mark
+    /// every moved node SLEEPING, and wake the list head if the mutex is free.
+    /// Returns how many nodes moved. The caller holds the condvar's list lock
+    /// (so no moved waiter can leave meanwhile) but no lock of this mutex.
+    pub(crate) fn requeue(&self, head: u32) -> usize {
+        if head == 0 {
+            return 0;
+        }
+        lock_bit(&self.owner, WLOCK);
+        // Mark every moved node: they now wait for the mutex (a node that
+        // wakes spuriously sees SLEEPING and continues as a mutex waiter).
+        let mut count = 0;
+        let mut t = head;
+        loop {
+            let n = Waiter::decode(t);
+            // INV-WAKE-ADDR: under WLOCK and the condvar's lock, which the
+            // moved waiter needs to leave either list.
+            n.set_state(WaiterState::Sleeping);
+            chaos::point(Site::ListEdit);
+            count += 1;
+            t = n.next_link();
+            if t == head {
+                break;
+            }
+        }
+        self.list.splice_back(head);
+        // Set WAITERS *before* looking at the owner (both in one RMW): an owner
+        // whose release follows this RMW sees WAITERS and wakes the head; if
+        // the id field was already 0, nobody will, so we wake the head.
+        // AcqRel: Acquire pairs with the owner's release (we read its id).
+        let o = self.owner.fetch_or(WAITERS, Ordering::AcqRel);
+        let h = self.list.head();
+        let wake = is_free(o);
+        if wake {
+            // INV-WAKE-ADDR: under WLOCK, released by wunlock below.
+            Waiter::decode(h).set_state(WaiterState::Woken);
+        }
+        self.wunlock(0, 0);
+        chaos::point(Site::AfterRelease);
+        stat::add(Event::CondRequeue, count as u64);
+        // Only the head's type-stable node is touched after the release.
+        if wake {
+            stat::inc(Event::MutexWake);
+            Waiter::decode(h).wake();
+        }
+        count
+    }
+}
