@@ -351,22 +351,6 @@ impl<S: SpinPolicy> Default for RawMutex<S> {
     }
 }
 
-/// Time left until `deadline` (monotonic ns), `None` = no deadline.
-#[inline]
-fn remaining(deadline: Option<u64>) -> Option<Option<std::time::Duration>> {
-    match deadline {
-        None => Some(None),
-        Some(d) => {
-            let now = wait::now_ns();
-            if now >= d {
-                None
-            } else {
-                Some(Some(std::time::Duration::from_nanos(d.saturating_sub(now))))
-            }
-        }
-    }
-}
-
 #[inline]
 fn record_wait(t0: u64) {
     if stat::ENABLED {
@@ -666,16 +650,6 @@ unsafe impl<S: SpinPolicy> lock_api::RawMutexFair for RawMutex<S> {
 }
 
 #[cfg(not(loom))]
-fn instant_to_ns(i: std::time::Instant) -> u64 {
-    let now = std::time::Instant::now();
-    let base = wait::now_ns();
-    match i.checked_duration_since(now) {
-        Some(d) => base.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64),
-        None => base,
-    }
-}
-
-#[cfg(not(loom))]
 // SAFETY: timed acquisition returns a guard only when the lock was acquired.
 unsafe impl<S: SpinPolicy> lock_api::RawMutexTimed for RawMutex<S> {
     type Duration = std::time::Duration;
@@ -687,7 +661,7 @@ unsafe impl<S: SpinPolicy> lock_api::RawMutexTimed for RawMutex<S> {
     }
 
     fn try_lock_until(&self, timeout: std::time::Instant) -> Option<MutexToken> {
-        self.lock_until_ns(instant_to_ns(timeout))
+        self.lock_until_ns(wait::instant_to_ns(timeout))
     }
 }
 

@@ -22,7 +22,7 @@
 
 use super::word::{HANDOFF, WAITERS, WAKING, WLOCK};
 use super::word::{ask_handoff, handed_over, handoff_requested, is_free};
-use super::{RawMutex, SpinPolicy, remaining};
+use super::{RawMutex, SpinPolicy};
 use crate::chaos::{self, Site};
 use crate::node::QNode;
 use crate::stat::{self, Event};
@@ -126,7 +126,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             if self.try_acquire(id, true) {
                 break;
             }
-            let Some(timeout) = remaining(deadline).filter(|_| !expired) else {
+            let Some(timeout) = wait::remaining(deadline).filter(|_| !expired) else {
                 if self.leave_on_timeout(q, id) {
                     return true;
                 }

@@ -18,7 +18,7 @@
 //! [`try_acquire`](RawMutex::try_acquire)'s Acquire CAS.
 
 use super::word::{has_waiters, is_free, owed_to_waiter, owner_id};
-use super::{RawMutex, SpinPolicy, remaining};
+use super::{RawMutex, SpinPolicy};
 use crate::node;
 use crate::osq;
 use crate::stat::{self, Event};
@@ -93,26 +93,13 @@ impl<S: SpinPolicy> RawMutex<S> {
         got
     }
 
-    /// Most spinners allowed at once (OSQ positions).
-    #[inline]
-    fn max_spinners() -> u32 {
-        let t = crate::tune::get().mutex_max_spinners;
-        if t != 0 {
-            t
-        } else if cfg!(loom) {
-            2
-        } else {
-            (wait::effective_cpus() as u32).saturating_sub(1)
-        }
-    }
-
     /// Optimistic spinning for a thread that is not queued yet.
     pub(super) fn optimistic_spin(&self, id: u32) -> bool {
         let t = crate::tune::get();
         if !S::SPIN || t.mutex_spin == 0 {
             return false;
         }
-        let max = Self::max_spinners();
+        let max = osq::max_spinners();
         let mut total = SpinBudget::new(t.mutex_spin_max_ns);
         let got = if S::QUEUE {
             if self.osq.depth_hint() >= max {
@@ -175,7 +162,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             if self.try_acquire(id, false) {
                 return true;
             }
-            if remaining(deadline).is_none() {
+            if wait::remaining(deadline).is_none() {
                 return false;
             }
             wait::spin_until(&mut SpinBudget::new(ns), || {
