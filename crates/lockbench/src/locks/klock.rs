@@ -83,3 +83,22 @@ pub fn mutex_entries() -> Vec<LockEntry> {
         ),
     ]
 }
+
+/// Registry lines for klock's rwsem variants (seed 003). Reader behaviour on a failed
+/// fast path is the process-wide tunable `KLOCK_RWSEM_READER` (1 steal, the default;
+/// 2 spin on a writer owner; 0 queue), so steal vs spin is compared by running
+/// lockbench twice with that variable, not by two registry names.
+pub fn rwsem_entries() -> Vec<LockEntry> {
+    use crate::adapter::LockApiRwLock;
+    use klock::rwlock::{RawRwLock, SpinOff, SpinOsq};
+    vec![
+        LockEntry::rwlock::<LockApiRwLock<RawRwLock<SpinOsq>>>(
+            "klock_rwsem",
+            "klock rwsem (seed 003): writers spin via OSQ, hand-off, readers per KLOCK_RWSEM_READER (1 steal default, 2 spin, 0 queue)",
+        ),
+        LockEntry::rwlock::<LockApiRwLock<RawRwLock<SpinOff>>>(
+            "klock_rwsem_nospin",
+            "klock rwsem without optimistic spinning (writers sleep at once); readers per KLOCK_RWSEM_READER",
+        ),
+    ]
+}

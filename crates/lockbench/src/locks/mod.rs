@@ -32,6 +32,7 @@ pub fn registry() -> Vec<LockEntry> {
     v.extend(spin::entries());
     v.extend(klock::entries());
     v.extend(klock::mutex_entries());
+    v.extend(klock::rwsem_entries());
     v
 }
 
