@@ -29,6 +29,12 @@ pub enum Command {
     Rwlock(exp::rwlock::RwArgs),
     /// Seed 004's file-server job mix: jobs per minute vs users, OSQ ablation.
     Fserver(exp::fserver::FserverArgs),
+    /// Seed 003's rwsem microbenchmark: N readers + N writers, pause/sleep loads;
+    /// ops per thread, slow-path counts, all-writers vs half-writers.
+    Rwsem(exp::rwsem::RwsemArgs),
+    /// Seed 003's fio randrw in user space: 4 KiB random reads/writes on an
+    /// in-memory file behind one rw lock; aggregated MB/s.
+    Fio(exp::fio::FioArgs),
     /// Single-thread lock+unlock cost, ns per op.
     Uncontended(UncontendedArgs),
     /// Seed 001's experiment: time to finish a fixed build-like job per spinlock
@@ -95,6 +101,8 @@ pub fn dispatch(cmd: Command) -> Result<i32, CliError> {
         Command::Mutex(a) => exp::mutex::run(&a),
         Command::Rwlock(a) => exp::rwlock::run(&a),
         Command::Fserver(a) => exp::fserver::run(&a),
+        Command::Rwsem(a) => exp::rwsem::run(&a),
+        Command::Fio(a) => exp::fio::run(&a),
         Command::Uncontended(a) => {
             let all = [LockKind::Mutex, LockKind::RwLock];
             let locks = exp::select_locks(&a.locks, &all, &all)?;

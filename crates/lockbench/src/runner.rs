@@ -38,6 +38,8 @@ pub struct RunSpec {
     pub readers: usize,
     /// Work-loop iterations inside the critical section.
     pub cs_iters: u64,
+    /// `std::hint::spin_loop()` calls inside the critical section, after the work.
+    pub cs_pauses: u64,
     /// Work-loop iterations outside the critical section.
     pub ncs_iters: u64,
     /// Sleep inside the critical section, if any.
@@ -63,6 +65,7 @@ impl RunSpec {
             threads,
             readers: 0,
             cs_iters: 0,
+            cs_pauses: 0,
             ncs_iters: 0,
             cs_sleep: None,
             duration: Duration::from_millis(ms),
@@ -135,8 +138,11 @@ struct Control {
 /// CS work chained on `seed` (the previous work's result mixed with the counter just
 /// loaded), so it cannot start before the NCS work ends or the counter is read.
 #[inline(always)]
-fn cs_payload(seed: u64, iters: u64, sleep: Option<Duration>) -> u64 {
+fn cs_payload(seed: u64, iters: u64, pauses: u64, sleep: Option<Duration>) -> u64 {
     let r = spin_work_from(seed, iters);
+    for _ in 0..pauses {
+        std::hint::spin_loop();
+    }
     if let Some(d) = sleep {
         std::thread::sleep(d);
     }
@@ -182,7 +188,7 @@ fn worker<L: BenchLock>(
                 let t1 = sample.then(Instant::now);
                 // Relaxed: ordering comes from the lock under test.
                 let a = shared.a.load(Ordering::Relaxed);
-                let r = cs_payload(acc ^ a, spec.cs_iters, spec.cs_sleep);
+                let r = cs_payload(acc ^ a, spec.cs_iters, spec.cs_pauses, spec.cs_sleep);
                 let b = shared.b.load(Ordering::Relaxed);
                 (t1, a != b, r)
             });
@@ -197,7 +203,7 @@ fn worker<L: BenchLock>(
                 let a = shared.a.load(Ordering::Relaxed);
                 let b = shared.b.load(Ordering::Relaxed);
                 shared.a.store(a.wrapping_add(1), Ordering::Relaxed);
-                let r = cs_payload(acc ^ a, spec.cs_iters, spec.cs_sleep);
+                let r = cs_payload(acc ^ a, spec.cs_iters, spec.cs_pauses, spec.cs_sleep);
                 shared.b.store(b.wrapping_add(1), Ordering::Relaxed);
                 (t1, r)
             });

@@ -83,7 +83,12 @@ pub fn fmt_mops(x: f64) -> String {
     }
 }
 
-fn group_thousands(x: f64) -> String {
+/// Formats a count with thousands separators, as the seeds print them (`1,234,567`).
+///
+/// ```
+/// assert_eq!(lockbench::table::group_thousands(1234567.4), "1,234,567");
+/// ```
+pub fn group_thousands(x: f64) -> String {
     let n = x.round() as u64;
     let s = n.to_string();
     let mut out = String::new();

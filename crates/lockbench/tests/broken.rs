@@ -34,6 +34,7 @@ fn broken_report(rw: bool) -> Report {
         cs_ns: 500.0,
         ncs_ns: 0.0,
         cs_sleep_us: 0.0,
+        cs_pauses: 0,
     };
     let cfg = Config {
         experiment: if rw { "rwlock" } else { "mutex" }.into(),

@@ -153,3 +153,25 @@ fn render_rejects_missing_and_bad_files() {
     );
     let _ = std::fs::remove_file(f);
 }
+
+#[test]
+fn rwsem_bad_flags_say_what_is_allowed() {
+    assert_usage_error(
+        &["rwsem", "--loads", "1,fast"],
+        &["sleep<N>us", "0..=100000"],
+    );
+    assert_usage_error(&["rwsem", "--pairs", "0"], &["1..=512"]);
+    assert_usage_error(
+        &["rwsem", "--locks", "std"],
+        &["cannot be used here", "klock_rwsem"],
+    );
+}
+
+#[test]
+fn fio_bad_flags_say_what_is_allowed() {
+    assert_usage_error(&["fio", "--read-pct", "200"], &["0..=100"]);
+    assert_usage_error(
+        &["fio", "--locks", "mcs"],
+        &["allowed", "klock_rwsem", "pthread_rw_wpref"],
+    );
+}

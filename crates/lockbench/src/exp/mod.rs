@@ -13,10 +13,12 @@
 //! options, [`select_locks`] for `--locks`, [`run_configs`] to run, and
 //! [`finish`] to print tables, write `--json/--csv` and compute the exit status.
 
+pub mod fio;
 pub mod fserver;
 pub mod mutex;
 pub mod report;
 pub mod rwlock;
+pub mod rwsem;
 pub mod spin;
 pub mod uncontended;
 
@@ -52,6 +54,9 @@ pub struct Workload {
     pub ncs_ns: f64,
     /// Sleep inside the critical section, µs.
     pub cs_sleep_us: f64,
+    /// `std::hint::spin_loop()` (pause) instructions inside the critical section, after
+    /// the calibrated work (seed 003's critical-section loads; 0 for the presets).
+    pub cs_pauses: u64,
 }
 
 /// Preset names, for help and errors.
@@ -79,6 +84,7 @@ impl Workload {
             cs_ns: cs,
             ncs_ns: ncs,
             cs_sleep_us: sleep,
+            cs_pauses: 0,
         })
     }
     /// Critical-section time used for the serial bound: calibrated work + sleep, ns.
@@ -118,6 +124,7 @@ impl Config {
             threads: self.threads,
             readers: self.readers,
             cs_iters: cal.iters_for(self.workload.cs_ns),
+            cs_pauses: self.workload.cs_pauses,
             ncs_iters: cal.iters_for(self.workload.ncs_ns),
             cs_sleep: (self.workload.cs_sleep_us > 0.0)
                 .then(|| Duration::from_secs_f64(self.workload.cs_sleep_us * 1e-6)),
@@ -405,6 +412,8 @@ struct Collected {
     flagged: usize,
     violations: u64,
     steal_ns: u64,
+    /// klock event-counter deltas of each kept run (all zero without `stats`).
+    events: Vec<klock::stat::Snapshot>,
 }
 
 /// Runs every configuration `opts.runs` times, interleaved, and returns one record per
@@ -412,6 +421,17 @@ struct Collected {
 /// the same series; call [`add_single_thread_refs`] first to make sure they exist).
 /// `machine.steal_ms_during` is increased by the steal seen during kept runs.
 pub fn run_configs(configs: &[Config], opts: &RunOptions, machine: &mut Machine) -> Vec<Record> {
+    run_configs_with_events(configs, opts, machine).0
+}
+
+/// [`run_configs`], also returning, per configuration, the klock event-counter delta of
+/// every kept run (`klock::stat`, process-wide, taken around the run; all zero unless
+/// built with `--features stats`). Used by `rwsem` for the slow-path counts.
+pub fn run_configs_with_events(
+    configs: &[Config],
+    opts: &RunOptions,
+    machine: &mut Machine,
+) -> (Vec<Record>, Vec<Vec<klock::stat::Snapshot>>) {
     let runs = opts.runs.max(1);
     let mut col: Vec<Collected> = (0..configs.len())
         .map(|_| Collected {
@@ -420,6 +440,7 @@ pub fn run_configs(configs: &[Config], opts: &RunOptions, machine: &mut Machine)
             flagged: 0,
             violations: 0,
             steal_ns: 0,
+            events: Vec::new(),
         })
         .collect();
     let mut prog = Progress {
@@ -435,7 +456,9 @@ pub fn run_configs(configs: &[Config], opts: &RunOptions, machine: &mut Machine)
                 let quiet = wait_idle(&opts.gate);
                 let noise = Noise::start(c.noise);
                 let w = Window::begin();
+                let ev0 = klock::stat::snapshot();
                 let out = (c.entry.run)(&spec);
+                let ev = klock::stat::snapshot().delta(&ev0);
                 let wr = w.end();
                 noise.stop();
                 col[i].violations += out.violations;
@@ -452,6 +475,7 @@ pub fn run_configs(configs: &[Config], opts: &RunOptions, machine: &mut Machine)
                 }
                 col[i].steal_ns += wr.steal_ns;
                 col[i].kept.push(out);
+                col[i].events.push(ev);
                 break;
             }
             let note = if tries > 0 {
@@ -463,16 +487,18 @@ pub fn run_configs(configs: &[Config], opts: &RunOptions, machine: &mut Machine)
         }
     }
     prog.finish();
+    let mut events = Vec::with_capacity(col.len());
     let mut recs: Vec<Record> = configs
         .iter()
         .zip(col)
-        .map(|(c, k)| {
+        .map(|(c, mut k)| {
             machine.steal_ms_during += k.steal_ns / 1_000_000;
+            events.push(std::mem::take(&mut k.events));
             aggregate(c, k)
         })
         .collect();
     fill_ceiling(configs, &mut recs, machine.effective_cpus);
-    recs
+    (recs, events)
 }
 
 fn mops(ops: &[u64], elapsed_ns: u64) -> f64 {
@@ -722,6 +748,7 @@ mod tests {
                 cs_ns,
                 ncs_ns: 0.0,
                 cs_sleep_us: 0.0,
+                cs_pauses: 0,
             },
             duration: Duration::from_millis(1),
             noise: 0,

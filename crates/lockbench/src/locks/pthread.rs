@@ -40,9 +40,9 @@ const DEFAULT: i32 = -1;
 /// glibc's `PTHREAD_MUTEX_ADAPTIVE_NP`.
 const ADAPTIVE: i32 = 3;
 /// Rwlock kind value meaning "leave the attribute at its default".
-const RW_DEFAULT: i32 = -1;
+pub const RW_DEFAULT: i32 = -1;
 /// glibc's `PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP`.
-const RW_PREFER_WRITER_NONRECURSIVE: i32 = 2;
+pub const RW_PREFER_WRITER_NONRECURSIVE: i32 = 2;
 
 unsafe extern "C" {
     fn pthread_spin_init(lock: *mut libc::pthread_spinlock_t, pshared: libc::c_int) -> libc::c_int;

@@ -1,0 +1,878 @@
+//! `lockbench rwsem`: seed 003's rwsem microbenchmark in user space.
+//!
+//! The seed ran N reader and N writer threads (18 + 18 on a 2-socket 36-core
+//! machine, 10 s) on one rwsem, with critical-section loads of 1, 10, 50 and
+//! 100 `pause` instructions and a 1 µs sleep, and printed three tables:
+//!
+//! 1. per load, the reader and the writer locking ops per thread, min/avg/max;
+//! 2. per load, the reader and writer locking ops that took the slow path;
+//! 3. per load, the mean writer ops per thread with all threads writers
+//!    against half of them writers, and the % change.
+//!
+//! Here the threads are the generic runner's ([`crate::runner`]): readers take
+//! the lock shared, writers exclusive, the load is `std::hint::spin_loop()`
+//! calls (x86 `pause`) or a 1 µs sleep inside the critical section, nothing
+//! outside unless `--ncs-ns`. Every configuration runs `--runs` times,
+//! interleaved with the others; the min/avg/max are those of the run with the
+//! median throughput of that class. The slow-path counts come from klock's
+//! counters (`rwsem_rlock_slow`, `rwsem_wlock_slow`; build with
+//! `--features stats`), median over runs, for klock's locks only. The
+//! all-writers configuration has the same total thread count (2N writers).
+//!
+//! The seed's own numbers (patched and unpatched 4.14, 18 + 18, 10 s) are
+//! printed beside ours for the shape: absolute counts differ (window length,
+//! machine), ratios such as reader:writer ops are comparable.
+//!
+//! `KLOCK_RWSEM_READER` (1 steal, the default; 2 spin; 0 queue) is a
+//! process-wide tunable: compare reader stealing with reader spinning by
+//! running the command twice with the variable set.
+//!
+//! ```no_run
+//! // lockbench rwsem --pairs 4,18 --loads 1,10,50,100,sleep1us --duration 1 --runs 3
+//! ```
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{
+    CliError, Config, RunOptions, ThreadList, Workload, parse_duration, parse_nonneg, select_locks,
+};
+use crate::adapter::{LockEntry, LockKind};
+use crate::gate::GateConfig;
+use crate::record::{Record, Report};
+use crate::stats::{MinAvgMax, median};
+use crate::sys::Machine;
+use crate::table::{Table, group_thousands};
+
+/// Experiment name of the N readers + N writers records.
+pub const EXPERIMENT: &str = "rwsem";
+/// Experiment name of the all-writers (2N writers) records.
+pub const EXPERIMENT_ALL_WRITERS: &str = "rwsem_allwriters";
+/// Default `--locks`.
+pub const DEFAULT_LOCKS: &str =
+    "klock_rwsem,klock_rwsem_nospin,std_rw,parking_lot_rw,pthread_rw,pthread_rw_wpref";
+
+/// Arguments of `lockbench rwsem`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct RwsemArgs {
+    /// Comma-separated pair counts N (N readers + N writers each), each 1..=512.
+    #[arg(long, value_parser = parse_pairs, default_value = "4,18")]
+    pub pairs: ThreadList,
+    /// Comma-separated critical-section loads: a number of pause instructions
+    /// (0..=100000) or sleep<N>us (N 1..=1000000).
+    #[arg(long, value_parser = parse_loads, default_value = "1,10,50,100,sleep1us")]
+    pub loads: LoadList,
+    /// Comma-separated rwlock names (see `lockbench list`).
+    #[arg(long, value_delimiter = ',', default_value = DEFAULT_LOCKS)]
+    pub locks: Vec<String>,
+    /// Busy work outside the critical section, ns (the seed's loop had none).
+    #[arg(long, value_parser = parse_nonneg, default_value = "0", allow_hyphen_values = true)]
+    pub ncs_ns: f64,
+    /// Skip the all-writers configurations (and the % change table).
+    #[arg(long)]
+    pub no_all_writers: bool,
+    /// Measurement window per run, seconds (decimal, > 0, <= 3600; the seed used 10).
+    #[arg(long, value_parser = parse_duration, default_value = "1", allow_hyphen_values = true)]
+    pub duration: f64,
+    /// Repetitions per configuration, interleaved (1..=100).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub runs: u32,
+    /// CPU-hog threads running beside the workload (0..=256).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=256))]
+    pub noise: u32,
+    /// Write the results as JSON to FILE (a report `lockbench render` reads, plus
+    /// the slow-path counts under `rwsem_slowpath`).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the results as CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// No progress output.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Disable the idle gate (same as LOCKBENCH_NO_IDLE_GATE=1).
+    #[arg(long)]
+    pub no_idle_gate: bool,
+}
+
+/// A critical-section load.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Load {
+    /// This many `std::hint::spin_loop()` calls.
+    Pauses(u64),
+    /// A sleep of this many µs.
+    SleepUs(u64),
+}
+
+impl Load {
+    /// The name used on the command line and as the records' workload: `pause10`,
+    /// `sleep1us`.
+    pub fn workload_name(self) -> String {
+        match self {
+            Load::Pauses(n) => format!("pause{n}"),
+            Load::SleepUs(n) => format!("sleep{n}us"),
+        }
+    }
+    /// The label in the tables, as the seed prints it: `10`, `1us sleep`.
+    pub fn label(self) -> String {
+        match self {
+            Load::Pauses(n) => n.to_string(),
+            Load::SleepUs(n) => format!("{n}us sleep"),
+        }
+    }
+    /// The runner workload for this load.
+    pub fn workload(self, ncs_ns: f64) -> Workload {
+        let (cs_pauses, cs_sleep_us) = match self {
+            Load::Pauses(n) => (n, 0.0),
+            Load::SleepUs(n) => (0, n as f64),
+        };
+        Workload {
+            name: self.workload_name(),
+            cs_ns: 0.0,
+            ncs_ns,
+            cs_sleep_us,
+            cs_pauses,
+        }
+    }
+}
+
+/// A parsed `--loads` list.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoadList(pub Vec<Load>);
+
+/// Parses `1,10,sleep1us` into loads.
+///
+/// ```
+/// use lockbench::exp::rwsem::{Load, parse_loads};
+/// assert_eq!(parse_loads("1,sleep1us").unwrap().0, vec![Load::Pauses(1), Load::SleepUs(1)]);
+/// assert!(parse_loads("fast").is_err());
+/// ```
+pub fn parse_loads(s: &str) -> Result<LoadList, String> {
+    let allowed = "allowed are pause counts 0..=100000 and sleep<N>us with N 1..=1000000, \
+                   comma-separated, e.g. 1,10,50,100,sleep1us";
+    let mut v = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let load = if let Some(n) = part
+            .strip_prefix("sleep")
+            .and_then(|r| r.strip_suffix("us"))
+        {
+            match n.parse::<u64>() {
+                Ok(n) if (1..=1_000_000).contains(&n) => Load::SleepUs(n),
+                _ => return Err(format!("bad load '{part}': {allowed}")),
+            }
+        } else {
+            match part.parse::<u64>() {
+                Ok(n) if n <= 100_000 => Load::Pauses(n),
+                _ => return Err(format!("bad load '{part}': {allowed}")),
+            }
+        };
+        if !v.contains(&load) {
+            v.push(load);
+        }
+    }
+    if v.is_empty() {
+        return Err(format!("empty load list: {allowed}"));
+    }
+    Ok(LoadList(v))
+}
+
+/// Parses `4,18` into pair counts (each 1..=512).
+///
+/// ```
+/// assert_eq!(lockbench::exp::rwsem::parse_pairs("4,18").unwrap().0, vec![4, 18]);
+/// assert!(lockbench::exp::rwsem::parse_pairs("600").is_err());
+/// ```
+pub fn parse_pairs(s: &str) -> Result<ThreadList, String> {
+    let allowed =
+        "allowed are comma-separated integers 1..=512 (N readers + N writers each), e.g. 4,18";
+    let mut v = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        match part.parse::<usize>() {
+            Ok(n) if (1..=512).contains(&n) => {
+                if !v.contains(&n) {
+                    v.push(n)
+                }
+            }
+            _ => return Err(format!("bad pair count '{part}': {allowed}")),
+        }
+    }
+    if v.is_empty() {
+        return Err(format!("empty pair list: {allowed}"));
+    }
+    Ok(ThreadList(v))
+}
+
+/// Builds the configurations: per pair count N, load and lock, N readers + N writers,
+/// and (with `all_writers`) 2N writers.
+pub fn configs(
+    locks: &[LockEntry],
+    pairs: &[usize],
+    loads: &[Load],
+    ncs_ns: f64,
+    duration: Duration,
+    noise: usize,
+    all_writers: bool,
+) -> Vec<Config> {
+    let mut v = Vec::new();
+    for &n in pairs {
+        for &load in loads {
+            for e in locks {
+                let c = Config {
+                    experiment: EXPERIMENT.into(),
+                    entry: *e,
+                    threads: 2 * n,
+                    readers: n,
+                    rw: true,
+                    workload: load.workload(ncs_ns),
+                    duration,
+                    noise,
+                    implicit: false,
+                };
+                if all_writers {
+                    v.push(Config {
+                        experiment: EXPERIMENT_ALL_WRITERS.into(),
+                        readers: 0,
+                        rw: false,
+                        ..c.clone()
+                    });
+                }
+                v.push(c);
+            }
+        }
+    }
+    v
+}
+
+/// Slow-path counts of one N readers + N writers configuration (klock counters, median
+/// over runs; `None` without `--features stats` or for a lock without counters).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SlowPath {
+    /// Lock name.
+    pub lock: String,
+    /// Total threads (2N).
+    pub threads: usize,
+    /// Workload name (`pause10`, `sleep1us`).
+    pub workload: String,
+    /// Reader acquisitions in the slow path (`rwsem_rlock_slow`).
+    pub reader_slow: Option<f64>,
+    /// Writer acquisitions in the slow path (`rwsem_wlock_slow`).
+    pub writer_slow: Option<f64>,
+    /// Reader acquisitions by the fast path (`rwsem_rlock_fast`).
+    pub reader_fast: Option<f64>,
+    /// Writer acquisitions by the fast path (`rwsem_wlock_fast`).
+    pub writer_fast: Option<f64>,
+}
+
+/// Whether `lock` reports klock's rwsem counters.
+pub fn has_counters(lock: &str) -> bool {
+    lock.starts_with("klock_")
+}
+
+/// Slow-path rows from the per-run counter deltas that
+/// [`run_configs_with_events`](super::run_configs_with_events) returns.
+pub fn slowpath(cfgs: &[Config], events: &[Vec<klock::stat::Snapshot>]) -> Vec<SlowPath> {
+    use klock::stat::Event as E;
+    cfgs.iter()
+        .zip(events)
+        .filter(|(c, _)| c.experiment == EXPERIMENT)
+        .map(|(c, ev)| {
+            let on = klock::stat::ENABLED && has_counters(c.entry.name) && !ev.is_empty();
+            let m =
+                |e: E| on.then(|| median(&ev.iter().map(|s| s.get(e) as f64).collect::<Vec<_>>()));
+            SlowPath {
+                lock: c.entry.name.into(),
+                threads: c.threads,
+                workload: c.workload.name.clone(),
+                reader_slow: m(E::RwReadSlow),
+                writer_slow: m(E::RwWriteSlow),
+                reader_fast: m(E::RwReadFast),
+                writer_fast: m(E::RwWriteFast),
+            }
+        })
+        .collect()
+}
+
+/// One seed row: (load, reader min/avg/max, writer min/avg/max, reader slow, writer
+/// slow, all-writers avg, half-writers avg).
+type SeedRow = (Load, [u64; 3], [u64; 3], u64, u64, u64, u64);
+
+/// Seed 003, 2-socket 36-core (72 threads), patched 4.14: 18 readers + 18 writers, 10 s.
+pub const SEED_PATCHED: &[SeedRow] = &[
+    (
+        Load::Pauses(1),
+        [2_079_544, 2_284_896, 2_457_118],
+        [713_537, 914_695, 1_166_480],
+        3_987_189,
+        3_992_714,
+        1_183_273,
+        914_695,
+    ),
+    (
+        Load::Pauses(10),
+        [2_239_922, 3_126_189, 4_076_386],
+        [249_201, 415_814, 612_465],
+        1_460_878,
+        1_463_589,
+        1_035_676,
+        415_814,
+    ),
+    (
+        Load::Pauses(50),
+        [1_826_276, 2_163_704, 2_842_305],
+        [72_111, 198_479, 359_692],
+        609_273,
+        610_224,
+        577_067,
+        198_479,
+    ),
+    (
+        Load::Pauses(100),
+        [1_587_516, 1_899_778, 2_256_065],
+        [14_586, 251_545, 654_608],
+        202_764,
+        201_770,
+        392_179,
+        251_545,
+    ),
+    (
+        Load::SleepUs(1),
+        [8_034, 8_267, 8_555],
+        [57_555, 64_190, 70_046],
+        148_805,
+        1_155_410,
+        35_823,
+        64_190,
+    ),
+];
+
+/// Seed 003, same machine, unpatched 4.14 (no slow-path table in the seed: zeros).
+pub const SEED_UNPATCHED: &[SeedRow] = &[
+    (
+        Load::Pauses(1),
+        [9_521, 9_521, 9_522],
+        [9_534, 397_336, 710_196],
+        0,
+        0,
+        1_135_832,
+        397_336,
+    ),
+    (
+        Load::Pauses(10),
+        [8_045, 8_046, 8_046],
+        [8_047, 209_955, 489_798],
+        0,
+        0,
+        989_950,
+        209_955,
+    ),
+    (
+        Load::Pauses(50),
+        [7_730, 7_730, 7_731],
+        [7_730, 172_723, 347_213],
+        0,
+        0,
+        593_352,
+        172_723,
+    ),
+    (
+        Load::Pauses(100),
+        [5_037, 5_038, 5_039],
+        [5_037, 163_691, 694_101],
+        0,
+        0,
+        369_227,
+        163_691,
+    ),
+    (
+        Load::SleepUs(1),
+        [230, 231, 232],
+        [230, 97_288, 822_645],
+        0,
+        0,
+        49_437,
+        97_288,
+    ),
+];
+
+/// Label of the seed's numbers wherever they are quoted.
+pub const SEED_LABEL: &str = "seed 003, 2-socket 36-core, patched 4.14";
+
+fn seed_row(table: &[SeedRow], load: Load) -> Option<&SeedRow> {
+    table.iter().find(|r| r.0 == load)
+}
+
+fn mam(v: [u64; 3]) -> String {
+    v.map(|x| group_thousands(x as f64)).join("/")
+}
+
+fn fmt_mam(m: &MinAvgMax) -> String {
+    format!(
+        "{}/{}/{}",
+        group_thousands(m.min),
+        group_thousands(m.avg),
+        group_thousands(m.max)
+    )
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    if b > 0.0 {
+        format!("{:.2}", a / b)
+    } else {
+        "-".into()
+    }
+}
+
+fn pct_change(all: f64, half: f64) -> String {
+    if all > 0.0 {
+        format!("{:+.1}%", 100.0 * (half - all) / all)
+    } else {
+        "-".into()
+    }
+}
+
+fn find<'a>(
+    recs: &'a [Record],
+    exp: &str,
+    lock: &str,
+    threads: usize,
+    load: Load,
+) -> Option<&'a Record> {
+    let w = load.workload_name();
+    recs.iter().find(|r| {
+        r.experiment == exp && r.lock == lock && r.threads == threads && r.params.workload == w
+    })
+}
+
+/// Renders seed 003's three tables (per pair count) from our records and slow-path
+/// rows, then the seed's own numbers.
+pub fn render(
+    recs: &[Record],
+    slow: &[SlowPath],
+    locks: &[String],
+    pairs: &[usize],
+    loads: &[Load],
+    duration_s: f64,
+) -> String {
+    let mut s = String::new();
+    for &n in pairs {
+        let t = 2 * n;
+        // Table 1: ops per thread.
+        let mut t1 = Table {
+            title: format!(
+                "rwsem {n} readers + {n} writers: locking ops per thread in {duration_s} s, min/avg/max (median run); R:W = avg reader ops / avg writer ops"
+            ),
+            header: [
+                "CS load",
+                "lock",
+                "reader ops/thread",
+                "writer ops/thread",
+                "R:W",
+                "seed R:W (patched)",
+                "seed R:W (unpatched)",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: Vec::new(),
+        };
+        for &load in loads {
+            let seed_rw = |tab: &[SeedRow]| {
+                seed_row(tab, load).map_or("-".into(), |r| ratio(r.1[1] as f64, r.2[1] as f64))
+            };
+            for l in locks {
+                let Some(r) = find(recs, EXPERIMENT, l, t, load) else {
+                    continue;
+                };
+                let (rd, wr) = (
+                    r.readers.clone().unwrap_or_default(),
+                    r.writers.clone().unwrap_or_default(),
+                );
+                t1.rows.push(vec![
+                    load.label(),
+                    l.clone(),
+                    fmt_mam(&rd.ops_per_thread),
+                    fmt_mam(&wr.ops_per_thread),
+                    ratio(rd.ops_per_thread.avg, wr.ops_per_thread.avg),
+                    seed_rw(SEED_PATCHED),
+                    seed_rw(SEED_UNPATCHED),
+                ]);
+            }
+        }
+        s.push_str(&t1.to_text());
+        // Table 2: slow-path ops.
+        let mut t2 = Table {
+            title: format!(
+                "rwsem {n} readers + {n} writers: slow-path locking ops per run (klock counters, median of runs); % = share of that class's acquisitions"
+            ),
+            header: [
+                "CS load",
+                "lock",
+                "reader slowpath ops",
+                "writer slowpath ops",
+                "R:W slow",
+                "seed R:W slow (patched)",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: Vec::new(),
+        };
+        for &load in loads {
+            let seed =
+                seed_row(SEED_PATCHED, load).map_or("-".into(), |r| ratio(r.3 as f64, r.4 as f64));
+            for l in locks.iter().filter(|l| has_counters(l)) {
+                let w = load.workload_name();
+                let Some(p) = slow
+                    .iter()
+                    .find(|p| &p.lock == l && p.threads == t && p.workload == w)
+                else {
+                    continue;
+                };
+                let cell = |slow: Option<f64>, fast: Option<f64>| match (slow, fast) {
+                    (Some(sl), Some(f)) => {
+                        let tot = sl + f;
+                        if tot > 0.0 {
+                            format!("{} ({:.1}%)", group_thousands(sl), 100.0 * sl / tot)
+                        } else {
+                            "0".into()
+                        }
+                    }
+                    _ => "n/a (build with --features stats)".into(),
+                };
+                t2.rows.push(vec![
+                    load.label(),
+                    l.clone(),
+                    cell(p.reader_slow, p.reader_fast),
+                    cell(p.writer_slow, p.writer_fast),
+                    match (p.reader_slow, p.writer_slow) {
+                        (Some(a), Some(b)) => ratio(a, b),
+                        _ => "n/a".into(),
+                    },
+                    seed.clone(),
+                ]);
+            }
+        }
+        if !klock::stat::ENABLED && locks.iter().any(|l| has_counters(l)) {
+            s.push_str(&format!(
+                "\n### rwsem {n} readers + {n} writers: slow-path locking ops\n\nreader/writer slowpath ops: n/a (build with --features stats)\n"
+            ));
+        } else if t2.rows.is_empty() {
+            s.push_str(&format!(
+                "\n(slow-path table for {n}+{n}: no klock lock selected; only klock locks have counters)\n"
+            ));
+        } else {
+            s.push_str(&t2.to_text());
+        }
+        // Table 3: all writers vs half writers.
+        let mut t3 = Table {
+            title: format!(
+                "rwsem: mean writer ops per thread, {t} writers (all) vs {n} readers + {n} writers (half)"
+            ),
+            header: [
+                "CS load",
+                "lock",
+                "all writers",
+                "half writers",
+                "% change",
+                "seed % (patched)",
+                "seed % (unpatched)",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: Vec::new(),
+        };
+        for &load in loads {
+            let seed_pct = |tab: &[SeedRow]| {
+                seed_row(tab, load).map_or("-".into(), |r| pct_change(r.5 as f64, r.6 as f64))
+            };
+            for l in locks {
+                let (Some(all), Some(half)) = (
+                    find(recs, EXPERIMENT_ALL_WRITERS, l, t, load),
+                    find(recs, EXPERIMENT, l, t, load),
+                ) else {
+                    continue;
+                };
+                let a = all.ops_per_thread.avg;
+                let h = half.writers.as_ref().map_or(0.0, |w| w.ops_per_thread.avg);
+                t3.rows.push(vec![
+                    load.label(),
+                    l.clone(),
+                    group_thousands(a),
+                    group_thousands(h),
+                    pct_change(a, h),
+                    seed_pct(SEED_PATCHED),
+                    seed_pct(SEED_UNPATCHED),
+                ]);
+            }
+        }
+        if !t3.rows.is_empty() {
+            s.push_str(&t3.to_text());
+        }
+    }
+    s.push_str(&seed_tables());
+    s
+}
+
+/// The seed's own tables, verbatim numbers (18 readers + 18 writers, 10 s).
+pub fn seed_tables() -> String {
+    let mut s = String::new();
+    for (label, tab) in [
+        (SEED_LABEL.to_string(), SEED_PATCHED),
+        (
+            "seed 003, 2-socket 36-core, unpatched 4.14".to_string(),
+            SEED_UNPATCHED,
+        ),
+    ] {
+        let patched = std::ptr::eq(tab, SEED_PATCHED);
+        let mut t = Table {
+            title: format!(
+                "{label}: 18 readers + 18 writers, 10 s (quoted for shape, not measured here)"
+            ),
+            header: [
+                "CS load",
+                "reader ops/thread",
+                "writer ops/thread",
+                "R:W",
+                "reader slowpath",
+                "writer slowpath",
+                "all writers",
+                "half writers",
+                "% change",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows: Vec::new(),
+        };
+        for r in tab {
+            let sp = |x: u64| {
+                if patched {
+                    group_thousands(x as f64)
+                } else {
+                    "-".into()
+                }
+            };
+            t.rows.push(vec![
+                r.0.label(),
+                mam(r.1),
+                mam(r.2),
+                ratio(r.1[1] as f64, r.2[1] as f64),
+                sp(r.3),
+                sp(r.4),
+                group_thousands(r.5 as f64),
+                group_thousands(r.6 as f64),
+                pct_change(r.5 as f64, r.6 as f64),
+            ]);
+        }
+        s.push_str(&t.to_text());
+    }
+    s
+}
+
+fn options(a: &RwsemArgs) -> RunOptions {
+    let mut gate = GateConfig::from_env();
+    if a.no_idle_gate {
+        gate.enabled = false;
+    }
+    RunOptions {
+        runs: a.runs as usize,
+        gate,
+        progress: !a.quiet,
+    }
+}
+
+/// Runs `lockbench rwsem`; returns the exit status.
+pub fn run(a: &RwsemArgs) -> Result<i32, CliError> {
+    let locks = select_locks(&a.locks, &[LockKind::RwLock], &[LockKind::RwLock])?;
+    let names: Vec<String> = locks.iter().map(|e| e.name.to_string()).collect();
+    let cfgs = configs(
+        &locks,
+        &a.pairs.0,
+        &a.loads.0,
+        a.ncs_ns,
+        Duration::from_secs_f64(a.duration),
+        a.noise as usize,
+        !a.no_all_writers,
+    );
+    let mut machine = Machine::probe();
+    let (results, events) = super::run_configs_with_events(&cfgs, &options(a), &mut machine);
+    let slow = slowpath(&cfgs, &events);
+    let report = Report {
+        machine,
+        command: super::command_line(),
+        results,
+    };
+    let m = &report.machine;
+    super::out(&format!(
+        "\nlockbench rwsem: {} | effective CPUs {} | kernel {}{} | {} runs per configuration, interleaved | KLOCK_RWSEM_READER={}\n",
+        m.cpu_model,
+        m.effective_cpus,
+        m.kernel,
+        if m.hypervisor { " (VM)" } else { "" },
+        a.runs,
+        std::env::var("KLOCK_RWSEM_READER").unwrap_or_else(|_| "unset (1, steal)".into()),
+    ));
+    super::out(&render(
+        &report.results,
+        &slow,
+        &names,
+        &a.pairs.0,
+        &a.loads.0,
+        a.duration,
+    ));
+    let v = report.violations();
+    super::out(&format!(
+        "\nMutual exclusion: {}\n",
+        if v == 0 {
+            "OK in every run".to_string()
+        } else {
+            format!("{v} VIOLATIONS")
+        }
+    ));
+    if let Some(p) = &a.json {
+        let mut j = serde_json::to_value(&report)
+            .map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
+        j["rwsem_slowpath"] = serde_json::to_value(&slow)
+            .map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
+        let text = serde_json::to_string_pretty(&j)
+            .map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
+        super::write_file(p, &text)?;
+    }
+    if let Some(p) = &a.csv {
+        super::write_file(p, &crate::record::to_csv(&report.results))?;
+    }
+    Ok(super::exit_status(&report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser, Debug)]
+    struct Wrap {
+        #[command(flatten)]
+        a: RwsemArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<RwsemArgs, String> {
+        Wrap::try_parse_from(std::iter::once("rwsem").chain(args.iter().copied()))
+            .map(|w| w.a)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_match_the_seed() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.pairs.0, vec![4, 18]);
+        assert_eq!(
+            a.loads.0,
+            vec![
+                Load::Pauses(1),
+                Load::Pauses(10),
+                Load::Pauses(50),
+                Load::Pauses(100),
+                Load::SleepUs(1)
+            ]
+        );
+        assert_eq!(a.locks.join(","), DEFAULT_LOCKS);
+        // Every default lock is a registered rwlock.
+        assert!(select_locks(&a.locks, &[LockKind::RwLock], &[]).is_ok());
+    }
+
+    #[test]
+    fn bad_flags_say_what_is_allowed() {
+        let e = parse(&["--loads", "1,fast"]).unwrap_err();
+        assert!(e.contains("sleep<N>us") && e.contains("0..=100000"), "{e}");
+        let e = parse(&["--loads", "sleep0us"]).unwrap_err();
+        assert!(e.contains("1..=1000000"), "{e}");
+        let e = parse(&["--pairs", "0"]).unwrap_err();
+        assert!(e.contains("1..=512"), "{e}");
+        let e = parse(&["--duration", "0"]).unwrap_err();
+        assert!(e.contains("seconds > 0"), "{e}");
+        let a = parse(&["--locks", "std"]).unwrap();
+        let e = run(&a).unwrap_err();
+        assert!(
+            e.0.contains("cannot be used here") && e.0.contains("klock_rwsem"),
+            "{e}"
+        );
+        let a = parse(&["--locks", "nope"]).unwrap();
+        let e = run(&a).unwrap_err();
+        assert!(
+            e.0.contains("known locks") && e.0.contains("pthread_rw_wpref"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn tiny_run_produces_the_three_tables() {
+        let a = parse(&[
+            "--pairs",
+            "1",
+            "--loads",
+            "1,sleep1us",
+            "--locks",
+            "klock_rwsem,parking_lot_rw",
+            "--duration",
+            "0.05",
+            "--runs",
+            "1",
+            "--quiet",
+            "--no-idle-gate",
+        ])
+        .unwrap();
+        let locks = select_locks(&a.locks, &[LockKind::RwLock], &[]).unwrap();
+        let cfgs = configs(
+            &locks,
+            &a.pairs.0,
+            &a.loads.0,
+            0.0,
+            Duration::from_secs_f64(a.duration),
+            0,
+            true,
+        );
+        assert_eq!(cfgs.len(), 2 * 2 * 2);
+        let (recs, events) =
+            super::super::run_configs_with_events(&cfgs, &options(&a), &mut Machine::default());
+        assert_eq!(events.len(), cfgs.len());
+        assert!(recs.iter().all(|r| r.violations == 0));
+        let half: Vec<_> = recs.iter().filter(|r| r.experiment == EXPERIMENT).collect();
+        assert_eq!(half.len(), 4);
+        for r in &half {
+            let (rd, wr) = (r.readers.as_ref().unwrap(), r.writers.as_ref().unwrap());
+            assert_eq!((rd.threads, wr.threads), (1, 1));
+            assert!(
+                rd.ops_per_thread.avg + wr.ops_per_thread.avg > 0.0,
+                "{}",
+                r.lock
+            );
+        }
+        let slow = slowpath(&cfgs, &events);
+        assert_eq!(slow.len(), 4);
+        let k = slow.iter().find(|p| p.lock == "klock_rwsem").unwrap();
+        assert_eq!(k.reader_slow.is_some(), klock::stat::ENABLED);
+        let names: Vec<String> = a.locks.clone();
+        let text = render(&recs, &slow, &names, &[1], &a.loads.0, 0.05);
+        assert!(text.contains("locking ops per thread"), "{text}");
+        assert!(text.contains("slow-path locking ops"), "{text}");
+        assert!(text.contains("all writers"), "{text}");
+        assert!(text.contains("1us sleep"), "{text}");
+        assert!(text.contains(SEED_LABEL), "{text}");
+        // The seed's own % change is quoted beside ours.
+        assert!(text.contains("-22.7%") && text.contains("+79.2%"), "{text}");
+        if !klock::stat::ENABLED {
+            assert!(text.contains("n/a (build with --features stats)"), "{text}");
+        }
+    }
+
+    #[test]
+    fn seed_numbers_reproduce_the_seed_percentages() {
+        let p: Vec<String> = SEED_PATCHED
+            .iter()
+            .map(|r| pct_change(r.5 as f64, r.6 as f64))
+            .collect();
+        assert_eq!(p, ["-22.7%", "-59.9%", "-65.6%", "-35.9%", "+79.2%"]);
+        let u: Vec<String> = SEED_UNPATCHED
+            .iter()
+            .map(|r| pct_change(r.5 as f64, r.6 as f64))
+            .collect();
+        assert_eq!(u, ["-65.0%", "-78.8%", "-70.9%", "-55.7%", "+96.8%"]);
+    }
+}
