@@ -10,9 +10,11 @@
 //! seed's ablation: `klock_mutex` (spinners queued in an OSQ) against
 //! `klock_mutex_noqueue` (every spinner polls the owner).
 //!
-//! The tree lock is `parking_lot::RwLock` for now (klock's rwsem is a later
-//! issue); the same lock is used for every mutex variant, so only the mutexes
-//! differ between columns.
+//! The tree lock is klock's rwsem (`klock::RwLock`, `RawRwLock<SpinOsq>`) for
+//! every klock variant, so only the mutexes differ between the klock columns;
+//! `parking_lot` keeps `parking_lot::RwLock` for its tree. `klock_mutex_pltree`
+//! is `klock_mutex` with the old `parking_lot::RwLock` tree, so the tree
+//! lock's own effect shows as `klock_mutex` vs `klock_mutex_pltree`.
 //!
 //! With `--features stats` the run also prints a **contention profile** laid
 //! out like the seed's perf table: the share of all user-thread time spent
@@ -50,7 +52,14 @@ pub const VARIANTS: &[(&str, &str)] = &[
         "klock mutex, every spinner polls the owner (without the patch)",
     ),
     ("klock_mutex_nospin", "klock mutex, no optimistic spinning"),
-    ("parking_lot", "parking_lot 0.13 Mutex"),
+    (
+        "klock_mutex_pltree",
+        "klock_mutex with a parking_lot::RwLock tree lock instead of klock's rwsem",
+    ),
+    (
+        "parking_lot",
+        "parking_lot 0.13 Mutex (and parking_lot::RwLock tree)",
+    ),
 ];
 
 /// Arguments of `lockbench fserver`.
@@ -59,12 +68,13 @@ pub struct FserverArgs {
     /// Comma-separated user (thread) counts, each 1..=1024.
     #[arg(long, value_parser = parse_threads, default_value = "1,2,8,32,128")]
     pub users: ThreadList,
-    /// Comma-separated mutex variants: klock_mutex, klock_mutex_noqueue,
-    /// klock_mutex_nospin, parking_lot.
+    /// Comma-separated variants: klock_mutex, klock_mutex_noqueue,
+    /// klock_mutex_nospin, klock_mutex_pltree, parking_lot (klock variants use
+    /// klock's rwsem as the tree lock, except klock_mutex_pltree).
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "klock_mutex,klock_mutex_noqueue,klock_mutex_nospin,parking_lot"
+        default_value = "klock_mutex,klock_mutex_noqueue,klock_mutex_nospin,klock_mutex_pltree,parking_lot"
     )]
     pub locks: Vec<String>,
     /// Measurement window per run, seconds (decimal, > 0, <= 3600).
@@ -184,12 +194,19 @@ fn timed<T>(acc: &mut u64, f: impl FnOnce() -> T) -> T {
     }
 }
 
-/// Runs one configuration; returns (jobs, elapsed, violations, tree-wait ns).
-fn run_one<R>(users: usize, dirs: u32, files: u32, duration: Duration) -> (u64, Duration, u64, u64)
+/// Runs one configuration with mutex `R` and tree lock `T`; returns (jobs, elapsed,
+/// violations, tree-wait ns).
+fn run_one<R, T>(
+    users: usize,
+    dirs: u32,
+    files: u32,
+    duration: Duration,
+) -> (u64, Duration, u64, u64)
 where
     R: lock_api::RawMutex + Send + Sync + 'static,
+    T: lock_api::RawRwLock + Send + Sync + 'static,
 {
-    let tree = Arc::new(parking_lot::RwLock::new(Tree::<R> {
+    let tree = Arc::new(lock_api::RwLock::<T, _>::new(Tree::<R> {
         dirs: (0..dirs)
             .map(|d| {
                 Arc::new(Dir {
@@ -333,12 +350,16 @@ where
 
 fn run_variant(name: &str, users: usize, args: &FserverArgs) -> (u64, Duration, u64, u64) {
     use klock::mutex::{RawMutex, SpinNoQueue, SpinOff, SpinOsq};
+    type KTree = klock::rwlock::RawRwLock<SpinOsq>;
+    type PlTree = parking_lot::RawRwLock;
     let d = Duration::from_secs_f64(args.duration);
+    let (u, di, f) = (users, args.dirs, args.files);
     match name {
-        "klock_mutex" => run_one::<RawMutex<SpinOsq>>(users, args.dirs, args.files, d),
-        "klock_mutex_noqueue" => run_one::<RawMutex<SpinNoQueue>>(users, args.dirs, args.files, d),
-        "klock_mutex_nospin" => run_one::<RawMutex<SpinOff>>(users, args.dirs, args.files, d),
-        _ => run_one::<parking_lot::RawMutex>(users, args.dirs, args.files, d),
+        "klock_mutex" => run_one::<RawMutex<SpinOsq>, KTree>(u, di, f, d),
+        "klock_mutex_noqueue" => run_one::<RawMutex<SpinNoQueue>, KTree>(u, di, f, d),
+        "klock_mutex_nospin" => run_one::<RawMutex<SpinOff>, KTree>(u, di, f, d),
+        "klock_mutex_pltree" => run_one::<RawMutex<SpinOsq>, PlTree>(u, di, f, d),
+        _ => run_one::<parking_lot::RawMutex, PlTree>(u, di, f, d),
     }
 }
 
@@ -485,6 +506,25 @@ pub fn render(report: &FsReport, locks: &[String], users: &[usize]) -> String {
         a.rows.push(row);
         s.push_str(&a.to_text());
     }
+    if locks.iter().any(|l| l == "klock_mutex") && locks.iter().any(|l| l == "klock_mutex_pltree") {
+        let mut a = Table {
+            title: "tree lock: % change of klock_mutex (klock rwsem tree) over klock_mutex_pltree (parking_lot::RwLock tree)"
+                .into(),
+            header: header.clone(),
+            rows: Vec::new(),
+        };
+        let mut row = vec!["rwsem tree vs pl tree".to_string()];
+        for &u in users {
+            let x = med(report, "klock_mutex", u, |r| Some(r.jpm));
+            let y = med(report, "klock_mutex_pltree", u, |r| Some(r.jpm));
+            row.push(match (x, y) {
+                (Some(x), Some(y)) if y > 0.0 => format!("{:+.1}%", 100.0 * (x - y) / y),
+                _ => "-".into(),
+            });
+        }
+        a.rows.push(row);
+        s.push_str(&a.to_text());
+    }
     let umax = users.iter().copied().max().unwrap_or(1);
     if cfg!(feature = "stats") {
         let mut p = Table {
@@ -535,6 +575,7 @@ mod tests {
             "klock_mutex",
             "klock_mutex_noqueue",
             "klock_mutex_nospin",
+            "klock_mutex_pltree",
             "parking_lot",
         ] {
             let args = FserverArgs {
@@ -581,5 +622,28 @@ mod tests {
         );
         assert!(s.contains("jobs per minute"));
         assert!(s.contains("+10.0%"));
+        let r = FsReport {
+            runs: vec![
+                FsRun {
+                    lock: "klock_mutex".into(),
+                    users: 2,
+                    jpm: 90.0,
+                    ..FsRun::default()
+                },
+                FsRun {
+                    lock: "klock_mutex_pltree".into(),
+                    users: 2,
+                    jpm: 100.0,
+                    ..FsRun::default()
+                },
+            ],
+            ..r
+        };
+        let s = render(
+            &r,
+            &["klock_mutex".into(), "klock_mutex_pltree".into()],
+            &[2],
+        );
+        assert!(s.contains("tree lock") && s.contains("-10.0%"), "{s}");
     }
 }
