@@ -1,0 +1,555 @@
+//! Torture test of klock's reader-writer lock (`klock::RwLock`, the rwsem)
+//! in the spirit of `locktorture`'s rwsem torture: readers, writers,
+//! upgraders and downgraders at `KLOCK_TORTURE_MULT` (default 16) threads
+//! per effective CPU, each class also using its try, timed and fair
+//! variants, with random hold times (some past the hand-off threshold).
+//!
+//! Checks:
+//! * **exclusion**: counters of threads inside as readers / writers,
+//!   checked at every acquisition (a writer alone; no writer beside
+//!   readers; one upgradable reader at most);
+//! * **torn reads**: the protected data has two fields that writers update
+//!   one after the other with a pause in between; every reader (and
+//!   upgradable reader, and downgraded writer) checks they are equal;
+//! * **lost updates**: the fields end equal to the number of write
+//!   critical sections; a downgraded writer still sees its own value;
+//! * **starvation**: every thread, of every class, makes at least one
+//!   acquisition before the run ends; per-class min/avg/max are printed;
+//! * **progress**: a watchdog fails the test, naming each thread's
+//!   operation and count, if a thread makes no progress for
+//!   `KLOCK_TORTURE_STALL_SECS` (default 10) or the test overruns;
+//! * the count word is 0 at the end (no reader count or flag left behind).
+//!
+//! Knobs: `KLOCK_TORTURE_MULT`, `KLOCK_TORTURE_SECS` (run time per spin
+//! policy, default 3; the no-spin lock runs half of it),
+//! `KLOCK_TORTURE_STALL_SECS`, and the chaos feature's
+//! `KLOCK_CHAOS_PERMILLE` / `KLOCK_CHAOS_SEED`:
+//!
+//! ```text
+//! CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_TARGET_DIR=target/chaos \
+//!   cargo test -p klock --release --features chaos --test torture_rwlock -- --nocapture
+//! ```
+#![cfg(not(loom))]
+
+mod torture_common;
+use torture_common::{Rng, env_u64, work};
+
+use klock::rwlock::{RawRwLock, SpinOff, SpinOsq, SpinPolicy};
+use lock_api::{RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant};
+
+/// The protected data: two fields written together (a torn read shows as
+/// `a != b`).
+#[derive(Default)]
+struct Data {
+    a: u64,
+    b: u64,
+}
+
+type Rw<S> = lock_api::RwLock<RawRwLock<S>, Data>;
+
+/// Thread classes (thread `i` has class `i % 8` mapped through `CLASS_OF`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Class {
+    Reader,
+    Writer,
+    Upgrader,
+    Downgrader,
+}
+
+const CLASSES: [Class; 4] = [
+    Class::Reader,
+    Class::Writer,
+    Class::Upgrader,
+    Class::Downgrader,
+];
+
+/// Half the threads read; a quarter write; an eighth each upgrade / downgrade.
+const CLASS_OF: [Class; 8] = [
+    Class::Reader,
+    Class::Reader,
+    Class::Reader,
+    Class::Reader,
+    Class::Writer,
+    Class::Writer,
+    Class::Upgrader,
+    Class::Downgrader,
+];
+
+/// What a thread is doing (for the watchdog's report).
+const OPS: &[&str] = &[
+    "idle",
+    "read",
+    "try_read",
+    "try_read_for/until",
+    "write",
+    "try_write",
+    "try_write_for/until",
+    "upgradable_read -> upgrade",
+    "upgradable_read -> try_upgrade",
+    "try_upgradable_read",
+    "write -> downgrade",
+    "finished",
+];
+const FINISHED: usize = 11;
+
+struct Shared<S: SpinPolicy> {
+    l: Rw<S>,
+    /// Threads inside as readers (plain and upgradable, downgraded writers).
+    readers_in: AtomicUsize,
+    /// Threads inside as writers.
+    writers_in: AtomicUsize,
+    /// Threads inside as upgradable readers.
+    upgraders_in: AtomicUsize,
+    /// Completed write critical sections (each adds 1 to both fields).
+    writes: AtomicU64,
+    stop: AtomicBool,
+}
+
+/// A hold time: mostly short, often a yield (8x+ overcommit: waiters queue
+/// and sleep), rarely longer than the hand-off threshold (4 ms).
+fn hold(rng: &mut Rng) {
+    match rng.below(1000) {
+        0..=2 => std::thread::sleep(Duration::from_millis(5)),
+        3..=120 => std::thread::yield_now(),
+        121..=400 => work(rng.below(2000)),
+        _ => {}
+    }
+}
+
+fn timeout(rng: &mut Rng) -> Duration {
+    Duration::from_micros(rng.below(3000))
+}
+
+impl<S: SpinPolicy> Shared<S> {
+    fn new() -> Self {
+        Shared {
+            l: Rw::new(Data::default()),
+            readers_in: AtomicUsize::new(0),
+            writers_in: AtomicUsize::new(0),
+            upgraders_in: AtomicUsize::new(0),
+            writes: AtomicU64::new(0),
+            stop: AtomicBool::new(false),
+        }
+    }
+
+    fn enter_read(&self) {
+        // SeqCst (all the inside counters): a store-buffering pair with the
+        // writer's (each increments its own counter, then reads the other's).
+        self.readers_in.fetch_add(1, Ordering::SeqCst);
+        let w = self.writers_in.load(Ordering::SeqCst);
+        assert_eq!(w, 0, "a reader got in beside {w} writer(s)");
+    }
+
+    fn leave_read(&self) {
+        self.readers_in.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    fn enter_write(&self) {
+        let w = self.writers_in.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(w, 0, "two writers at once");
+        let r = self.readers_in.load(Ordering::SeqCst);
+        assert_eq!(r, 0, "a writer got in beside {r} reader(s)");
+    }
+
+    fn leave_write(&self) {
+        self.writers_in.fetch_sub(1, Ordering::SeqCst);
+    }
+
+    /// A read critical section: the fields match; returns their value.
+    fn read_section(&self, d: &Data, rng: &mut Rng) -> u64 {
+        let a = d.a;
+        hold(rng);
+        let b = d.b;
+        assert_eq!(a, b, "torn read: a = {a}, b = {b}");
+        a
+    }
+
+    /// A write critical section: both fields + 1, a pause in between.
+    fn write_section(&self, d: &mut Data, rng: &mut Rng) {
+        assert_eq!(d.a, d.b, "torn data at a write: a = {}, b = {}", d.a, d.b);
+        let v = d.a;
+        d.a = v + 1;
+        hold(rng);
+        d.b = v + 1;
+        self.writes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn read_guard(&self, g: RwLockReadGuard<'_, RawRwLock<S>, Data>, rng: &mut Rng) {
+        self.enter_read();
+        self.read_section(&g, rng);
+        self.leave_read();
+        if rng.below(8) == 0 {
+            RwLockReadGuard::unlock_fair(g);
+        } else {
+            drop(g);
+        }
+    }
+
+    fn write_guard(&self, mut g: RwLockWriteGuard<'_, RawRwLock<S>, Data>, rng: &mut Rng) {
+        self.enter_write();
+        self.write_section(&mut g, rng);
+        self.leave_write();
+        if rng.below(8) == 0 {
+            RwLockWriteGuard::unlock_fair(g);
+        } else {
+            drop(g);
+        }
+    }
+
+    /// Holding an upgradable read: check, then (maybe) upgrade and write.
+    fn upgradable_guard(
+        &self,
+        g: RwLockUpgradableReadGuard<'_, RawRwLock<S>, Data>,
+        rng: &mut Rng,
+        try_up: bool,
+    ) {
+        let u = self.upgraders_in.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(u, 0, "two upgradable readers at once");
+        self.enter_read();
+        let v = self.read_section(&g, rng);
+        if rng.below(4) == 0 {
+            // Read only.
+            self.leave_read();
+            self.upgraders_in.fetch_sub(1, Ordering::SeqCst);
+            drop(g);
+            return;
+        }
+        // Leave the reader count first: the upgrade waits for the others.
+        self.leave_read();
+        let w = if try_up {
+            match RwLockUpgradableReadGuard::try_upgrade(g) {
+                Ok(w) => w,
+                Err(g) => {
+                    self.upgraders_in.fetch_sub(1, Ordering::SeqCst);
+                    drop(g);
+                    return;
+                }
+            }
+        } else {
+            RwLockUpgradableReadGuard::upgrade(g)
+        };
+        self.upgraders_in.fetch_sub(1, Ordering::SeqCst);
+        assert_eq!(w.a, v, "a writer got in under an upgradable read");
+        self.write_guard(w, rng);
+    }
+
+    /// Write, downgrade, read: still our own value.
+    fn downgrade(&self, rng: &mut Rng) {
+        let mut g = self.l.write();
+        self.enter_write();
+        self.write_section(&mut g, rng);
+        let mine = g.a;
+        self.leave_write();
+        // Enter as a reader before the downgrade lets other readers in
+        // (so the counters never show a writer and readers together).
+        let g = RwLockWriteGuard::downgrade(g);
+        self.enter_read();
+        let v = self.read_section(&g, rng);
+        assert_eq!(v, mine, "a writer got in under a downgraded lock");
+        self.leave_read();
+        drop(g);
+    }
+
+    /// One operation of `class`; returns whether it acquired the lock.
+    fn op(&self, class: Class, rng: &mut Rng, doing: &AtomicUsize) -> bool {
+        let set = |k: usize| doing.store(k, Ordering::Relaxed);
+        let r = rng.below(100);
+        match class {
+            Class::Reader => match r {
+                0..=69 => {
+                    set(1);
+                    let g = self.l.read();
+                    self.read_guard(g, rng);
+                    true
+                }
+                70..=84 => {
+                    set(2);
+                    self.l.try_read().map(|g| self.read_guard(g, rng)).is_some()
+                }
+                _ => {
+                    set(3);
+                    let t = timeout(rng);
+                    let g = if rng.below(2) == 0 {
+                        self.l.try_read_for(t)
+                    } else {
+                        self.l.try_read_until(Instant::now() + t)
+                    };
+                    g.map(|g| self.read_guard(g, rng)).is_some()
+                }
+            },
+            Class::Writer => match r {
+                0..=69 => {
+                    set(4);
+                    let g = self.l.write();
+                    self.write_guard(g, rng);
+                    true
+                }
+                70..=79 => {
+                    set(5);
+                    self.l
+                        .try_write()
+                        .map(|g| self.write_guard(g, rng))
+                        .is_some()
+                }
+                _ => {
+                    set(6);
+                    let t = timeout(rng);
+                    let g = if rng.below(2) == 0 {
+                        self.l.try_write_for(t)
+                    } else {
+                        self.l.try_write_until(Instant::now() + t)
+                    };
+                    g.map(|g| self.write_guard(g, rng)).is_some()
+                }
+            },
+            Class::Upgrader => match r {
+                0..=59 => {
+                    set(7);
+                    let g = self.l.upgradable_read();
+                    self.upgradable_guard(g, rng, false);
+                    true
+                }
+                60..=84 => {
+                    set(8);
+                    let g = self.l.upgradable_read();
+                    self.upgradable_guard(g, rng, true);
+                    true
+                }
+                _ => {
+                    set(9);
+                    self.l
+                        .try_upgradable_read()
+                        .map(|g| self.upgradable_guard(g, rng, false))
+                        .is_some()
+                }
+            },
+            Class::Downgrader => {
+                set(10);
+                self.downgrade(rng);
+                true
+            }
+        }
+    }
+}
+
+/// Shared between the workers and the watchdog.
+struct Progress {
+    /// Acquisitions per thread.
+    acq: Vec<AtomicU64>,
+    /// Operations (successful or not) per thread: the watchdog's progress.
+    ops: Vec<AtomicU64>,
+    doing: Vec<AtomicUsize>,
+    failure: StdMutex<Option<String>>,
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic)".to_string()
+    }
+}
+
+/// The run: workers until `run` has passed, then the checks. Returns the
+/// acquisitions each thread made before the stop.
+fn body<S: SpinPolicy>(p: Arc<Progress>, run: Duration) -> Vec<u64> {
+    let s = Arc::new(Shared::<S>::new());
+    let n = p.ops.len();
+    let hs: Vec<_> = (0..n)
+        .map(|i| {
+            let (s, p) = (s.clone(), p.clone());
+            std::thread::spawn(move || {
+                let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    let mut rng =
+                        Rng(0x9e37_79b9_7f4a_7c15u64 ^ ((i as u64 + 1) * 0x1234_5678_9abc));
+                    let class = CLASS_OF[i % CLASS_OF.len()];
+                    let mut before_stop = 0u64;
+                    // Keep going past the stop until this thread has its
+                    // first acquisition (counted separately for the check).
+                    while !s.stop.load(Ordering::Relaxed) || p.acq[i].load(Ordering::Relaxed) == 0 {
+                        let stopped = s.stop.load(Ordering::Relaxed);
+                        if s.op(class, &mut rng, &p.doing[i]) {
+                            p.acq[i].fetch_add(1, Ordering::Relaxed);
+                            if !stopped {
+                                before_stop += 1;
+                            }
+                        }
+                        p.doing[i].store(0, Ordering::Relaxed);
+                        p.ops[i].fetch_add(1, Ordering::Relaxed);
+                    }
+                    p.doing[i].store(FINISHED, Ordering::Relaxed);
+                    before_stop
+                }));
+                match r {
+                    Ok(v) => v,
+                    Err(e) => {
+                        let mut f = p.failure.lock().unwrap_or_else(|e| e.into_inner());
+                        f.get_or_insert_with(|| {
+                            format!("worker {i} panicked: {}", panic_message(&*e))
+                        });
+                        drop(f);
+                        s.stop.store(true, Ordering::Relaxed);
+                        std::panic::resume_unwind(e);
+                    }
+                }
+            })
+        })
+        .collect();
+    let start = Instant::now();
+    while start.elapsed() < run && !s.stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.stop.store(true, Ordering::Relaxed);
+    let before: Vec<u64> = hs
+        .into_iter()
+        .map(|h| h.join().expect("worker panicked"))
+        .collect();
+    // Final checks.
+    assert!(!s.l.is_locked(), "left locked");
+    let d = s.l.read();
+    assert_eq!(d.a, d.b, "torn data at the end");
+    assert_eq!(
+        d.a,
+        s.writes.load(Ordering::Relaxed),
+        "lost update (fields vs write critical sections)"
+    );
+    drop(d);
+    // SAFETY: only reads the word.
+    let c = unsafe { s.l.raw() }.count_word();
+    assert_eq!(c, 0, "count word not clean at the end ({c:#x})");
+    before
+}
+
+/// Run `body` on a helper thread; fail (panic) on a worker panic, on a
+/// thread without progress for `stall`, or after `limit`, instead of
+/// hanging. Returns the per-thread acquisitions before the stop.
+fn watchdog<S: SpinPolicy>(
+    name: &str,
+    threads: usize,
+    run: Duration,
+    stall: Duration,
+    limit: Duration,
+) -> Vec<u64> {
+    let p = Arc::new(Progress {
+        acq: (0..threads).map(|_| AtomicU64::new(0)).collect(),
+        ops: (0..threads).map(|_| AtomicU64::new(0)).collect(),
+        doing: (0..threads).map(|_| AtomicUsize::new(0)).collect(),
+        failure: StdMutex::new(None),
+    });
+    let (tx, rx) = std::sync::mpsc::channel();
+    let p2 = p.clone();
+    std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body::<S>(p2, run)));
+        let _ = tx.send(r);
+    });
+    let start = Instant::now();
+    let mut last: Vec<(u64, Instant)> = (0..threads).map(|_| (0, start)).collect();
+    let fail = |why: String| -> ! {
+        let mut report = String::new();
+        for i in 0..threads {
+            let d = p.doing[i].load(Ordering::Relaxed);
+            report += &format!(
+                "\n  thread {i:3} ({:?}): {:8} ops, {:8} acquisitions, now: {}",
+                CLASS_OF[i % CLASS_OF.len()],
+                p.ops[i].load(Ordering::Relaxed),
+                p.acq[i].load(Ordering::Relaxed),
+                OPS.get(d).unwrap_or(&"?")
+            );
+        }
+        panic!(
+            "{name}: {why}\n  elapsed: {:?}\n  chaos: {} seed {} (replay with \
+             KLOCK_CHAOS_SEED={}){report}",
+            start.elapsed(),
+            if klock::chaos::ENABLED { "on" } else { "off" },
+            klock::chaos::seed(),
+            klock::chaos::seed(),
+        );
+    };
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(Ok(v)) => return v,
+            Ok(Err(e)) => {
+                let f = p.failure.lock().unwrap_or_else(|e| e.into_inner()).take();
+                fail(f.unwrap_or_else(|| format!("test body panicked: {}", panic_message(&*e))));
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => fail("helper vanished".into()),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if let Some(f) = p.failure.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            fail(f);
+        }
+        let now = Instant::now();
+        if now - start > limit {
+            fail(format!(
+                "did not finish within {limit:?} (hang or lost wake-up)"
+            ));
+        }
+        for (i, l) in last.iter_mut().enumerate() {
+            let o = p.ops[i].load(Ordering::Relaxed);
+            if o != l.0 || p.doing[i].load(Ordering::Relaxed) == FINISHED {
+                *l = (o, now);
+            } else if now - l.1 > stall {
+                fail(format!(
+                    "thread {i} made no progress for {stall:?} (hang or lost wake-up)"
+                ));
+            }
+        }
+    }
+}
+
+fn torture<S: SpinPolicy>(name: &str, secs_scale: f64) {
+    let mult = env_u64("KLOCK_TORTURE_MULT", 16).max(1) as usize;
+    let secs = env_u64("KLOCK_TORTURE_SECS", 3);
+    let stall = env_u64("KLOCK_TORTURE_STALL_SECS", 10).max(1);
+    // At least one thread of every class.
+    let threads = (mult * klock::wait::effective_cpus()).max(CLASS_OF.len());
+    let run = Duration::from_secs_f64((secs as f64 * secs_scale).max(0.5));
+    eprintln!(
+        "{name}: {threads} threads ({mult} x {} effective CPUs) for {run:?}; chaos {} (seed {})",
+        klock::wait::effective_cpus(),
+        if klock::chaos::ENABLED { "on" } else { "off" },
+        klock::chaos::seed(),
+    );
+    let before = watchdog::<S>(
+        name,
+        threads,
+        run,
+        Duration::from_secs(stall),
+        run + Duration::from_secs(60),
+    );
+    // Starvation: every thread of every class got in within the run.
+    let mut starved = Vec::new();
+    for class in CLASSES {
+        let v: Vec<u64> = (0..threads)
+            .filter(|i| CLASS_OF[i % CLASS_OF.len()] == class)
+            .map(|i| before[i])
+            .collect();
+        let (min, max) = (v.iter().min().unwrap(), v.iter().max().unwrap());
+        let avg = v.iter().sum::<u64>() as f64 / v.len() as f64;
+        eprintln!(
+            "{name}: {class:?}: {} threads, acquisitions min {min} avg {avg:.0} max {max}",
+            v.len()
+        );
+        starved.extend(
+            (0..threads)
+                .filter(|i| CLASS_OF[i % CLASS_OF.len()] == class && before[*i] == 0)
+                .map(|i| format!("thread {i} ({class:?})")),
+        );
+    }
+    assert!(
+        starved.is_empty(),
+        "{name}: no acquisition within {run:?}: {}",
+        starved.join(", ")
+    );
+}
+
+#[test]
+fn torture_rwlock() {
+    torture::<SpinOsq>("torture_rwlock (RwLock)", 1.0);
+    torture::<SpinOff>("torture_rwlock (RwLockNoSpin)", 0.5);
+}
