@@ -1,7 +1,8 @@
 //! Mixed-primitive torture test in the spirit of `locktorture`: the SAME
 //! threads use every sleeping spinlock variant, the mutex (lock, try_lock,
-//! timed locks, fair unlock), and the condvar (timed waits, notify_one,
-//! notify_all) in random order, nested in a fixed lock order, some of it at
+//! timed locks, fair unlock), the condvar (timed waits, notify_one,
+//! notify_all) and the reader-writer lock (read, write, upgrade, downgrade,
+//! try and timed, fair unlocks) in random order, nested in a fixed lock order, some of it at
 //! deeper queue-node levels. All these primitives share one per-thread queue
 //! node per nesting level, with different meanings of the node's `state`
 //! word, so a stale store by one primitive into a node its thread has already
@@ -18,7 +19,9 @@
 //! Checks: a plain (non-atomic) counter in every lock, updated with a slow
 //! read-modify-write and compared at the end with an atomic count of
 //! acquisitions; an `inside` flag that detects two holders; the condvar
-//! ticket queues' bookkeeping; for every condvar, the waiters its notifies
+//! ticket queues' bookkeeping; for the RwLock, two fields written together
+//! (a torn read), counters of readers and writers inside (overlap) and the
+//! fields against the count of write sections (a lost update); for every condvar, the waiters its notifies
 //! reported equal the waits that returned "notified" (klock's queued condvar
 //! has no spurious wake-ups, so a waiter whose node state was changed under
 //! it shows up here); no lock left held, no flags or waiters left behind.
@@ -44,7 +47,7 @@ mod torture_common;
 use torture_common::{Rng, env_u64, work};
 
 use klock::spin::{DynSpinLock, PvBaseQSpinLock, PvQSpinLock, PvTicketLock, SpinLock};
-use klock::{Condvar, Mutex};
+use klock::{Condvar, Mutex, RwLock};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
@@ -205,6 +208,188 @@ impl Cv {
     }
 }
 
+/// The RwLock's data: two fields that every write section updates one
+/// after the other (with a pause in between), so a reader beside a writer
+/// sees them differ.
+#[derive(Default)]
+struct RwData {
+    a: u64,
+    b: u64,
+}
+
+/// A `klock::RwLock` with its checks: threads inside as readers / writers
+/// (checked at every entry), and the number of write sections (the fields'
+/// final value).
+struct RwCounted {
+    lock: RwLock<RwData>,
+    readers_in: AtomicUsize,
+    writers_in: AtomicUsize,
+    writes: AtomicU64,
+    reads: AtomicU64,
+}
+
+impl RwCounted {
+    fn new() -> RwCounted {
+        RwCounted {
+            lock: RwLock::new(RwData::default()),
+            readers_in: AtomicUsize::new(0),
+            writers_in: AtomicUsize::new(0),
+            writes: AtomicU64::new(0),
+            reads: AtomicU64::new(0),
+        }
+    }
+
+    /// A read section (plain, upgradable or downgraded): no writer inside,
+    /// the fields match. Returns their value.
+    fn read_section(&self, d: &RwData, rng: &mut Rng) -> u64 {
+        // SeqCst (the inside counters): a store-buffering pair with writers.
+        self.readers_in.fetch_add(1, Ordering::SeqCst);
+        let w = self.writers_in.load(Ordering::SeqCst);
+        assert_eq!(w, 0, "RwLock: a reader beside {w} writer(s)");
+        let a = d.a;
+        if rng.below(8) == 0 {
+            std::thread::yield_now();
+        }
+        let b = d.b;
+        assert_eq!(a, b, "RwLock: torn read (a = {a}, b = {b})");
+        self.readers_in.fetch_sub(1, Ordering::SeqCst);
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        a
+    }
+
+    /// A write section: alone inside; both fields + 1, a pause in between.
+    fn write_section(&self, d: &mut RwData, rng: &mut Rng) {
+        let w = self.writers_in.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(w, 0, "RwLock: two writers at once");
+        let r = self.readers_in.load(Ordering::SeqCst);
+        assert_eq!(r, 0, "RwLock: a writer beside {r} reader(s)");
+        assert_eq!(d.a, d.b, "RwLock: torn data at a write");
+        let v = d.a;
+        d.a = v + 1;
+        match rng.below(100) {
+            0..=14 => std::thread::yield_now(),
+            15..=40 => work(rng.below(1000)),
+            _ => {}
+        }
+        d.b = v + 1;
+        self.writers_in.fetch_sub(1, Ordering::SeqCst);
+        self.writes.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn read_guard(&self, g: klock::RwLockReadGuard<'_, RwData>, rng: &mut Rng) {
+        self.read_section(&g, rng);
+        if rng.below(8) == 0 {
+            lock_api::RwLockReadGuard::unlock_fair(g);
+        }
+    }
+
+    fn write_guard(&self, mut g: klock::RwLockWriteGuard<'_, RwData>, rng: &mut Rng) {
+        self.write_section(&mut g, rng);
+        if rng.below(8) == 0 {
+            lock_api::RwLockWriteGuard::unlock_fair(g);
+        }
+    }
+
+    /// One RwLock operation, running `f` while holding it (for nesting;
+    /// whatever the operation holds: read, write, upgradable or downgraded;
+    /// for try and timed operations, held or not).
+    fn op<T>(&self, rng: &mut Rng, f: impl FnOnce(&mut Rng) -> T) -> T {
+        let t = Duration::from_micros(rng.below(2000));
+        match rng.below(10) {
+            0..=2 => {
+                let g = self.lock.read();
+                let r = f(rng);
+                self.read_guard(g, rng);
+                r
+            }
+            3..=4 => {
+                let g = self.lock.write();
+                let r = f(rng);
+                self.write_guard(g, rng);
+                r
+            }
+            5 => {
+                // Upgradable read, then upgrade (or try_upgrade) and write.
+                let u = self.lock.upgradable_read();
+                let v = self.read_section(&u, rng);
+                let r = f(rng);
+                let w = if rng.below(2) == 0 {
+                    lock_api::RwLockUpgradableReadGuard::try_upgrade(u).ok()
+                } else {
+                    Some(lock_api::RwLockUpgradableReadGuard::upgrade(u))
+                };
+                if let Some(w) = w {
+                    assert_eq!(w.a, v, "RwLock: a writer got in under an upgradable read");
+                    self.write_guard(w, rng);
+                }
+                r
+            }
+            6 => {
+                // Write, downgrade, read: still our own value.
+                let mut g = self.lock.write();
+                self.write_section(&mut g, rng);
+                let mine = g.a;
+                let g = lock_api::RwLockWriteGuard::downgrade(g);
+                let r = f(rng);
+                let v = self.read_section(&g, rng);
+                assert_eq!(v, mine, "RwLock: a writer got in under a downgraded lock");
+                drop(g);
+                r
+            }
+            7 => {
+                let g = if rng.below(2) == 0 {
+                    self.lock.try_read_for(t)
+                } else {
+                    self.lock.try_read_until(Instant::now() + t)
+                };
+                let r = f(rng);
+                if let Some(g) = g {
+                    self.read_guard(g, rng);
+                }
+                r
+            }
+            8 => {
+                let g = if rng.below(2) == 0 {
+                    self.lock.try_write_for(t)
+                } else {
+                    self.lock.try_write_until(Instant::now() + t)
+                };
+                let r = f(rng);
+                if let Some(g) = g {
+                    self.write_guard(g, rng);
+                }
+                r
+            }
+            _ => {
+                let r = f(rng);
+                if rng.below(2) == 0 {
+                    if let Some(g) = self.lock.try_read() {
+                        self.read_guard(g, rng);
+                    }
+                } else if let Some(g) = self.lock.try_write() {
+                    self.write_guard(g, rng);
+                }
+                r
+            }
+        }
+    }
+
+    fn check(&self) {
+        assert!(!self.lock.is_locked(), "RwLock: left locked");
+        let g = self.lock.read();
+        assert_eq!(g.a, g.b, "RwLock: torn data at the end");
+        assert_eq!(
+            g.a,
+            self.writes.load(Ordering::Relaxed),
+            "RwLock: lost update (fields vs write sections)"
+        );
+        drop(g);
+        // SAFETY: only reads the word.
+        let c = unsafe { self.lock.raw() }.count_word();
+        assert_eq!(c, 0, "RwLock: count word not clean ({c:#x})");
+    }
+}
+
 /// A bounded ticket queue: a mutex, two condvars, and the number of
 /// critical sections run under the mutex.
 struct Queue {
@@ -328,10 +513,11 @@ impl Queue {
 const NQUEUES: usize = 6;
 
 struct Shared {
-    // Lock order (no deadlock): outer mutex -> a queue's mutex -> spinlocks
-    // in index order -> inner mutex. (The outer mutex and a queue's mutex
-    // are never held together, nor two queues' mutexes.)
+    // Lock order (no deadlock): outer mutex -> a queue's mutex -> the RwLock
+    // -> spinlocks in index order -> inner mutex. (The outer mutex and a
+    // queue's mutex are never held together, nor two queues' mutexes.)
     outer: Counted<klock::mutex::RawMutex>,
+    rw: RwCounted,
     spin_unfair: Counted<klock::spin::RawQSpinLock<klock::spin::Unfair>>,
     spin_pv: Counted<klock::spin::RawQSpinLock<klock::spin::Pv>>,
     spin_pvbase: Counted<klock::spin::RawQSpinLock<klock::spin::PvBase>>,
@@ -361,6 +547,7 @@ impl Shared {
     fn new() -> Shared {
         Shared {
             outer: Counted::new("Mutex(outer)"),
+            rw: RwCounted::new(),
             spin_unfair: Counted::new("SpinLock(unfair)"),
             spin_pv: Counted::new("PvQSpinLock"),
             spin_pvbase: Counted::new("PvBaseQSpinLock"),
@@ -406,6 +593,7 @@ impl Shared {
         self.spin_dyn.check();
         self.spin_pvticket.check();
         self.inner.check();
+        self.rw.check();
         for (name, m) in [("Mutex(outer)", &self.outer), ("Mutex(inner)", &self.inner)] {
             // SAFETY: only reads the word.
             let w = unsafe { m.lock.raw() }.owner_word();
@@ -431,9 +619,13 @@ const OPS: &[&str] = &[
     "condvar produce",
     "mutex -> spinlock -> mutex",
     "spinlock -> spinlock -> mutex",
+    "rwlock",
+    "spinlock -> rwlock",
+    "rwlock -> spinlock -> mutex",
+    "mutex -> rwlock",
     "finished",
 ];
-const FINISHED: usize = 12;
+const FINISHED: usize = 16;
 
 /// Shared between the workers and the watchdog.
 struct Progress {
@@ -453,7 +645,7 @@ const PHASES: &[&str] = &[
 fn one_op(s: &Shared, rng: &mut Rng, doing: &AtomicUsize) {
     let set = |k: usize| doing.store(k, Ordering::Relaxed);
     let stop = &s.stop;
-    match rng.below(100) {
+    match rng.below(120) {
         // The node-reuse pattern: release a contended queued spinlock, then
         // at once wait on a condvar (holding its mutex already, so nothing
         // comes in between) ...
@@ -550,6 +742,36 @@ fn one_op(s: &Shared, rng: &mut Rng, doing: &AtomicUsize) {
                     }
                 })
             });
+        }
+        100..=107 => {
+            set(12);
+            s.rw.op(rng, |_| ());
+        }
+        // Node reuse: release a contended queued spinlock, then block on
+        // the RwLock at once.
+        108..=113 => {
+            set(13);
+            let i = rng.below(NSPIN);
+            s.spin_burst(i, rng);
+            s.rw.op(rng, |_| ());
+        }
+        // The RwLock held (read, write, upgradable or downgraded) while a
+        // spinlock and maybe the inner mutex are taken.
+        114..=117 => {
+            set(14);
+            let i = rng.below(NSPIN);
+            let deep = rng.below(2) == 0;
+            s.rw.op(rng, |rng| {
+                s.spin(i, rng, |rng| {
+                    if deep {
+                        s.inner.with(rng, |_| ());
+                    }
+                })
+            });
+        }
+        118..=119 => {
+            set(15);
+            s.outer.with(rng, |rng| s.rw.op(rng, |_| ()));
         }
         _ => {
             // Spinlock held while another spinlock and then a mutex are taken.
@@ -649,7 +871,8 @@ fn body(p: Arc<Progress>, run: Duration) {
         .unwrap_or(0);
     eprintln!(
         "torture_mixed: {n} threads, {total} ops (min per thread {min}), acquisitions: \
-         outer {} unfair {} pv {} pvbase {} pvticket {} dyn {} inner {} condvar {:?}",
+         outer {} unfair {} pv {} pvbase {} pvticket {} dyn {} inner {} rwlock {} reads {} \
+         writes condvar {:?}",
         s.outer.acq.load(Ordering::Relaxed),
         s.spin_unfair.acq.load(Ordering::Relaxed),
         s.spin_pv.acq.load(Ordering::Relaxed),
@@ -657,6 +880,8 @@ fn body(p: Arc<Progress>, run: Duration) {
         s.spin_pvticket.acq.load(Ordering::Relaxed),
         s.spin_dyn.acq.load(Ordering::Relaxed),
         s.inner.acq.load(Ordering::Relaxed),
+        s.rw.reads.load(Ordering::Relaxed),
+        s.rw.writes.load(Ordering::Relaxed),
         s.queues
             .iter()
             .map(|q| q.acq.load(Ordering::Relaxed))
