@@ -1,0 +1,636 @@
+//! Loom models of the reader-writer lock (`klock::rwlock`, the rwsem):
+//! read/write and write/write exclusion through the wait list, no lost
+//! wake-up, the batch grant of queued readers, the hand-off to a waiting
+//! writer, downgrade, upgrade, and timed reads and writes racing a wake-up.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom_rwlock`
+//! (CI sets `LOOM_MAX_PREEMPTIONS=2`; every model runs at that bound, 2 by
+//! default).
+//!
+//! The futex is modelled exactly (see `klock::wait`): a waiter nobody wakes
+//! blocks forever and loom reports a deadlock, so every model that completes
+//! shows the absence of lost wake-ups (and of a grant that never completes:
+//! INV-GRANT-PIN); loom's `UnsafeCell` checks that no write overlaps another
+//! access (read/write and write/write exclusion); every model also checks
+//! its final values and that the count word is 0 at the end (no reader
+//! count, WAITERS, HANDOFF, UPGRADE or UPGRADING bit left behind). Under
+//! loom `now_ns()` is 0, so a deadline of 1 is in the future and every timed
+//! futex wait may time out, a choice loom explores both ways.
+//!
+//! Tunables (one process, so one set for the whole file): tiny spin budgets
+//! (loom iterations) and `rwsem_handoff_ns = 0`: since loom's clock stays at
+//! 0, a woken first writer that fails its re-try sets HANDOFF at once, so
+//! the hand-off grant (`hand_on` passing WRITER in the releasing CAS) is
+//! reachable. The price: the path where a woken writer fails, re-arms and
+//! sleeps *without* HANDOFF is only reached by writers that are not first
+//! (this file cannot also run with a large threshold). Reader policy: the
+//! default `KLOCK_RWSEM_READER=1` (stealing). Threads lease their node slot
+//! when they start ([`SlotGate`], as in `loom_sound.rs`).
+//!
+//! Ignored models (each `#[ignore]` names its finding; re-enable them when
+//! it is fixed): `rwsem-grant-acquire`, a missing Acquire when a contender
+//! grants queued readers (itself included) the lock a writer just released;
+//! `rwsem-3thread-wlock`, an open livelock of every three-thread model on
+//! WLOCK.
+#![cfg(loom)]
+
+use klock::rwlock::{HANDOFF, RawRwLock, SpinOff, SpinOsq, SpinPolicy};
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use loom::thread::{self, JoinHandle};
+
+mod loom_common;
+use loom_common::loom_tunables;
+
+/// Runs a model at `LOOM_MAX_PREEMPTIONS` (default 2), capped at
+/// `max_bound`, with this file's tunables (as `loom_common::run_model`, with
+/// a larger branch limit), printing the number of executions. The model spawns its threads with
+/// [`spawn`] through the [`SlotGate`] it is given; the calling (main)
+/// thread has leased its node slot and id first.
+fn model(max_bound: usize, f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
+    let mut t = loom_tunables();
+    // loom's clock is 0: a first writer that fails a re-try asks for the
+    // hand-off at once (see the module docs).
+    t.rwsem_handoff_ns = 0;
+    // Writers spinning on readers: a few loom iterations, not thousands.
+    t.rwsem_rspin_ns = 0;
+    let _ = klock::tune::set(t);
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(b.preemption_bound.unwrap_or(2).min(max_bound));
+    // Three-thread models pass loom's default of 1000 branch points in one
+    // execution (every atomic access and yield is one; WLOCK waits yield).
+    b.max_branches = b.max_branches.max(5_000);
+    let iters = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let i2 = iters.clone();
+    b.check(move || {
+        // Relaxed: a count read after `check` returns (same thread).
+        i2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lease();
+        f(&Arc::new(SlotGate(AtomicUsize::new(0))))
+    });
+    eprintln!(
+        "loom: {} executions",
+        iters.load(std::sync::atomic::Ordering::Relaxed)
+    );
+    if klock::stat::ENABLED {
+        eprint!("{}", klock::stat::snapshot().report());
+        klock::stat::reset();
+    }
+}
+
+/// Take this thread's node slot and thread id now.
+fn lease() {
+    let _ = klock::tid::current_id();
+    klock::node::with_node(|_| ());
+}
+
+/// Stands in, in loom's view, for the node registry's lock (see
+/// `loom_sound.rs`: slot recycling is invisible to loom, so a thread that
+/// reuses an exited thread's slot must be ordered after that thread's last
+/// stores into the node; passing the gate first and last does that).
+struct SlotGate(AtomicUsize);
+
+impl SlotGate {
+    fn pass(&self) {
+        // AcqRel: RMWs on one word form a release sequence.
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// Spawn a model thread: lease a slot and pass the gate first, pass the gate
+/// last.
+fn spawn<T: Send + 'static>(
+    g: &Arc<SlotGate>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> JoinHandle<T> {
+    let g = g.clone();
+    thread::spawn(move || {
+        lease();
+        g.pass();
+        let v = f();
+        g.pass();
+        v
+    })
+}
+
+/// Yield until `flag` reaches `n` (a loom-friendly wait for another
+/// thread's progress). The read is a failed `compare_exchange` (as
+/// `klock::osq::peek` does): under loom a plain load in a loop may return a
+/// stale value forever, and so may an RMW that stores (`fetch_add(0)`: loom
+/// lets it read the waiter's own earlier RMW instead of the other thread's
+/// store, its modification order being partial); a failed CAS stores
+/// nothing and reads the newest value.
+fn until(flag: &AtomicUsize, n: usize) {
+    loop {
+        // SeqCst: a test flag; the CAS never succeeds (no flag holds MAX).
+        let v =
+            match flag.compare_exchange(usize::MAX, usize::MAX, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(v) | Err(v) => v,
+            };
+        if v == n {
+            return;
+        }
+        thread::yield_now();
+    }
+}
+
+/// A rwsem over two fields written together (a torn read shows as `a != b`;
+/// loom's `UnsafeCell` reports any write overlapping another access).
+struct Rw<S: SpinPolicy> {
+    l: RawRwLock<S>,
+    a: UnsafeCell<usize>,
+    b: UnsafeCell<usize>,
+}
+
+// SAFETY: `a` and `b` are written only under the write lock and read only
+// under a read (or the write) lock; loom checks it.
+unsafe impl<S: SpinPolicy> Sync for Rw<S> {}
+
+impl<S: SpinPolicy> Rw<S> {
+    fn new() -> Self {
+        Rw {
+            l: RawRwLock::new(),
+            a: UnsafeCell::new(0),
+            b: UnsafeCell::new(0),
+        }
+    }
+
+    /// Read both fields and check they match.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the lock (read, upgradable or write).
+    unsafe fn get(&self) -> usize {
+        // SAFETY: the lock is held (caller's contract).
+        let a = self.a.with(|p| unsafe { *p });
+        // SAFETY: as above.
+        let b = self.b.with(|p| unsafe { *p });
+        assert_eq!(a, b, "torn read");
+        a
+    }
+
+    /// Increment both fields (with a scheduling point in between).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the write lock.
+    unsafe fn bump(&self) {
+        // SAFETY: the write lock is held (caller's contract).
+        self.a.with_mut(|p| unsafe { *p += 1 });
+        thread::yield_now();
+        // SAFETY: as above.
+        self.b.with_mut(|p| unsafe { *p += 1 });
+    }
+
+    /// Read lock, read, unlock; returns the value read.
+    fn read(&self) -> usize {
+        self.l.lock_shared();
+        // SAFETY: read lock held.
+        let v = unsafe { self.get() };
+        // SAFETY: taken above, released once.
+        unsafe { self.l.unlock_shared() };
+        v
+    }
+
+    /// Write lock, increment, unlock; returns the value before.
+    fn incr(&self) -> usize {
+        let t = self.l.lock_exclusive();
+        // SAFETY: write lock held.
+        let v = unsafe { self.get() };
+        // SAFETY: as above.
+        unsafe { self.bump() };
+        // SAFETY: `t` comes from the lock above and is released once.
+        unsafe { self.l.unlock_exclusive(t) };
+        v
+    }
+
+    /// The final checks of every model: value `n`, count word 0.
+    fn check(&self, n: usize) {
+        assert_eq!(self.read(), n);
+        assert_eq!(self.l.count_word(), 0, "count word not clean");
+    }
+}
+
+/// Model 1 (both writer spin policies): a writer and a reader. Main writes;
+/// a thread reads (fast path, steal, or queued and granted by the write
+/// unlock). The reader sees 0 or 1, never a torn value, and never overlaps
+/// the writer (loom's `UnsafeCell`).
+fn read_write_exclusion<S: SpinPolicy>() {
+    model(2, |g| {
+        let s = Arc::new(Rw::<S>::new());
+        let s2 = s.clone();
+        let h = spawn(g, move || s2.read());
+        s.incr();
+        let v = h.join().unwrap();
+        assert!(v <= 1);
+        s.check(1);
+    });
+}
+
+#[test]
+#[ignore = "BUG rwsem-grant-acquire: a reader that queues and grants itself (wait_queued -> pass_turn_and_wunlock -> grant_readers) counts itself with a Relaxed CAS after taking WLOCK before the writer's release: no Acquire of that release (loom: concurrent read/write of the data); passes with grant_readers' CAS Acquire and the hand-off CAS AcqRel"]
+fn read_write_exclusion_nospin() {
+    read_write_exclusion::<SpinOff>();
+}
+
+#[test]
+#[ignore = "BUG rwsem-grant-acquire: a reader that queues and grants itself (wait_queued -> pass_turn_and_wunlock -> grant_readers) counts itself with a Relaxed CAS after taking WLOCK before the writer's release: no Acquire of that release (loom: concurrent read/write of the data); passes with grant_readers' CAS Acquire and the hand-off CAS AcqRel"]
+fn read_write_exclusion_osq() {
+    read_write_exclusion::<SpinOsq>();
+}
+
+/// Model 2: writer/writer exclusion through the wait list, and the
+/// hand-off. Main holds the write lock and yields inside its critical
+/// section (`bump`: a scheduling point that costs no preemption), so a second
+/// writer queues and the unlock slow path wakes it; main then re-locks at once
+/// (a steal from the woken writer, which then fails its re-try and, being
+/// first, sets HANDOFF). If main sees HANDOFF while it holds the lock the
+/// second time, its unlock must grant the lock to the waiting writer: main's
+/// third critical section then sees that writer's increment.
+#[test]
+fn writers_queue_and_handoff() {
+    model(2, |g| {
+        let s = Arc::new(Rw::<SpinOff>::new());
+        let t = s.l.lock_exclusive();
+        let s2 = s.clone();
+        let h = spawn(g, move || s2.incr());
+        // SAFETY: write lock held.
+        unsafe { s.bump() };
+        // SAFETY: `t` comes from the lock above and is released once.
+        unsafe { s.l.unlock_exclusive(t) };
+        let t = s.l.lock_exclusive();
+        // SAFETY: write lock held.
+        unsafe { s.bump() };
+        let handoff = s.l.count_word() & HANDOFF != 0;
+        // SAFETY: `t` comes from the lock above and is released once.
+        unsafe { s.l.unlock_exclusive(t) };
+        let before = s.incr();
+        if handoff {
+            assert_eq!(
+                before, 3,
+                "HANDOFF was set but the unlock did not hand over"
+            );
+        }
+        h.join().unwrap();
+        s.check(4);
+    });
+}
+
+/// Model 3: three writers (no spinning), nothing forced: two may sleep on
+/// the list at once, wakes go to the head one at a time, hand-offs after a
+/// failed re-try. Exclusion (loom), every writer finishes, count 3.
+#[test]
+#[ignore = "OPEN rwsem-3thread-wlock: with three threads every such model livelocks in release_share waiting for a WLOCK that, per instrumentation, no thread holds (both waiters sleeping); unresolved: rwsem bug or loom artifact"]
+fn three_writers_nospin() {
+    model(2, |g| {
+        let s = Arc::new(Rw::<SpinOff>::new());
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let s = s.clone();
+                spawn(g, move || s.incr())
+            })
+            .collect();
+        s.incr();
+        for h in hs {
+            h.join().unwrap();
+        }
+        s.check(3);
+    });
+}
+
+/// Model 4: no lost wake-up with both classes queued. Main holds the write
+/// lock; a reader and a writer arrive (either may queue first, or steal
+/// after the unlock); main unlocks. Everybody finishes (loom reports a
+/// waiter nobody wakes as a deadlock); the reader sees 1 or 2, untorn.
+#[test]
+#[ignore = "OPEN rwsem-3thread-wlock: with three threads every such model livelocks in release_share waiting for a WLOCK that, per instrumentation, no thread holds (both waiters sleeping); unresolved: rwsem bug or loom artifact"]
+fn writer_reader_writer_no_lost_wakeup() {
+    model(2, |g| {
+        let s = Arc::new(Rw::<SpinOff>::new());
+        let t = s.l.lock_exclusive();
+        let s1 = s.clone();
+        let r = spawn(g, move || s1.read());
+        let s2 = s.clone();
+        let w = spawn(g, move || s2.incr());
+        // SAFETY: write lock held.
+        unsafe { s.bump() };
+        // SAFETY: `t` comes from the lock above and is released once.
+        unsafe { s.l.unlock_exclusive(t) };
+        let v = r.join().unwrap();
+        w.join().unwrap();
+        assert!(v == 1 || v == 2, "reader saw {v}");
+        s.check(2);
+    });
+}
+
+/// Model 5: the batch grant. Main holds the write lock (yielding inside it,
+/// so readers queue); two readers arrive; main unlocks. Each reader, once in, waits
+/// (still holding) until both are in: so both must be able to hold the read
+/// lock at once (both queued: one wake-up grants both; one queued, one
+/// late: the late one gets in beside the granted one). A grant of one
+/// reader at a time, or a lost grant, deadlocks.
+#[test]
+#[ignore = "OPEN rwsem-3thread-wlock: with three threads every such model livelocks in release_share waiting for a WLOCK that, per instrumentation, no thread holds (both waiters sleeping); unresolved: rwsem bug or loom artifact"]
+fn reader_batch_grant() {
+    model(2, |g| {
+        let s = Arc::new(Rw::<SpinOff>::new());
+        let inside = Arc::new(AtomicUsize::new(0));
+        let t = s.l.lock_exclusive();
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let (s, inside) = (s.clone(), inside.clone());
+                spawn(g, move || {
+                    s.l.lock_shared();
+                    // SAFETY: read lock held.
+                    let v = unsafe { s.get() };
+                    inside.fetch_add(1, Ordering::SeqCst);
+                    until(&inside, 2);
+                    // SAFETY: taken above, released once.
+                    unsafe { s.l.unlock_shared() };
+                    v
+                })
+            })
+            .collect();
+        // SAFETY: write lock held.
+        unsafe { s.bump() };
+        // SAFETY: `t` comes from the lock above and is released once.
+        unsafe { s.l.unlock_exclusive(t) };
+        for h in hs {
+            assert_eq!(h.join().unwrap(), 1);
+        }
+        s.check(1);
+    });
+}
+
+/// Model 6: downgrade admits a queued reader. Main holds the write lock
+/// (yielding inside it, so the reader queues), writes, downgrades; the reader must get in
+/// while main still holds its (downgraded) read lock: main waits, holding
+/// it, until the reader has been in. The reader sees main's write.
+#[test]
+#[ignore = "BUG rwsem-grant-acquire: a reader that queues and grants itself (wait_queued -> pass_turn_and_wunlock -> grant_readers) counts itself with a Relaxed CAS after taking WLOCK before the writer's release: no Acquire of that release (loom: concurrent read/write of the data); passes with grant_readers' CAS Acquire and the hand-off CAS AcqRel"]
+fn downgrade_admits_queued_reader() {
+    model(2, |g| {
+        let s = Arc::new(Rw::<SpinOff>::new());
+        let seen = Arc::new(AtomicUsize::new(0));
+        let t = s.l.lock_exclusive();
+        let (s2, seen2) = (s.clone(), seen.clone());
+        let h = spawn(g, move || {
+            s2.l.lock_shared();
+            // SAFETY: read lock held.
+            let v = unsafe { s2.get() };
+            seen2.store(1, Ordering::SeqCst);
+            // SAFETY: taken above, released once.
+            unsafe { s2.l.unlock_shared() };
+            v
+        });
+        // SAFETY: write lock held.
+        unsafe { s.bump() };
+        // SAFETY: `t` comes from the lock above and is released once.
+        unsafe { s.l.downgrade(t) };
+        until(&seen, 1);
+        // SAFETY: read lock held (downgraded).
+        assert_eq!(unsafe { s.get() }, 1);
+        // SAFETY: the downgraded read lock, released once.
+        unsafe { s.l.unlock_shared() };
+        assert_eq!(h.join().unwrap(), 1);
+        s.check(1);
+    });
+}
+
+/// Model 7: downgrade excludes writers. Main writes, downgrades, and reads
+/// under the downgraded lock: still its own value (no writer got in between:
+/// the value and loom's `UnsafeCell`). A writer and a reader contend
+/// meanwhile (queued or not); both finish; the reader sees 1 or 2.
+#[test]
+#[ignore = "OPEN rwsem-3thread-wlock: with three threads every such model livelocks in release_share waiting for a WLOCK that, per instrumentation, no thread holds (both waiters sleeping); unresolved: rwsem bug or loom artifact"]
+fn downgrade_excludes_writer() {
+    model(2, |g| {
+        let s = Arc::new(Rw::<SpinOff>::new());
+        let t = s.l.lock_exclusive();
+        let s1 = s.clone();
+        let w = spawn(g, move || s1.incr());
+        let s2 = s.clone();
+        let r = spawn(g, move || s2.read());
+        // SAFETY: write lock held.
+        unsafe { s.bump() };
+        // SAFETY: `t` comes from the lock above and is released once.
+        unsafe { s.l.downgrade(t) };
+        // SAFETY: read lock held (downgraded).
+        assert_eq!(
+            unsafe { s.get() },
+            1,
+            "a writer got in under a downgraded lock"
+        );
+        // SAFETY: the downgraded read lock, released once.
+        unsafe { s.l.unlock_shared() };
+        assert_eq!(w.join().unwrap(), 1);
+        let v = r.join().unwrap();
+        assert!(v == 1 || v == 2, "reader saw {v}");
+        s.check(2);
+    });
+}
+
+/// Model 8: upgrade waits for the other readers. Main takes an upgradable
+/// read lock; a plain reader (flagging while it holds) and a writer contend;
+/// main upgrades. The upgrade returns only when the reader is out (flag
+/// clear), and the writer never overlaps main's upgraded write or the
+/// reader (loom's `UnsafeCell`). Main holds the upgradable lock from the
+/// start (it excludes writers), so the writer comes after main's write and
+/// sees 1.
+#[test]
+#[ignore = "OPEN rwsem-3thread-wlock: with three threads every such model livelocks in release_share waiting for a WLOCK that, per instrumentation, no thread holds (both waiters sleeping); unresolved: rwsem bug or loom artifact"]
+fn upgrade_waits_for_reader() {
+    model(2, |g| {
+        let s = Arc::new(Rw::<SpinOff>::new());
+        let reading = Arc::new(AtomicBool::new(false));
+        s.l.lock_upgradable();
+        let (s1, reading1) = (s.clone(), reading.clone());
+        let r = spawn(g, move || {
+            s1.l.lock_shared();
+            reading1.store(true, Ordering::SeqCst);
+            // SAFETY: read lock held.
+            let v = unsafe { s1.get() };
+            reading1.store(false, Ordering::SeqCst);
+            // SAFETY: taken above, released once.
+            unsafe { s1.l.unlock_shared() };
+            v
+        });
+        let s2 = s.clone();
+        let w = spawn(g, move || s2.incr());
+        // SAFETY: upgradable lock held.
+        assert_eq!(unsafe { s.get() }, 0);
+        // SAFETY: we hold the upgradable lock.
+        let t = unsafe { s.l.upgrade() };
+        assert!(
+            !reading.load(Ordering::SeqCst),
+            "upgrade returned while a reader held the lock"
+        );
+        // SAFETY: write lock held.
+        unsafe { s.bump() };
+        // SAFETY: `t` comes from the upgrade above and is released once.
+        unsafe { s.l.unlock_exclusive(t) };
+        // Main held the lock (upgradable) before the writer could start.
+        assert_eq!(w.join().unwrap(), 1);
+        let v = r.join().unwrap();
+        assert!(v <= 2, "reader saw {v}");
+        s.check(2);
+    });
+}
+
+/// A timed read (`lock_shared_until_ns(1)`: may time out under loom);
+/// `Some(value)` if it got the lock.
+fn timed_read<S: SpinPolicy>(s: &Rw<S>) -> Option<usize> {
+    s.l.lock_shared_until_ns(1).then(|| {
+        // SAFETY: read lock held.
+        let v = unsafe { s.get() };
+        // SAFETY: taken above, released once.
+        unsafe { s.l.unlock_shared() };
+        v
+    })
+}
+
+/// A timed write (`lock_exclusive_until_ns(1)`); `Some(value before)` if it
+/// got the lock.
+fn timed_incr<S: SpinPolicy>(s: &Rw<S>) -> Option<usize> {
+    s.l.lock_exclusive_until_ns(1).map(|t| {
+        // SAFETY: write lock held.
+        let v = unsafe { s.get() };
+        // SAFETY: as above.
+        unsafe { s.bump() };
+        // SAFETY: `t` comes from the lock above and is released once.
+        unsafe { s.l.unlock_exclusive(t) };
+        v
+    })
+}
+
+/// Model 9: a timed read races the write unlock's grant. Main holds the
+/// write lock; a thread reads with a deadline (its futex wait may time out
+/// before or after the grant selected it: `leave` then takes the grant, or
+/// leaves the list); main unlocks and writes again at once. Run twice: with
+/// `long`, main yields in its critical section (the time-out also comes
+/// before the unlock). The timed reader sees 1 or 2 if it got in.
+#[test]
+#[ignore = "BUG rwsem-grant-acquire: a reader that queues and grants itself (wait_queued -> pass_turn_and_wunlock -> grant_readers) counts itself with a Relaxed CAS after taking WLOCK before the writer's release: no Acquire of that release (loom: concurrent read/write of the data); passes with grant_readers' CAS Acquire and the hand-off CAS AcqRel"]
+fn timed_read_races_grant() {
+    for long in [false, true] {
+        model(2, move |g| {
+            let s = Arc::new(Rw::<SpinOff>::new());
+            let t = s.l.lock_exclusive();
+            let s2 = s.clone();
+            let h = spawn(g, move || timed_read(&s2));
+            // SAFETY: write lock held.
+            unsafe { s.bump() };
+            if long {
+                thread::yield_now();
+            }
+            // SAFETY: `t` comes from the lock above and is released once.
+            unsafe { s.l.unlock_exclusive(t) };
+            s.incr();
+            if let Some(v) = h.join().unwrap() {
+                assert!(v == 1 || v == 2, "timed reader saw {v}");
+            }
+            s.check(2);
+        });
+    }
+}
+
+/// Model 10: a timed write races the last reader's wake-up (and, with
+/// HANDOFF, a grant). Main holds a read lock; a thread writes with a
+/// deadline; main unlocks and reads again at once. Run with and without
+/// `long` as model 9. The final value is the timed writer's success.
+#[test]
+#[ignore = "BUG rwsem-grant-acquire: a reader that queues and grants itself (wait_queued -> pass_turn_and_wunlock -> grant_readers) counts itself with a Relaxed CAS after taking WLOCK before the writer's release: no Acquire of that release (loom: concurrent read/write of the data); passes with grant_readers' CAS Acquire and the hand-off CAS AcqRel"]
+fn timed_write_races_wake() {
+    for long in [false, true] {
+        model(2, move |g| {
+            let s = Arc::new(Rw::<SpinOff>::new());
+            s.l.lock_shared();
+            let s2 = s.clone();
+            let h = spawn(g, move || timed_incr(&s2));
+            if long {
+                thread::yield_now();
+            }
+            // SAFETY: taken above, released once.
+            unsafe { s.l.unlock_shared() };
+            let v = s.read();
+            let got = h.join().unwrap();
+            if let Some(before) = got {
+                assert_eq!(before, 0);
+            }
+            assert!(v <= usize::from(got.is_some()));
+            s.check(usize::from(got.is_some()));
+        });
+    }
+}
+
+/// Model 11: a timed writer at the head must not strand a reader queued
+/// behind it. Main holds the write lock; a timed writer and a plain reader
+/// arrive; main unlocks. If the timed writer leaves (time-out) while the
+/// reader waits behind it, its leaving must pass the turn on (clearing its
+/// HANDOFF and WAITERS as needed), else loom reports the reader's deadlock.
+#[test]
+#[ignore = "OPEN rwsem-3thread-wlock: with three threads every such model livelocks in release_share waiting for a WLOCK that, per instrumentation, no thread holds (both waiters sleeping); unresolved: rwsem bug or loom artifact"]
+fn timed_writer_and_plain_reader() {
+    model(2, |g| {
+        let s = Arc::new(Rw::<SpinOff>::new());
+        let t = s.l.lock_exclusive();
+        let s1 = s.clone();
+        let w = spawn(g, move || timed_incr(&s1));
+        let s2 = s.clone();
+        let r = spawn(g, move || s2.read());
+        // SAFETY: write lock held.
+        unsafe { s.bump() };
+        // SAFETY: `t` comes from the lock above and is released once.
+        unsafe { s.l.unlock_exclusive(t) };
+        let got = w.join().unwrap();
+        let v = r.join().unwrap();
+        if let Some(before) = got {
+            assert_eq!(before, 1);
+        }
+        assert!(v >= 1 && v <= 1 + usize::from(got.is_some()));
+        s.check(1 + usize::from(got.is_some()));
+    });
+}
+
+/// Model 12: `try_lock_shared` and `try_lock_exclusive` racing the unlock
+/// slow path. Main holds the write lock (yielding, so a writer queues); a second
+/// thread tries a read and then a write once each; main unlocks (waking or
+/// handing over to the queued writer). No overlap, no lost wake-up, counts.
+#[test]
+fn try_locks_race_unlock_slow() {
+    model(2, |g| {
+        let s = Arc::new(Rw::<SpinOff>::new());
+        let t = s.l.lock_exclusive();
+        let s1 = s.clone();
+        let w = spawn(g, move || s1.incr());
+        let s2 = s.clone();
+        let tr = spawn(g, move || {
+            if s2.l.try_lock_shared() {
+                // SAFETY: read lock held.
+                let v = unsafe { s2.get() };
+                assert!(v >= 1);
+                // SAFETY: taken above, released once.
+                unsafe { s2.l.unlock_shared() };
+            }
+            match s2.l.try_lock_exclusive() {
+                Some(t) => {
+                    // SAFETY: write lock held.
+                    unsafe { s2.bump() };
+                    // SAFETY: `t` comes from the lock above, released once.
+                    unsafe { s2.l.unlock_exclusive(t) };
+                    1
+                }
+                None => 0,
+            }
+        });
+        // SAFETY: write lock held.
+        unsafe { s.bump() };
+        // SAFETY: `t` comes from the lock above and is released once.
+        unsafe { s.l.unlock_exclusive(t) };
+        w.join().unwrap();
+        let got = tr.join().unwrap();
+        s.check(2 + got);
+    });
+}
