@@ -70,7 +70,9 @@
 //! * A reader that fails the fast path (`KLOCK_RWSEM_READER`): 1 (default)
 //!   steals the lock when no writer holds it, no hand-off is owed and no
 //!   other reader holds it; 2 spins on a writer owner through the OSQ
-//!   (patch 8) unless the owner word says NONSPINNABLE (patch 13); 0 queues.
+//!   (patch 8) unless the owner word says NONSPINNABLE (patch 13); 3 also
+//!   joins other readers (a queued writer then gets in through its
+//!   hand-off timer, INV-HANDOFF-TIMER); 0 queues.
 //! * Writers spin (policy [`SpinOsq`]) through the OSQ on a writer owner
 //!   (within `KLOCK_MUTEX_SPIN_NS` per owner, `KLOCK_MUTEX_SPIN_MAX_NS` in
 //!   all) and on a reader-owned lock for `KLOCK_RWSEM_RSPIN_NS` + 500 ns
@@ -585,7 +587,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         // Reader lock stealing (kernel 5.11+): no writer, no hand-off, no
         // upgrade under way and no other reader: a queued writer loses at
         // most until it sets HANDOFF.
-        if mode == 1 && c & (WRITER | HANDOFF | UPGRADING) == 0 && readers(c) == 1 {
+        if (mode == 1 || mode == 3) && c & (WRITER | HANDOFF | UPGRADING) == 0 && (readers(c) == 1 || mode == 3) {
             self.set_reader_owned();
             stat::inc(Event::RwReadSteal);
             stat::inc(Event::RwReadSlow);
@@ -1063,10 +1065,24 @@ impl<S: SpinPolicy> RawRwLock<S> {
             let Some(timeout) = wait::remaining(deadline).filter(|_| !expired) else {
                 return self.leave(q, class);
             };
+            // INV-HANDOFF-TIMER: the first writer sleeps at most until its
+            // hand-off threshold, so that it can claim HANDOFF even when no
+            // unlock ever frees the lock for it (readers joining readers).
+            // The kernel lets a reader's wake-up set HANDOFF on the first
+            // waiter's behalf; our readers join without the list lock.
+            let timer = (first && !handoff && class == Class::Writer && !cfg!(loom)).then(|| {
+                let left = (start + t.rwsem_handoff_ns).saturating_sub(wait::now_ns());
+                std::time::Duration::from_nanos(left.max(1))
+            });
+            let (timeout, by_timer) = match (timeout, timer) {
+                (Some(d), Some(h)) if h < d => (Some(h), true),
+                (None, Some(h)) => (Some(h), true),
+                (d, _) => (d, false),
+            };
             chaos::point(Site::BeforeSleep);
             stat::inc(Event::RwSleepWriter);
             let r = wait::futex_wait(w.w.futex(), WaiterState::Sleeping as u32, timeout);
-            expired |= r == WaitOutcome::TimedOut;
+            expired |= r == WaitOutcome::TimedOut && !by_timer;
             chaos::point(Site::AfterWake);
         }
     }
@@ -1142,7 +1158,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// unlink them and mark them Granting (the kernel's two passes: no
     /// grantee runs before it is counted). The caller completes the grants
     /// after releasing WLOCK ([`WakeQ::finish`]).
-    fn grant_readers(&self, wq: &mut WakeQ) {
+    fn grant_readers(&self, sub: u32, add: u32, wq: &mut WakeQ) -> bool {
         let limit = crate::tune::get().rwsem_wake_readers as usize;
         let start = wq.n;
         let h = self.list.head();
@@ -1162,16 +1178,28 @@ impl<S: SpinPolicy> RawRwLock<S> {
         }
         let k = (wq.n - start) as u32;
         let clear = HANDOFF | if left == 0 { WAITERS } else { 0 };
-        // Relaxed: under WLOCK; the grants' Release (after our release of
-        // the lock) orders everything before them for the grantees.
+        // Relaxed: the CAS decides.
         let mut c = self.count.load(Ordering::Relaxed);
-        while let Err(x) = self.count.compare_exchange_weak(
-            c,
-            (c + k * READER_BIAS) & !clear,
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        ) {
-            c = x;
+        loop {
+            // Re-check on every try: a contender granter does not hold the
+            // lock, so a stealing writer may take it meanwhile (then no
+            // grant: the kernel backs out the same way).
+            if (c - sub + add) & (WRITER | UPGRADING) != 0 {
+                wq.n = start;
+                return false;
+            }
+            // Acquire: a contender granter passes on the release of the
+            // lock's last owner (pairs with its Release), through the
+            // grants' Release, to the grantees (INV-GRANT-PIN).
+            match self.count.compare_exchange_weak(
+                c,
+                (c + k * READER_BIAS) & !clear,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(x) => c = x,
+            }
         }
         for &t in &wq.codes[start..wq.n] {
             let t = t & !WakeQ::GRANT;
@@ -1183,6 +1211,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         // Relaxed: a hint.
         self.owner.store(OWNER_READER, Ordering::Relaxed);
         stat::add(Event::RwReadGranted, k as u64);
+        true
     }
 
     /// Under WLOCK, holding `sub` (0 for a contender): give the head its
@@ -1198,8 +1227,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         let class = (h != 0).then(|| RwWaiter::decode(h).class());
         // Relaxed: under WLOCK; the CASes below decide.
         let mut c = self.count.load(Ordering::Relaxed);
-        if class == Some(Class::Reader) && (c - sub + add) & (WRITER | UPGRADING) == 0 {
-            self.grant_readers(wq);
+        if class == Some(Class::Reader) && self.grant_readers(sub, add, wq) {
             c = self.count.load(Ordering::Relaxed);
         }
         let mut marked = false;
@@ -1226,11 +1254,13 @@ impl<S: SpinPolicy> RawRwLock<S> {
             }
             if handed {
                 // Keep WLOCK across the unlink: the lock passes in this CAS.
-                // Release: our critical section to the grantee.
+                // AcqRel: Release publishes our critical section; Acquire (a
+                // contender granter) takes the last owner's release; the
+                // grant's Release passes both on to the grantee.
                 match self.count.compare_exchange_weak(
                     c,
                     new | WLOCK,
-                    Ordering::Release,
+                    Ordering::AcqRel,
                     Ordering::Relaxed,
                 ) {
                     Ok(_) => {
