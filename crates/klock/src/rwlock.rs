@@ -9,10 +9,10 @@
 //! # Word layout (16 bytes: four `AtomicU32`)
 //!
 //! ```text
-//! count:  31        30 ............ 8  7  6     5          4       3      2        1        0
-//!        +---------+------------------+----+-----------+---------+------+--------+--------+--------+
-//!        |READFAIL |  reader count    | 0  | UPGRADING | UPGRADE | WLOCK|HANDOFF |WAITERS | WRITER |
-//!        +---------+------------------+----+-----------+---------+------+--------+--------+--------+
+//! count:  31        30 ............ 8  7    6        5          4       3      2        1        0
+//!        +---------+------------------+---+--------+-----------+---------+------+--------+--------+--------+
+//!        |READFAIL |  reader count    | 0 | WAKING | UPGRADING | UPGRADE | WLOCK|HANDOFF |WAITERS | WRITER |
+//!        +---------+------------------+---+--------+-----------+---------+------+--------+--------+--------+
 //!        (READFAIL is the top bit of the reader count: the overflow guard)
 //! owner:  bits 2-31 writer thread id (0 = none) | bit 1 NONSPINNABLE | bit 0 READER_OWNED
 //! list:   bits 16-31: head waiter's node tail code (see crate::waitlist)
@@ -32,6 +32,12 @@
 //!   reader count); excludes writers and other upgradable readers.
 //! * **UPGRADING**: the upgradable reader is waiting for the other readers
 //!   to leave: new readers fail their fast path and queue.
+//! * **WAKING** (INV-WAKING): the writer or upgrader at the head was woken
+//!   and has not re-tried yet. While it is set (and no hand-off is owed) an
+//!   unlock releases with one CAS and wakes nobody: the woken waiter clears
+//!   WAKING under WLOCK before it re-tries, in an RMW on this word, so an
+//!   unlock ordered before that RMW is seen by the re-try and one ordered
+//!   after it sees WAKING clear and wakes (the mutex's WAKING rule).
 //! * **reader count** (bits 8-31): readers holding the lock, plus readers
 //!   whose fast-path add failed and that have not taken it back yet.
 //! * **owner**: a hint for spinners (patch 3): the writer's thread id, or
@@ -123,6 +129,9 @@ pub const WLOCK: u32 = 1 << 3;
 pub const UPGRADE: u32 = 1 << 4;
 /// The upgradable reader waits for the other readers to leave.
 pub const UPGRADING: u32 = 1 << 5;
+/// A writer (or upgrader) at the head was woken and has not re-tried yet:
+/// an unlock need not take WLOCK to wake it again (INV-WAKING).
+pub const WAKING: u32 = 1 << 6;
 /// Bit offset of the reader count.
 pub const READER_SHIFT: u32 = 8;
 /// One reader.
@@ -587,7 +596,10 @@ impl<S: SpinPolicy> RawRwLock<S> {
         // Reader lock stealing (kernel 5.11+): no writer, no hand-off, no
         // upgrade under way and no other reader: a queued writer loses at
         // most until it sets HANDOFF.
-        if (mode == 1 || mode == 3) && c & (WRITER | HANDOFF | UPGRADING) == 0 && (readers(c) == 1 || mode == 3) {
+        if (mode == 1 || mode == 3)
+            && c & (WRITER | HANDOFF | UPGRADING) == 0
+            && (readers(c) == 1 || mode == 3)
+        {
             self.set_reader_owned();
             stat::inc(Event::RwReadSteal);
             stat::inc(Event::RwReadSlow);
@@ -1029,6 +1041,10 @@ impl<S: SpinPolicy> RawRwLock<S> {
                 self.wunlock();
                 return self.await_grant(w);
             }
+            // INV-WAKING: clear it before the re-try (it may stand for us):
+            // an unlock from here on takes WLOCK and wakes us after we re-arm.
+            // Relaxed: an RMW under WLOCK on the word the unlocks CAS.
+            self.count.fetch_and(!WAKING, Ordering::Relaxed);
             let first = self.list.head() == me;
             if self.take_queued(class, first, me) {
                 return Got::Yes;
@@ -1094,7 +1110,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         let add = class.share();
         let last = first && Waiter::decode(me).next_link() == me;
         // Only we (the head, if it is set) could have set HANDOFF.
-        let clear = HANDOFF | if last { WAITERS } else { 0 };
+        let clear = HANDOFF | WAKING | if last { WAITERS } else { 0 };
         // Relaxed: the CAS decides.
         let mut c = self.count.load(Ordering::Relaxed);
         loop {
@@ -1138,13 +1154,15 @@ impl<S: SpinPolicy> RawRwLock<S> {
             return Got::Yes;
         }
         self.list.remove(me);
-        let clear = if self.list.head() == 0 {
-            WAITERS | HANDOFF
-        } else if first {
-            HANDOFF // only the head sets it
-        } else {
-            0
-        };
+        // WAKING may stand for us (we are leaving): clearing is always safe.
+        let clear = WAKING
+            | if self.list.head() == 0 {
+                WAITERS | HANDOFF
+            } else if first {
+                HANDOFF // only the head sets it
+            } else {
+                0
+            };
         // Relaxed: an RMW under WLOCK.
         self.count.fetch_and(!clear, Ordering::Relaxed);
         self.pass_turn_and_wunlock();
@@ -1240,16 +1258,20 @@ impl<S: SpinPolicy> RawRwLock<S> {
             {
                 if grant && cl == Class::Writer {
                     let last = Waiter::decode(h).next_link() == h;
-                    new = (after + WRITER) & !(HANDOFF | if last { WAITERS } else { 0 });
+                    new = (after + WRITER) & !(HANDOFF | WAKING | if last { WAITERS } else { 0 });
                     handed = true;
-                } else if !marked {
-                    // INV-WAKE-ADDR: under WLOCK, before the release.
-                    if RwWaiter::decode(h).w.wake_mark() {
-                        wq.push(h);
-                    } else {
-                        stat::inc(Event::RwWakeSkipped);
+                } else {
+                    if !marked {
+                        // INV-WAKE-ADDR: under WLOCK, before the release.
+                        if RwWaiter::decode(h).w.wake_mark() {
+                            wq.push(h);
+                        } else {
+                            stat::inc(Event::RwWakeSkipped);
+                        }
+                        marked = true;
                     }
-                    marked = true;
+                    // INV-WAKING: the head is woken until it re-tries.
+                    new |= WAKING;
                 }
             }
             if handed {
@@ -1325,7 +1347,9 @@ impl<S: SpinPolicy> RawRwLock<S> {
                 continue;
             }
             // A reader that is not the last cannot let a waiter in.
-            if !has_waiters(c) || (plain_read && readers(c) > 1) {
+            // INV-WAKING: a woken head will re-try after this release.
+            let woken_head = c & WAKING != 0 && !handoff_owed(c) && !fair;
+            if !has_waiters(c) || (plain_read && readers(c) > 1) || woken_head {
                 // Release pairs with the next owner's Acquire.
                 match self.count.compare_exchange_weak(
                     c,
