@@ -1286,6 +1286,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
                     Ordering::Relaxed,
                 ) {
                     Ok(_) => {
+                        chaos::point(Site::AfterRelease);
                         self.list.remove(h);
                         // Relaxed: a hint; the grantee stores its id.
                         self.owner.store(0, Ordering::Relaxed);

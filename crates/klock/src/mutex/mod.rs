@@ -493,13 +493,25 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// ```
     #[inline]
     pub unsafe fn unlock(&self, token: MutexToken) {
+        // SAFETY: forwarded.
+        unsafe { self.release(token, false) }
+    }
+
+    /// The unlock fast path, `(me,-) -> (0,-)` in one CAS; any flag sends
+    /// it to the slow path (`fair`: hand the lock to the first waiter).
+    ///
+    /// # Safety
+    ///
+    /// As for [`unlock`](Self::unlock).
+    #[inline]
+    unsafe fn release(&self, token: MutexToken, fair: bool) {
         // Release pairs with the Acquire of the next owner's CAS.
         if self
             .owner
             .compare_exchange(locked_by(token.id), 0, Ordering::Release, Ordering::Relaxed)
             .is_err()
         {
-            self.unlock_slow(false);
+            self.unlock_slow(fair);
         }
     }
 
@@ -517,14 +529,8 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// ```
     #[inline]
     pub unsafe fn unlock_fair(&self, token: MutexToken) {
-        // Release pairs with the next owner's Acquire.
-        if self
-            .owner
-            .compare_exchange(locked_by(token.id), 0, Ordering::Release, Ordering::Relaxed)
-            .is_err()
-        {
-            self.unlock_slow(true);
-        }
+        // SAFETY: forwarded.
+        unsafe { self.release(token, true) }
     }
 
     /// The kernel's `trylock_common` without the handoff request: take the lock
