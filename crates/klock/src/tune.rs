@@ -32,7 +32,7 @@
 //! | `KLOCK_MUTEX_YIELDS` | [`Tunables::mutex_yields`] | 4 | 0..=64 | mutex: yield+trylock rounds after spinning, before sleeping |
 //! | `KLOCK_MUTEX_QUEUE_FIRST` | [`Tunables::mutex_queue_first`] | 0 | 0..=1 | mutex: skip the yield rounds while waiters are queued |
 //! | `KLOCK_RWSEM_HANDOFF_NS` | [`Tunables::rwsem_handoff_ns`] | 4000000 | 0..=1000000000 | rwsem: first waiting writer's wait before it sets HANDOFF |
-//! | `KLOCK_RWSEM_READER` | [`Tunables::rwsem_reader`] | 1 | 0..=3 | rwsem: failed reader: 0 queue, 1 steal, 2 spin on a writer owner, 3 join other readers |
+//! | `KLOCK_RWSEM_READER` | [`Tunables::rwsem_reader`] | 4 | 0..=4 | rwsem: failed reader: 0 queue, 1 steal, 2 spin on a writer owner, 3 join other readers, 4 steal then wait running |
 //! | `KLOCK_RWSEM_WAKE_READERS` | [`Tunables::rwsem_wake_readers`] | 256 | 1..=256 | rwsem: most readers granted by one wake-up |
 //! | `KLOCK_RWSEM_RSPIN_NS` | [`Tunables::rwsem_rspin_ns`] | 10000 | 0..=10000000 | rwsem: writer spin on a reader-owned lock (+500 ns/reader) |
 //! | `KLOCK_MUTEX_POLL_GRACE_NS` | [`Tunables::mutex_poll_grace_ns`] | 0 | 0..=100000 | mutex: same-owner polling before the poll backoff starts |
@@ -435,7 +435,7 @@ tunables! {
     /// writer owner through the OSQ (seed 003, patch 8), 3 = steal even
     /// beside other readers (no writer, no hand-off; a queued writer gets in
     /// through its hand-off timer, INV-HANDOFF-TIMER in `rwlock`).
-    rwsem_reader: u32 = 1, "KLOCK_RWSEM_READER", 0..=3;
+    rwsem_reader: u32 = 4, "KLOCK_RWSEM_READER", 0..=4;
     /// `KLOCK_RWSEM_WAKE_READERS`: rwsem: most readers one wake-up grants the
     /// lock to (seed 003 patch 15 wakes them all; the kernel caps it at 256).
     rwsem_wake_readers: u32 = 256, "KLOCK_RWSEM_WAKE_READERS", 1..=256;
