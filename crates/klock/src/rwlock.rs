@@ -47,7 +47,7 @@
 //!
 //! Everything zero = unlocked (`const INIT`).
 //!
-//! # State diagram (count as (readers, flags); W=WRITER Q=WAITERS H=HANDOFF)
+//! # State diagram (count as (readers, flags); W=WRITER Q=WAITERS H=HANDOFF K=WAKING U=UPGRADE G=UPGRADING)
 //!
 //! ```text
 //!  (0,-) --read: fetch_add--> (1,-) --read: fetch_add--> (n+1,-)
@@ -55,11 +55,13 @@
 //!  (0,-) --write: CAS--> (0,W) --write unlock: CAS--> (0,-)
 //!  (x,W|..) or (n,Q) --failed reader/writer queues under WLOCK--> (..,Q)
 //!  (0,W|Q) --write unlock, head readers: grant_readers--> (k,Q?)      k readers granted at once
-//!  (0,W|Q) --write unlock, head writer: wake it--> (0,Q) --its retry--> (0,W[|Q])
-//!  (1,Q)   --last read unlock: wake head writer--> (0,Q)
-//!  (0,Q|H) --unlock, head writer asked for hand-off: grant_writer--> (0,W[|Q])
+//!  (0,W|Q) --write unlock, head writer: hand_on marks it woken--> (0,Q|K)
+//!  (x,Q|K) --any unlock while K: one CAS, no WLOCK, no wake--> (0,Q|K)
+//!  (0,Q|K) --the woken writer clears K and re-tries (take_queued)--> (0,W[|Q])
+//!  (1,Q)   --last read unlock: wake head writer--> (0,Q|K)
+//!  (0,Q|H) --unlock, head writer asked for hand-off: hand_on passes W--> (0,W[|Q])
 //!  (0,W)   --downgrade--> (1,-) (and queued readers granted)
-//!  (1,U)   --upgrade: UPGRADING, wait for the other readers--> (0,W)
+//!  (1,U)   --upgrade: set G, wait for the other readers--> (1,U|G) --> (0,W)
 //! ```
 //!
 //! # Policy
