@@ -447,7 +447,7 @@ pub fn run(a: &FioArgs) -> Result<i32, CliError> {
         m.kernel,
         if m.hypervisor { " (VM)" } else { "" },
         a.runs,
-        std::env::var("KLOCK_RWSEM_READER").unwrap_or_else(|_| "unset (1, steal)".into()),
+        crate::locks::klock::rwsem_reader_mode(),
     ));
     super::out(&render(&cs, &names, &a.threads.0, a));
     let bad: u64 = runs.iter().map(|r| r.violations).sum();

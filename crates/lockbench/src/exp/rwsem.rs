@@ -23,7 +23,7 @@
 //! printed beside ours for the shape: absolute counts differ (window length,
 //! machine), ratios such as reader:writer ops are comparable.
 //!
-//! `KLOCK_RWSEM_READER` (1 steal, the default; 2 spin; 0 queue) is a
+//! `KLOCK_RWSEM_READER` (4 steal then wait running, the default; 1 steal; 2 spin; 3 join; 0 queue) is a
 //! process-wide tunable: compare reader stealing with reader spinning by
 //! running the command twice with the variable set.
 //!
@@ -707,7 +707,7 @@ pub fn run(a: &RwsemArgs) -> Result<i32, CliError> {
         m.kernel,
         if m.hypervisor { " (VM)" } else { "" },
         a.runs,
-        std::env::var("KLOCK_RWSEM_READER").unwrap_or_else(|_| "unset (1, steal)".into()),
+        crate::locks::klock::rwsem_reader_mode(),
     ));
     super::out(&render(
         &report.results,

@@ -85,7 +85,7 @@ pub fn mutex_entries() -> Vec<LockEntry> {
 }
 
 /// Registry lines for klock's rwsem variants (seed 003). Reader behaviour on a failed
-/// fast path is the process-wide tunable `KLOCK_RWSEM_READER` (1 steal, the default;
+/// fast path is the process-wide tunable `KLOCK_RWSEM_READER` (4 steal then wait running, the default; 1 steal;
 /// 2 spin on a writer owner; 0 queue), so steal vs spin is compared by running
 /// lockbench twice with that variable, not by two registry names.
 pub fn rwsem_entries() -> Vec<LockEntry> {
@@ -94,11 +94,29 @@ pub fn rwsem_entries() -> Vec<LockEntry> {
     vec![
         LockEntry::rwlock::<LockApiRwLock<RawRwLock<SpinOsq>>>(
             "klock_rwsem",
-            "klock rwsem (seed 003): writers spin via OSQ, hand-off, readers per KLOCK_RWSEM_READER (1 steal default, 2 spin, 0 queue)",
+            "klock rwsem (seed 003): writers spin via OSQ, hand-off, readers per KLOCK_RWSEM_READER (4 steal+wait default, 1 steal, 2 spin, 3 join, 0 queue)",
         ),
         LockEntry::rwlock::<LockApiRwLock<RawRwLock<SpinOff>>>(
             "klock_rwsem_nospin",
             "klock rwsem without optimistic spinning (writers sleep at once); readers per KLOCK_RWSEM_READER",
         ),
     ]
+}
+
+/// The rwsem reader policy in effect (`KLOCK_RWSEM_READER`, read through
+/// klock's tunables), for report headers.
+///
+/// ```
+/// assert!(lockbench::locks::klock::rwsem_reader_mode().contains('('));
+/// ```
+pub fn rwsem_reader_mode() -> String {
+    let v = klock::tune::get().rwsem_reader;
+    let name = match v {
+        0 => "queue",
+        1 => "steal",
+        2 => "spin on a writer owner",
+        3 => "join other readers",
+        _ => "steal, then wait running",
+    };
+    format!("{v} ({name})")
 }
