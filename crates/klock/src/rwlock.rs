@@ -1575,6 +1575,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             // The last other reader wakes the count word.
             chaos::point(Site::BeforeSleep);
             let _ = wait::futex_wait(&self.count, c, None);
+            // Relaxed: the CAS above decides (its Acquire pairs with the readers' Release).
             c = self.count.load(Ordering::Relaxed);
         }
         self.set_writer_owned(id);

@@ -41,10 +41,10 @@ use klock::rwlock::{HANDOFF, RawRwLock, SpinOff, SpinOsq, SpinPolicy};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use loom::thread::{self, JoinHandle};
+use loom::thread;
 
 mod loom_common;
-use loom_common::loom_tunables;
+use loom_common::{SlotGate, lease, loom_tunables, spawn};
 
 /// Runs a model at `LOOM_MAX_PREEMPTIONS` (default 2), capped at
 /// `max_bound`, with this file's tunables (as `loom_common::run_model`, with
@@ -85,41 +85,6 @@ fn model(max_bound: usize, f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
         eprint!("{}", klock::stat::snapshot().report());
         klock::stat::reset();
     }
-}
-
-/// Take this thread's node slot and thread id now.
-fn lease() {
-    let _ = klock::tid::current_id();
-    klock::node::with_node(|_| ());
-}
-
-/// Stands in, in loom's view, for the node registry's lock (see
-/// `loom_sound.rs`: slot recycling is invisible to loom, so a thread that
-/// reuses an exited thread's slot must be ordered after that thread's last
-/// stores into the node; passing the gate first and last does that).
-struct SlotGate(AtomicUsize);
-
-impl SlotGate {
-    fn pass(&self) {
-        // AcqRel: RMWs on one word form a release sequence.
-        self.0.fetch_add(1, Ordering::AcqRel);
-    }
-}
-
-/// Spawn a model thread: lease a slot and pass the gate first, pass the gate
-/// last.
-fn spawn<T: Send + 'static>(
-    g: &Arc<SlotGate>,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> JoinHandle<T> {
-    let g = g.clone();
-    thread::spawn(move || {
-        lease();
-        g.pass();
-        let v = f();
-        g.pass();
-        v
-    })
 }
 
 /// Yield until `flag` reaches `n` (a loom-friendly wait for another

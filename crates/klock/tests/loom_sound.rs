@@ -29,11 +29,11 @@ use klock::mutex::{RawMutex, SpinOff};
 use klock::spin::{RawQSpinLock, Token, WaitPolicy};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
-use loom::sync::atomic::{AtomicUsize, Ordering};
-use loom::thread::{self, JoinHandle};
+use loom::sync::atomic::AtomicUsize;
+use loom::thread;
 
 mod loom_common;
-use loom_common::{Shared, loom_tunables, run_model};
+use loom_common::{Shared, SlotGate, lease, loom_tunables, run_model, spawn};
 
 /// Runs a model at `LOOM_MAX_PREEMPTIONS` (default 2), capped at `max_bound`,
 /// with the tunables of this file (one process: set once). The model spawns
@@ -49,50 +49,6 @@ fn model(max_bound: usize, f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
         lease();
         f(&Arc::new(SlotGate(AtomicUsize::new(0))))
     });
-}
-
-/// Take this thread's node slot and thread id now.
-fn lease() {
-    let _ = klock::mutex::current_id();
-    klock::node::with_node(|_| ());
-}
-
-/// Stands in, in loom's view, for the node registry's lock.
-///
-/// A thread returns its node slot (and its id) at exit, and the next thread
-/// that needs one leases it, through a registry that loom does not see (a
-/// plain mutex under `cfg(loom)`). Loom then does not order the exited
-/// thread's last Relaxed stores into the node before the new owner's, and
-/// lets the new owner read them: a false failure (a wait-list link reads 0,
-/// "corrupted queue tail"). On real systems the registry's lock orders them.
-/// So a model thread leases its slot and then passes the gate (an AcqRel RMW)
-/// when it starts, and passes it again as its last step: a thread that leased
-/// a slot released by an exited thread passes the gate after that thread's
-/// last pass, so every store the exited thread made happens before the new
-/// owner's first use of the node.
-struct SlotGate(AtomicUsize);
-
-impl SlotGate {
-    fn pass(&self) {
-        // AcqRel: RMWs on one word form a release sequence; see above.
-        self.0.fetch_add(1, Ordering::AcqRel);
-    }
-}
-
-/// Spawn a model thread: lease a slot and pass the gate first, pass the gate
-/// last.
-fn spawn<T: Send + 'static>(
-    g: &Arc<SlotGate>,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> JoinHandle<T> {
-    let g = g.clone();
-    thread::spawn(move || {
-        lease();
-        g.pass();
-        let v = f();
-        g.pass();
-        v
-    })
 }
 
 /// The critical section of the counter models.

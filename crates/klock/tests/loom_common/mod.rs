@@ -1,10 +1,14 @@
-//! Shared pieces of the mutex loom models (`loom_mutex*.rs`): the model
-//! runner and a counter protected by a klock mutex. Not a test target itself.
+//! Shared pieces of the loom models: the model runner, a counter protected by
+//! a klock mutex, and the node-slot gate ([`SlotGate`], [`spawn`]) of the
+//! models whose threads exit and recycle slots. Not a test target itself.
 #![allow(dead_code)]
 
 use klock::mutex::{RawMutex, SpinPolicy};
 use klock::tune::Tunables;
 use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::thread::{self, JoinHandle};
 
 /// Runs a model with tunables `t` (set once per process: each loom file is
 /// its own process) at `LOOM_MAX_PREEMPTIONS` (default 2), capped at
@@ -74,4 +78,48 @@ impl<S: SpinPolicy> Shared<S> {
         unsafe { self.m.unlock(t) };
         v
     }
+}
+
+/// Take this thread's node slot and thread id now.
+pub fn lease() {
+    let _ = klock::tid::current_id();
+    klock::node::with_node(|_| ());
+}
+
+/// Stands in, in loom's view, for the node registry's lock.
+///
+/// A thread returns its node slot (and its id) at exit, and the next thread
+/// that needs one leases it, through a registry that loom does not see (a
+/// plain mutex under `cfg(loom)`). Loom then does not order the exited
+/// thread's last Relaxed stores into the node before the new owner's, and
+/// lets the new owner read them: a false failure (a wait-list link reads 0,
+/// "corrupted queue tail"). On real systems the registry's lock orders them.
+/// So a model thread leases its slot and then passes the gate (an AcqRel RMW)
+/// when it starts, and passes it again as its last step: a thread that leased
+/// a slot released by an exited thread passes the gate after that thread's
+/// last pass, so every store the exited thread made happens before the new
+/// owner's first use of the node.
+pub struct SlotGate(pub AtomicUsize);
+
+impl SlotGate {
+    pub fn pass(&self) {
+        // AcqRel: RMWs on one word form a release sequence; see above.
+        self.0.fetch_add(1, Ordering::AcqRel);
+    }
+}
+
+/// Spawn a model thread: lease a slot and pass the gate first, pass the gate
+/// last.
+pub fn spawn<T: Send + 'static>(
+    g: &Arc<SlotGate>,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> JoinHandle<T> {
+    let g = g.clone();
+    thread::spawn(move || {
+        lease();
+        g.pass();
+        let v = f();
+        g.pass();
+        v
+    })
 }
