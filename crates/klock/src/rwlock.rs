@@ -304,6 +304,12 @@ struct WakeQ {
 /// The largest `KLOCK_RWSEM_WAKE_READERS`, plus one writer.
 const WAKEQ_CAP: usize = 257;
 
+/// Spin on a reader-owned lock grows by this per reader: the kernel's
+/// `rwsem_rspin_threshold` (10 µs + 0.5 µs per reader).
+const RSPIN_NS_PER_READER: u64 = 500;
+/// ... counting at most this many readers (the kernel's cap: 25 µs in all).
+const RSPIN_READERS_CAP: u32 = 30;
+
 impl WakeQ {
     fn new() -> Self {
         WakeQ {
@@ -878,8 +884,8 @@ impl<S: SpinPolicy> RawRwLock<S> {
                     if is_nonspinnable(self.owner.load(Ordering::Relaxed)) {
                         return false;
                     }
-                    let n = readers(self.count.load(Ordering::Relaxed)).min(30) as u64;
-                    rspin = SpinBudget::new(t.rwsem_rspin_ns + n * 500);
+                    let n = readers(self.count.load(Ordering::Relaxed)).min(RSPIN_READERS_CAP);
+                    rspin = SpinBudget::new(t.rwsem_rspin_ns + n as u64 * RSPIN_NS_PER_READER);
                 } else if rspin.expired() {
                     self.mark_nonspinnable();
                     return false;
