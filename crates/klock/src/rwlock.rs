@@ -197,6 +197,15 @@ const fn has_waiters(c: u32) -> bool {
     c & WAITERS != 0
 }
 
+/// May a reader release its count in `c` with one plain CAS (`(n,..) ->
+/// (n-1,..)`)? Yes unless it could be the last reader with waiters queued
+/// (INV-WAKE-ADDR: it must take WLOCK first) or an upgrader waits for the
+/// readers to leave (it may need a wake on the count word).
+#[inline]
+const fn is_plain_read_release(c: u32) -> bool {
+    c & UPGRADING == 0 && (!has_waiters(c) || readers(c) > 1)
+}
+
 /// Could a writer (or, with `upgrader`, an upgradable reader) take the lock
 /// in state `c`? `first`: the caller is the list head (HANDOFF is its own).
 #[inline]
@@ -564,6 +573,17 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds a read lock (taken by any thread).
     #[inline]
     pub unsafe fn unlock_shared(&self) {
+        // Relaxed: the CAS decides.
+        let c = self.count.load(Ordering::Relaxed);
+        // Release pairs with the next writer's Acquire.
+        if is_plain_read_release(c)
+            && self
+                .count
+                .compare_exchange(c, c - READER_BIAS, Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+        {
+            return;
+        }
         // SAFETY: forwarded.
         unsafe { self.release_share(READER_BIAS, 0, false) }
     }
@@ -621,7 +641,12 @@ impl<S: SpinPolicy> RawRwLock<S> {
             return Got::Yes;
         }
         self.drop_reader_count();
-        if mode == 4 && S::SPIN && t.mutex_spin != 0 && self.steal_running() {
+        if mode == 4
+            && S::SPIN
+            && t.mutex_spin != 0
+            && t.rwsem_read_wait_ns != 0
+            && self.steal_running()
+        {
             return Got::Yes;
         }
         if mode == 2
@@ -648,7 +673,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     fn steal_running(&self) -> bool {
         let t = crate::tune::get();
         let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);
-        let got = wait::spin_until(&mut SpinBudget::new(t.mutex_spin_ns), || {
+        let got = wait::spin_until(&mut SpinBudget::new(t.rwsem_read_wait_ns), || {
             self.add_while(READER_BIAS, |c| {
                 is_free(c) && c & (HANDOFF | UPGRADING | READFAIL) == 0
             }) || {

@@ -72,8 +72,9 @@ pub struct LockEntry {
     pub kind: LockKind,
     /// The contended runner instantiated for this lock type.
     pub run: fn(&RunSpec) -> RunOutput,
-    /// Uncontended single-thread lock+unlock loop: `ops` iterations, returns ns/op.
-    pub uncontended: fn(u64) -> f64,
+    /// Uncontended single-thread lock+unlock loop: `ops` iterations, returns ns/op;
+    /// `true` takes the shared (read) side.
+    pub uncontended: fn(u64, bool) -> f64,
 }
 
 impl LockEntry {

@@ -80,6 +80,9 @@ pub struct UncontendedArgs {
     /// Disable the idle gate.
     #[arg(long)]
     pub no_idle_gate: bool,
+    /// Measure the shared (read) side: reader/writer locks only.
+    #[arg(long)]
+    pub read: bool,
 }
 
 /// Runs one parsed command; returns the exit status.
@@ -105,12 +108,13 @@ pub fn dispatch(cmd: Command) -> Result<i32, CliError> {
         Command::Fio(a) => exp::fio::run(&a),
         Command::Uncontended(a) => {
             let all = [LockKind::Mutex, LockKind::RwLock];
-            let locks = exp::select_locks(&a.locks, &all, &all)?;
+            let kinds: &[LockKind] = if a.read { &all[1..] } else { &all };
+            let locks = exp::select_locks(&a.locks, kinds, kinds)?;
             let mut gate = crate::gate::GateConfig::from_env();
             if a.no_idle_gate {
                 gate.enabled = false;
             }
-            let results = exp::uncontended::measure(&locks, a.ops, a.runs as usize, &gate);
+            let results = exp::uncontended::measure(&locks, a.ops, a.runs as usize, a.read, &gate);
             let report = crate::record::Report {
                 machine: crate::sys::Machine::probe(),
                 command: exp::command_line(),

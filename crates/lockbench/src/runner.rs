@@ -336,8 +336,18 @@ pub fn run<L: BenchLock>(spec: &RunSpec) -> RunOutput {
 }
 
 /// Uncontended cost: one thread, `ops` lock+counter+++unlock iterations (after a 10%
-/// warm-up); returns ns per op.
-pub fn uncontended<L: BenchLock>(ops: u64) -> f64 {
+/// warm-up); returns ns per op. `read` takes the shared side (`with_read`).
+pub fn uncontended<L: BenchLock>(ops: u64, read: bool) -> f64 {
+    if read {
+        uncontended_loop::<L, true>(ops)
+    } else {
+        uncontended_loop::<L, false>(ops)
+    }
+}
+
+/// The loop of [`uncontended`], monomorphized per side so that the measured
+/// code is the lock's inlined fast path and nothing else.
+fn uncontended_loop<L: BenchLock, const READ: bool>(ops: u64) -> f64 {
     crate::sys::leave_single_threaded_mode();
     let shared = Shared {
         lock: L::new(),
@@ -352,11 +362,19 @@ pub fn uncontended<L: BenchLock>(ops: u64) -> f64 {
         s.a.store(a.wrapping_add(1), Ordering::Relaxed);
     };
     for _ in 0..ops / 10 {
-        s.lock.with_lock(&ctx, body);
+        if READ {
+            s.lock.with_read(&ctx, body);
+        } else {
+            s.lock.with_lock(&ctx, body);
+        }
     }
     let t = Instant::now();
     for _ in 0..ops {
-        s.lock.with_lock(&ctx, body);
+        if READ {
+            s.lock.with_read(&ctx, body);
+        } else {
+            s.lock.with_lock(&ctx, body);
+        }
     }
     t.elapsed().as_nanos() as f64 / ops.max(1) as f64
 }

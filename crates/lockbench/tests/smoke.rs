@@ -42,8 +42,16 @@ fn every_competitor_runs_without_violations() {
             assert_eq!(out.readers.ops.len(), 2);
             assert_eq!(out.writers.ops.len(), 1);
         }
-        let ns = (e.uncontended)(1000);
+        let ns = (e.uncontended)(1000, false);
         assert!(ns.is_finite() && ns > 0.0, "{}: uncontended {ns}", e.name);
+        if e.kind == LockKind::RwLock {
+            let ns = (e.uncontended)(1000, true);
+            assert!(
+                ns.is_finite() && ns > 0.0,
+                "{}: uncontended read {ns}",
+                e.name
+            );
+        }
     }
 }
 
@@ -157,6 +165,7 @@ fn html_report_is_self_contained_and_balanced() {
         &locks,
         1000,
         1,
+        false,
         &GateConfig::disabled(),
     ));
     let html = lockbench::html::render(&lockbench::record::Report {

@@ -123,6 +123,7 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
         &reg,
         p.uncontended.0,
         p.uncontended.1,
+        false,
         &p.gate,
     ));
 

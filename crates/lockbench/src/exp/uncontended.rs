@@ -5,8 +5,15 @@ use crate::gate::{GateConfig, wait_idle};
 use crate::record::{Params, Record};
 use crate::stats::{median, spread};
 
-/// Measures every lock `runs` times (interleaved), `ops` operations per run.
-pub fn measure(locks: &[LockEntry], ops: u64, runs: usize, gate: &GateConfig) -> Vec<Record> {
+/// Measures every lock `runs` times (interleaved), `ops` operations per run;
+/// `read` takes the shared side (workload `uncontended-read`).
+pub fn measure(
+    locks: &[LockEntry],
+    ops: u64,
+    runs: usize,
+    read: bool,
+    gate: &GateConfig,
+) -> Vec<Record> {
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); locks.len()];
     for _ in 0..runs.max(1) {
         for (i, e) in locks.iter().enumerate() {
@@ -17,7 +24,7 @@ pub fn measure(locks: &[LockEntry], ops: u64, runs: usize, gate: &GateConfig) ->
                 };
                 wait_idle(&short);
             }
-            ns[i].push((e.uncontended)(ops));
+            ns[i].push((e.uncontended)(ops, read));
         }
     }
     locks
@@ -31,7 +38,12 @@ pub fn measure(locks: &[LockEntry], ops: u64, runs: usize, gate: &GateConfig) ->
                 lock: e.name.into(),
                 threads: 1,
                 params: Params {
-                    workload: "uncontended".into(),
+                    workload: if read {
+                        "uncontended-read"
+                    } else {
+                        "uncontended"
+                    }
+                    .into(),
                     ..Params::default()
                 },
                 throughput_mops: 1e3 / m.max(1e-9),
