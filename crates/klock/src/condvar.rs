@@ -122,6 +122,20 @@ pub type CondvarNoSpin = lock_api::Condvar<RawCondvar<mutex::SpinOff>>;
 #[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<RawCondvar>() <= 16);
 
+/// A condvar wait in progress, between [`RawCondvar::begin_wait`] and
+/// [`RawCondvar::end_wait`]: the waiter's leased node (`None`: the no-node
+/// fallback, a spurious wake-up) and its thread id. 24 bytes, plain data:
+/// the C layer keeps it in a C frame across its cancellable sleep.
+#[derive(Debug)]
+#[must_use = "a begun wait must be ended (end_wait re-locks the mutex)"]
+pub struct WaitTicket {
+    q: Option<node::QNode>,
+    id: u32,
+}
+
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<WaitTicket>() <= 24);
+
 impl<S: SpinPolicy> Default for RawCondvar<S> {
     fn default() -> Self {
         Self::new()
@@ -196,6 +210,18 @@ impl<S: SpinPolicy> RawCondvar<S> {
         self.list.word.fetch_and(!CV_LOCK, Ordering::Release);
     }
 
+    /// Are threads waiting for a notify (a racy snapshot; exact while the
+    /// caller holds the mutex the waiters use)? The C layer's destroy
+    /// returns EBUSY then.
+    ///
+    /// ```
+    /// assert!(!klock::condvar::RawCondvar::<klock::mutex::SpinOsq>::new().has_waiters());
+    /// ```
+    pub fn has_waiters(&self) -> bool {
+        // Relaxed: a snapshot (see `exact` for why the mutex orders it).
+        self.list.head() != 0 || self.fallback.load(Ordering::Relaxed) != 0
+    }
+
     /// Wake one waiter: move the oldest waiter onto the mutex's wait list (it
     /// runs when the mutex is released to it). Returns whether there was one;
     /// `false` also while a no-node fallback waiter exists (its wake-ups may
@@ -261,7 +287,9 @@ impl<S: SpinPolicy> RawCondvar<S> {
 
     /// Atomically unlock `mutex` and wait for a notify (or `deadline_ns`, a
     /// [`wait::now_ns`] time), then re-lock it; `token` is replaced by the new
-    /// acquisition. Returns `true` if the wait timed out.
+    /// acquisition. Returns `true` if the wait timed out. It is the three
+    /// steps [`begin_wait`](Self::begin_wait), sleeping on
+    /// [`sleep_word`](Self::sleep_word), [`end_wait`](Self::end_wait).
     ///
     /// # Safety
     ///
@@ -281,92 +309,179 @@ impl<S: SpinPolicy> RawCondvar<S> {
         token: &mut MutexToken,
         deadline_ns: Option<u64>,
     ) -> bool {
+        // SAFETY: forwarded contract (the token is re-created by end_wait).
+        // begin_wait panics (two mutexes) only before it unlocks.
+        let ticket = unsafe { self.begin_wait(mutex, MutexToken::from_id(token.id())) };
+        let guard = AbortOnUnwind;
+        // The last futex wait timed out: the deadline has passed (the only
+        // way a loom model, which has no clock, reaches the timeout).
+        let mut expired = false;
+        let mut give_up = false;
+        while let Some((word, value)) = self.sleep_word(&ticket) {
+            let timeout = match deadline_ns {
+                None => None,
+                Some(d) => {
+                    let now = wait::now_ns();
+                    if now >= d || expired {
+                        give_up = true;
+                        break;
+                    }
+                    Some(std::time::Duration::from_nanos(d - now))
+                }
+            };
+            crate::chaos::point(crate::chaos::Site::BeforeSleep);
+            expired = wait::futex_wait(word, value, timeout) == wait::WaitOutcome::TimedOut;
+            crate::chaos::point(crate::chaos::Site::AfterWake);
+        }
+        // SAFETY: `ticket` came from begin_wait on this mutex, this thread.
+        let (t, timed_out) = unsafe { self.end_wait(mutex, ticket, give_up) };
+        *token = t;
+        std::mem::forget(guard);
+        timed_out
+    }
+
+    /// Step 1 of a wait: queue on the condvar, then unlock `mutex` (a notify
+    /// that follows the unlock finds us: no lost wake-up). The ticket must
+    /// go to [`end_wait`](Self::end_wait) on this thread, which re-locks. For
+    /// callers that sleep outside Rust between the steps (the C layer's
+    /// cancellable `pthread_cond_wait`); [`wait_until_ns`](Self::wait_until_ns)
+    /// is the Rust composition.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `mutex` with `token`.
+    ///
+    /// ```
+    /// use klock::{condvar::RawCondvar, mutex::{RawMutex, SpinOsq}};
+    /// let (m, cv) = (RawMutex::<SpinOsq>::new(), RawCondvar::<SpinOsq>::new());
+    /// let t = m.lock();
+    /// let ticket = unsafe { cv.begin_wait(&m, t) };
+    /// assert!(!m.is_locked());
+    /// assert!(cv.sleep_word(&ticket).is_some()); // nobody notified us yet
+    /// let (t, timed_out) = unsafe { cv.end_wait(&m, ticket, true) };
+    /// assert!(timed_out);
+    /// unsafe { m.unlock(t) };
+    /// ```
+    pub unsafe fn begin_wait(&self, mutex: &RawMutex<S>, token: MutexToken) -> WaitTicket {
         stat::inc(Event::CondWait);
         let id = mutex::current_id();
         let maddr = mutex as *const RawMutex<S> as usize;
-        node::with_node(|q| {
-            let Some(q) = q.filter(|_| id != mutex::ANON_ID) else {
-                // No node: unlock, yield, re-lock (a spurious wake-up).
-                // Relaxed: registered while we hold the mutex (see `exact`).
-                self.fallback.fetch_add(1, Ordering::Relaxed);
-                let guard = AbortOnUnwind;
-                // SAFETY: caller holds the mutex with `token`.
-                unsafe { mutex.unlock_id(token.id()) };
-                wait::yield_now();
-                *token = mutex.lock();
-                // Relaxed: as above.
-                self.fallback.fetch_sub(1, Ordering::Relaxed);
-                std::mem::forget(guard);
-                return false;
-            };
-            let me = q.tail();
-            let n = Waiter::of(q.node());
-            self.lock_list();
-            // Relaxed (both): under CV_LOCK, whose Release publishes them to
-            // the next holder (a notifier).
-            let cur = self.mutex.load(Ordering::Relaxed);
-            if self.list.head() != 0 && cur != maddr {
-                self.unlock_list();
-                panic!("klock: a Condvar was used with two different mutexes at once");
-            }
-            self.mutex.store(maddr, Ordering::Relaxed);
-            n.set_raw_state(CondState::Waiting as u32);
-            n.set_thread_id(id);
-            self.list.push_back(me);
-            self.unlock_list();
-            crate::chaos::point(crate::chaos::Site::ListEdit);
-
-            let guard = AbortOnUnwind;
-            // SAFETY: caller holds the mutex with `token`.
-            unsafe { mutex.unlock_id(token.id()) };
-            let mut timed_out = false;
-            // The last futex wait timed out: the deadline has passed (the only
-            // way a loom model, which has no clock, reaches the timeout).
-            let mut expired = false;
-            loop {
-                // A notify moved us to the mutex list (a WaiterState): the
-                // decision is made under the locks, this is only its result.
-                if n.is_requeued() {
-                    break;
+        let q = node::lease();
+        let q = match q {
+            Some(q) if id != mutex::ANON_ID => q,
+            other => {
+                if let Some(q) = other {
+                    node::unlease(q);
                 }
-                let timeout = match deadline_ns {
-                    None => None,
-                    Some(d) => {
-                        let now = wait::now_ns();
-                        if now >= d || expired {
-                            self.lock_list();
-                            // Under CV_LOCK, as is every notify's change.
-                            let still = n.state_is(CondState::Waiting as u32);
-                            if still {
-                                self.list.remove(me);
-                            }
-                            self.unlock_list();
-                            if still {
-                                timed_out = true;
-                                break;
-                            }
-                            continue;
-                        }
-                        Some(std::time::Duration::from_nanos(d - now))
-                    }
-                };
-                crate::chaos::point(crate::chaos::Site::BeforeSleep);
-                expired = wait::futex_wait(n.futex(), CondState::Waiting as u32, timeout)
-                    == wait::WaitOutcome::TimedOut;
-                crate::chaos::point(crate::chaos::Site::AfterWake);
+                // No node: unlock now, and end_wait yields and re-locks (a
+                // spurious wake-up). Relaxed: registered while we hold the
+                // mutex (see `exact`).
+                self.fallback.fetch_add(1, Ordering::Relaxed);
+                // SAFETY: caller holds the mutex with `token`.
+                unsafe { mutex.unlock(token) };
+                return WaitTicket { q: None, id };
             }
+        };
+        let me = q.tail();
+        let n = Waiter::of(q.node());
+        self.lock_list();
+        // Relaxed (both): under CV_LOCK, whose Release publishes them to the
+        // next holder (a notifier).
+        let cur = self.mutex.load(Ordering::Relaxed);
+        if self.list.head() != 0 && cur != maddr {
+            self.unlock_list();
+            node::unlease(q);
+            panic!("klock: a Condvar was used with two different mutexes at once");
+        }
+        self.mutex.store(maddr, Ordering::Relaxed);
+        n.set_raw_state(CondState::Waiting as u32);
+        n.set_thread_id(id);
+        self.list.push_back(me);
+        self.unlock_list();
+        crate::chaos::point(crate::chaos::Site::ListEdit);
+        // SAFETY: caller holds the mutex with `token`.
+        unsafe { mutex.unlock(token) };
+        WaitTicket { q: Some(q), id }
+    }
+
+    /// Step 2 of a wait: the futex word and value to sleep on while no
+    /// notify has reached us, or `None` once one has (or for a no-node
+    /// fallback ticket): then call [`end_wait`](Self::end_wait). Spurious
+    /// futex returns are fine: ask again.
+    ///
+    /// ```
+    /// use klock::{condvar::RawCondvar, mutex::{RawMutex, SpinOsq}};
+    /// let (m, cv) = (RawMutex::<SpinOsq>::new(), RawCondvar::<SpinOsq>::new());
+    /// std::thread::scope(|s| {
+    ///     let ticket = unsafe { cv.begin_wait(&m, m.lock()) };
+    ///     s.spawn(|| { let t = m.lock(); cv.notify_one(); unsafe { m.unlock(t) } });
+    ///     while let Some((w, v)) = cv.sleep_word(&ticket) {
+    ///         klock::wait::futex_wait(w, v, None);
+    ///     }
+    ///     let (t, timed_out) = unsafe { cv.end_wait(&m, ticket, false) };
+    ///     assert!(!timed_out);
+    ///     unsafe { m.unlock(t) };
+    /// });
+    /// ```
+    pub fn sleep_word(&self, ticket: &WaitTicket) -> Option<(&'static AtomicU32, u32)> {
+        let n = Waiter::of(ticket.q?.node());
+        // A notify moved us to the mutex list (a WaiterState): the decision
+        // is made under the locks, this is only its result.
+        (!n.is_requeued()).then(|| (n.futex(), CondState::Waiting as u32))
+    }
+
+    /// Step 3 of a wait: re-lock `mutex` and return the new token, and
+    /// whether the wait timed out. `give_up` (the deadline passed, or the
+    /// thread is being cancelled): leave the condvar if no notify has
+    /// reached us yet and re-lock normally (timed out); otherwise (or if a
+    /// notify won the race) wait on the mutex's list, where the notify put us.
+    ///
+    /// # Safety
+    ///
+    /// `ticket` came from [`begin_wait`](Self::begin_wait) on `mutex` and
+    /// this condvar, on this thread, and the thread has no node leased since.
+    pub unsafe fn end_wait(
+        &self,
+        mutex: &RawMutex<S>,
+        ticket: WaitTicket,
+        give_up: bool,
+    ) -> (MutexToken, bool) {
+        let Some(q) = ticket.q else {
+            wait::yield_now();
+            let t = mutex.lock();
+            // Relaxed: as in begin_wait.
+            self.fallback.fetch_sub(1, Ordering::Relaxed);
+            return (t, false);
+        };
+        let me = q.tail();
+        let n = Waiter::of(q.node());
+        let mut timed_out = false;
+        if give_up {
+            self.lock_list();
+            // Under CV_LOCK, as is every notify's change.
+            timed_out = n.state_is(CondState::Waiting as u32);
             if timed_out {
-                stat::inc(Event::CondTimeout);
-                *token = mutex.lock();
-            } else {
-                // We are on the mutex's wait list (Sleeping or Woken).
-                debug_assert!(n.is_requeued());
-                mutex.wait_queued(q, id, None, true);
-                *token = MutexToken::from_id(id);
+                self.list.remove(me);
             }
-            std::mem::forget(guard);
-            timed_out
-        })
+            self.unlock_list();
+        } else {
+            // A caller that stopped asking early: wait for the notify.
+            while let Some((w, v)) = self.sleep_word(&ticket) {
+                wait::futex_wait(w, v, None);
+            }
+        }
+        let token = if timed_out {
+            stat::inc(Event::CondTimeout);
+            node::unlease(q);
+            mutex.lock()
+        } else {
+            // We are on the mutex's wait list (Sleeping or Woken).
+            debug_assert!(n.is_requeued());
+            mutex.wait_queued(q, ticket.id, None, true);
+            node::unlease(q);
+            MutexToken::from_id(ticket.id)
+        };
+        (token, timed_out)
     }
 
     /// Untimed [`wait_until_ns`](Self::wait_until_ns).

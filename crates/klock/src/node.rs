@@ -702,14 +702,6 @@ fn const_thread_nodes() -> ThreadNodes {
     }
 }
 
-struct DepthGuard<'a>(&'a Cell<u32>);
-
-impl Drop for DepthGuard<'_> {
-    fn drop(&mut self) {
-        self.0.set(self.0.get() - 1);
-    }
-}
-
 /// Run `f` with this thread's node of the next free nesting level, or with
 /// `None` if the thread cannot have one (all slots taken, nesting deeper than
 /// 4, thread-local destroyed, or [`simulate_no_node`] on). The level is
@@ -726,37 +718,73 @@ impl Drop for DepthGuard<'_> {
 /// ```
 #[inline]
 pub fn with_node<R>(f: impl FnOnce(Option<QNode>) -> R) -> R {
-    let mut f = Some(f);
-    let r = THREAD.try_with(|t| {
-        let f = f.take().expect("called once");
-        let depth = t.depth.get();
-        if depth >= LEVELS || t.no_node.get() {
-            return f(None);
-        }
-        let slot = match t.lease.get() {
-            Some(s) => Some(s),
-            None => match global().acquire() {
-                Some(l) => {
+    let q = lease();
+    let _g = q.map(Unlease);
+    f(q)
+}
+
+/// Returns a [`lease`]d node when dropped (also on unwind).
+struct Unlease(QNode);
+
+impl Drop for Unlease {
+    fn drop(&mut self) {
+        unlease(self.0);
+    }
+}
+
+/// [`with_node`] without the closure: lease this thread's node of the next
+/// free nesting level, or `None` (as for `with_node`). For callers whose wait
+/// cannot run inside a closure: the C layer's cancellable condvar wait
+/// sleeps in a C frame between two Rust calls. Every lease must be returned
+/// with [`unlease`], on this thread, innermost first.
+///
+/// ```
+/// let q = klock::node::lease().unwrap();
+/// klock::node::with_node(|inner| assert_eq!(inner.unwrap().level(), q.level() + 1));
+/// klock::node::unlease(q);
+/// ```
+#[inline]
+pub fn lease() -> Option<QNode> {
+    THREAD
+        .try_with(|t| {
+            let depth = t.depth.get();
+            if depth >= LEVELS || t.no_node.get() {
+                return None;
+            }
+            let slot = match t.lease.get() {
+                Some(s) => s,
+                None => {
+                    let l = global().acquire()?;
                     let s = l.slot();
                     *t.lease_obj.borrow_mut() = Some(l);
                     t.lease.set(Some(s));
-                    Some(s)
+                    s
                 }
-                None => None,
-            },
-        };
-        let Some(slot) = slot else { return f(None) };
-        let tail = encode_tail(slot, depth).expect("slot below MAX_SLOTS, depth below LEVELS");
-        let node = decode(tail);
-        t.depth.set(depth + 1);
-        let _g = DepthGuard(&t.depth);
-        f(Some(QNode { node, tail }))
-    });
-    match r {
-        Ok(r) => r,
+            };
+            let tail = encode_tail(slot, depth).expect("slot below MAX_SLOTS, depth below LEVELS");
+            t.depth.set(depth + 1);
+            Some(QNode {
+                node: decode(tail),
+                tail,
+            })
+        })
         // Thread-local already destroyed (a lock used from a TLS destructor).
-        Err(_) => (f.take().expect("not yet called"))(None),
-    }
+        .unwrap_or(None)
+}
+
+/// Return a node taken with [`lease`] (the innermost one this thread holds).
+///
+/// ```
+/// let q = klock::node::lease().unwrap();
+/// klock::node::unlease(q);
+/// ```
+#[inline]
+pub fn unlease(q: QNode) {
+    let _ = THREAD.try_with(|t| {
+        let depth = t.depth.get();
+        debug_assert_eq!(depth, q.level() + 1, "node leases returned out of order");
+        t.depth.set(depth - 1);
+    });
 }
 
 /// Test hook: make [`with_node`] pass `None` on this thread while `on`, so the

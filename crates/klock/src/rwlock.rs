@@ -479,6 +479,27 @@ impl<S: SpinPolicy> RawRwLock<S> {
         self.count_word() & WRITER != 0
     }
 
+    /// The id of the thread holding the write lock, or 0 (no writer, or a
+    /// writer granted the lock that has not published its id yet). A thread
+    /// comparing with its own id gets an exact answer (the C layer's
+    /// EDEADLK check).
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let t = l.lock_exclusive();
+    /// assert_eq!(l.writer(), klock::tid::current_id());
+    /// unsafe { l.unlock_exclusive(t) };
+    /// assert_eq!(l.writer(), 0);
+    /// ```
+    #[inline]
+    pub fn writer(&self) -> u32 {
+        // Relaxed (both): our own id is only ever stored by ourselves.
+        if self.count.load(Ordering::Relaxed) & WRITER == 0 {
+            return 0;
+        }
+        owner_id(self.owner.load(Ordering::Relaxed))
+    }
+
     // ---- owner hint -------------------------------------------------------
 
     #[inline]
@@ -586,6 +607,85 @@ impl<S: SpinPolicy> RawRwLock<S> {
         }
         // SAFETY: forwarded.
         unsafe { self.release_share(READER_BIAS, 0, false) }
+    }
+
+    /// Take a read lock even past waiting writers, as long as no writer holds
+    /// it: for a thread that may already hold a read lock on this lock (a
+    /// fair read lock would queue behind a writer that waits for us:
+    /// deadlock). glibc's default rwlock allows such recursion, so the C
+    /// layer takes this path when the thread holds read locks. (lock_api
+    /// 0.5 has no recursive-read trait, so this is an inherent method.)
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// l.lock_shared();
+    /// l.lock_shared_recursive();
+    /// unsafe { l.unlock_shared(); l.unlock_shared() };
+    /// assert_eq!(l.count_word(), 0);
+    /// ```
+    #[inline]
+    pub fn lock_shared_recursive(&self) {
+        if let Err(c) = self.read_fast() {
+            // Our count is in `c`: keep it if only waiters (or a hand-off
+            // owed to one) made the fast path fail.
+            if c & (WRITER | UPGRADING | READFAIL) == 0 {
+                self.set_reader_owned();
+                stat::inc(Event::RwReadSlow);
+            } else {
+                let _ = self.read_slow(c, None);
+            }
+        }
+    }
+
+    /// [`try_lock_shared`](Self::try_lock_shared) past waiting writers (see
+    /// [`lock_shared_recursive`](Self::lock_shared_recursive)).
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// assert!(l.try_lock_shared_recursive());
+    /// unsafe { l.unlock_shared() };
+    /// ```
+    #[inline]
+    pub fn try_lock_shared_recursive(&self) -> bool {
+        let got = self.add_while(READER_BIAS, |c| c & (WRITER | UPGRADING | READFAIL) == 0);
+        if got {
+            self.set_reader_owned();
+        }
+        got
+    }
+
+    /// Release whichever lock the caller holds, read or write (pthread's one
+    /// `pthread_rwlock_unlock`): while a writer holds the lock no reader can,
+    /// so WRITER set means the caller is that writer. Returns `true` if it
+    /// released a write lock.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds a read or a write lock (not an upgradable one).
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let t = l.lock_exclusive();
+    /// std::mem::forget(t);
+    /// assert!(unsafe { l.unlock_any() });
+    /// l.lock_shared();
+    /// assert!(!unsafe { l.unlock_any() });
+    /// assert_eq!(l.count_word(), 0);
+    /// ```
+    #[inline]
+    pub unsafe fn unlock_any(&self) -> bool {
+        // Relaxed: the WRITER bit is our own (we hold the lock) or is clear
+        // for good while we hold a read lock.
+        if self.count.load(Ordering::Relaxed) & WRITER != 0 {
+            let id = owner_id(self.owner.load(Ordering::Relaxed));
+            // SAFETY: forwarded; we are the writer.
+            unsafe { self.unlock_exclusive(WriteToken { id }) };
+            true
+        } else {
+            // SAFETY: forwarded; we hold a read lock.
+            unsafe { self.unlock_shared() };
+            false
+        }
     }
 
     /// Read lock with a deadline in [`wait::now_ns`] time: `true` if it was

@@ -163,7 +163,7 @@ use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait;
 use crate::waitlist::WaitList;
 use std::marker::PhantomData;
-use word::{claim, handed_to, is_free, locked_by, owed_to_waiter, pick_up, unlock_list};
+use word::{claim, handed_to, is_free, locked_by, owed_to_waiter, owner_id, pick_up, unlock_list};
 
 pub use crate::waitlist::WaiterState;
 pub use word::{FLAGS, HANDOFF, ID_SHIFT, PICKUP, WAITERS, WAKING, WLOCK};
@@ -294,6 +294,23 @@ impl MutexToken {
     }
 
     pub(crate) fn from_id(id: u32) -> MutexToken {
+        MutexToken { id }
+    }
+
+    /// The token of an acquisition made under `id` whose token was not kept
+    /// (the C layer: pthread's API has no guard).
+    ///
+    /// # Safety
+    ///
+    /// The mutex this token will be passed to is held with owner id `id`.
+    ///
+    /// ```
+    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// std::mem::forget(m.lock());
+    /// unsafe { m.unlock(klock::mutex::MutexToken::for_holder(m.holder())) };
+    /// assert!(!m.is_locked());
+    /// ```
+    pub unsafe fn for_holder(id: u32) -> MutexToken {
         MutexToken { id }
     }
 }
@@ -601,16 +618,44 @@ impl<S: SpinPolicy> RawMutex<S> {
         }
     }
 
-    /// Release the lock held under `id` (condvar support: the token stays with
-    /// the caller, who re-acquires before returning).
+    /// The id of the thread holding the mutex (0 if free; the recipient of a
+    /// pending hand-off while PICKUP is set). Error-checking and recursive
+    /// mutexes in the C layer compare it with [`current_id`].
+    ///
+    /// ```
+    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// assert_eq!(m.holder(), 0);
+    /// let t = m.lock();
+    /// assert_eq!(m.holder(), klock::mutex::current_id());
+    /// unsafe { m.unlock(t) };
+    /// ```
+    #[inline]
+    pub fn holder(&self) -> u32 {
+        // Relaxed: the caller either is the holder (its own store) or only
+        // compares with its own id, which no other thread can store.
+        owner_id(self.owner.load(Ordering::Relaxed))
+    }
+
+    /// Release the mutex on behalf of whichever thread holds it: glibc's
+    /// default mutex lets a non-owner unlock (programs use it as a binary
+    /// semaphore), and the C layer's normal kind keeps that.
     ///
     /// # Safety
     ///
-    /// The caller holds the lock with owner id `id`.
+    /// The mutex is held, and the caller's protocol guarantees that no other
+    /// thread releases this acquisition.
+    ///
+    /// ```
+    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let t = m.lock();
+    /// std::mem::forget(t);
+    /// std::thread::scope(|s| { s.spawn(|| unsafe { m.unlock_any() }); });
+    /// assert!(!m.is_locked());
+    /// ```
     #[inline]
-    pub(crate) unsafe fn unlock_id(&self, id: u32) {
-        // SAFETY: forwarded contract.
-        unsafe { self.unlock(MutexToken { id }) }
+    pub unsafe fn unlock_any(&self) {
+        // SAFETY: forwarded; the token names the holder recorded in the word.
+        unsafe { self.unlock(MutexToken { id: self.holder() }) }
     }
 }
 

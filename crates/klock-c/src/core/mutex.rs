@@ -1,0 +1,316 @@
+//! [`KMutex`]: a klock mutex with pthread's kinds.
+//!
+//! # Layout (20 bytes, align 4; all zero = an unlocked normal mutex)
+//!
+//! ```text
+//! offset  0  klock RawMutex (owner word, wait list, OSQ): 12 bytes
+//! offset 12  depth: extra recursive acquisitions (written by the holder only)
+//! offset 16  kind:  0 normal, 1 recursive, 2 error-checking, 3 adaptive (= normal),
+//!                   -1 destroyed; glibc's `__kind` sits at the same offset, so the
+//!                   interposer reads glibc's static initialisers and flags in place
+//! ```
+//!
+//! # Kinds
+//!
+//! * **normal** (and adaptive): relocking by the holder deadlocks, as in
+//!   glibc; any thread may unlock a locked mutex (glibc allows it; programs
+//!   use mutexes as binary semaphores).
+//! * **recursive**: the holder may relock; `depth` counts the extra levels
+//!   (EAGAIN past `u32::MAX`); unlock by a non-holder is EPERM.
+//! * **error-checking**: relock by the holder is EDEADLK; unlock by a
+//!   non-holder (or of an unlocked mutex) is EPERM.
+//!
+//! ```
+//! use klock_c::core::{mutex::{KMutex, Kind}, EBUSY, EDEADLK, EPERM};
+//! let m: KMutex = KMutex::new(Kind::ErrorCheck);
+//! assert_eq!(m.lock(), 0);
+//! assert_eq!(m.lock(), EDEADLK);
+//! assert_eq!(m.destroy(), EBUSY);
+//! assert_eq!(m.unlock(), 0);
+//! assert_eq!(m.unlock(), EPERM);
+//! assert_eq!(m.destroy(), 0);
+//! ```
+
+use super::time;
+use klock::mutex::{MutexToken, RawMutex, SpinOsq, SpinPolicy, current_id};
+use libc::{EAGAIN, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT, c_int, clockid_t, timespec};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+
+/// A mutex kind (pthread's `PTHREAD_MUTEX_*`; glibc's `__kind` values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(i32)]
+pub enum Kind {
+    /// `PTHREAD_MUTEX_NORMAL` / `DEFAULT` (0; glibc's adaptive kind 3 reads as this).
+    Normal = 0,
+    /// `PTHREAD_MUTEX_RECURSIVE` (1).
+    Recursive = 1,
+    /// `PTHREAD_MUTEX_ERRORCHECK` (2).
+    ErrorCheck = 2,
+}
+
+/// The kind value of a destroyed mutex (every operation: EINVAL).
+pub const DESTROYED: i32 = -1;
+/// glibc's adaptive kind, served as normal.
+const ADAPTIVE: i32 = 3;
+
+impl Kind {
+    /// The kind for a `__kind`/`type` value, or `None` (destroyed, or flags
+    /// klock does not serve: robust, priority-inheritance, priority-protect,
+    /// process-shared).
+    ///
+    /// ```
+    /// use klock_c::core::mutex::Kind;
+    /// assert_eq!(Kind::from_raw(3), Some(Kind::Normal));
+    /// assert_eq!(Kind::from_raw(0x20), None);
+    /// ```
+    pub fn from_raw(k: i32) -> Option<Kind> {
+        match k {
+            0 | ADAPTIVE => Some(Kind::Normal),
+            1 => Some(Kind::Recursive),
+            2 => Some(Kind::ErrorCheck),
+            _ => None,
+        }
+    }
+}
+
+/// A klock mutex with a pthread kind (see the module docs for the layout).
+#[repr(C)]
+#[derive(Debug)]
+pub struct KMutex<S: SpinPolicy = SpinOsq> {
+    raw: RawMutex<S>,
+    depth: AtomicU32,
+    kind: AtomicI32,
+}
+
+const _: () = assert!(std::mem::size_of::<KMutex>() == 20);
+const _: () = assert!(std::mem::align_of::<KMutex>() == 4);
+const _: () = assert!(std::mem::offset_of!(KMutex, kind) == 16);
+
+/// How an acquisition waits.
+enum How {
+    Block,
+    Try,
+    Until(clockid_t, *const timespec),
+}
+
+impl<S: SpinPolicy> KMutex<S> {
+    /// An unlocked mutex of `kind`.
+    pub const fn new(kind: Kind) -> Self {
+        KMutex {
+            raw: RawMutex::new(),
+            depth: AtomicU32::new(0),
+            kind: AtomicI32::new(kind as i32),
+        }
+    }
+
+    /// The klock mutex inside (the condvar waits on it).
+    pub fn raw(&self) -> &RawMutex<S> {
+        &self.raw
+    }
+
+    /// The kind, or EINVAL (destroyed, or not a kind klock serves).
+    pub fn kind(&self) -> Result<Kind, c_int> {
+        // Relaxed: set by init before the mutex is shared (the program's own
+        // publication orders it); destroy races only with misuse.
+        Kind::from_raw(self.kind.load(Ordering::Relaxed)).ok_or(EINVAL)
+    }
+
+    /// Lock, blocking.
+    pub fn lock(&self) -> c_int {
+        self.acquire(How::Block)
+    }
+
+    /// Lock without waiting: EBUSY if it is held (a recursive holder
+    /// relocks instead; an error-checking holder gets EBUSY, as in glibc).
+    pub fn trylock(&self) -> c_int {
+        self.acquire(How::Try)
+    }
+
+    /// Lock with an absolute deadline on `clock`: ETIMEDOUT when it passes;
+    /// EINVAL for a bad `abstime` or clock, checked only when the call
+    /// would block (as glibc does).
+    ///
+    /// # Safety
+    ///
+    /// `abstime` is null or points to a readable `timespec`.
+    pub unsafe fn timedlock(&self, clock: clockid_t, abstime: *const timespec) -> c_int {
+        self.acquire(How::Until(clock, abstime))
+    }
+
+    fn acquire(&self, how: How) -> c_int {
+        let kind = match self.kind() {
+            Ok(k) => k,
+            Err(e) => return e,
+        };
+        if kind != Kind::Normal && self.raw.holder() == current_id() {
+            return match (kind, how) {
+                (Kind::Recursive, _) => self.relock(),
+                (_, How::Try) => EBUSY,
+                _ => EDEADLK,
+            };
+        }
+        let got = match how {
+            How::Block => Some(self.raw.lock()),
+            How::Try => self.raw.try_lock(),
+            How::Until(clock, abstime) => match self.raw.try_lock() {
+                Some(t) => Some(t),
+                // SAFETY: caller's contract.
+                None => match unsafe { time::deadline(clock, abstime) } {
+                    Ok(d) => self.raw.lock_until_ns(d),
+                    Err(e) => return e,
+                },
+            },
+        };
+        match (got, how) {
+            // The token is the holder's id, recorded in the word.
+            (Some(_token), _) => 0,
+            (None, How::Try) => EBUSY,
+            (None, _) => ETIMEDOUT,
+        }
+    }
+
+    /// A recursive holder's relock.
+    fn relock(&self) -> c_int {
+        // Relaxed: only the holder touches `depth`.
+        let d = self.depth.load(Ordering::Relaxed);
+        if d == u32::MAX {
+            return EAGAIN;
+        }
+        self.depth.store(d + 1, Ordering::Relaxed);
+        0
+    }
+
+    /// Unlock: EPERM if the mutex is not locked, or (recursive,
+    /// error-checking) not held by the caller.
+    pub fn unlock(&self) -> c_int {
+        let kind = match self.kind() {
+            Ok(k) => k,
+            Err(e) => return e,
+        };
+        let holder = self.raw.holder();
+        if holder == 0 || (kind != Kind::Normal && holder != current_id()) {
+            return EPERM;
+        }
+        // Relaxed: only the holder touches `depth`.
+        let d = self.depth.load(Ordering::Relaxed);
+        if d > 0 {
+            self.depth.store(d - 1, Ordering::Relaxed);
+            return 0;
+        }
+        // SAFETY: the mutex is held (holder != 0); a normal mutex may be
+        // released by any thread, the others only by the holder (checked).
+        unsafe { self.raw.unlock_any() };
+        0
+    }
+
+    /// Destroy: EBUSY while locked; afterwards every call is EINVAL until
+    /// the mutex is initialised again.
+    pub fn destroy(&self) -> c_int {
+        if let Err(e) = self.kind() {
+            return e;
+        }
+        if self.raw.is_locked() {
+            return EBUSY;
+        }
+        // Relaxed: see `kind`.
+        self.kind.store(DESTROYED, Ordering::Relaxed);
+        0
+    }
+
+    /// For a condvar wait: check the caller holds the mutex (EPERM
+    /// otherwise) and take its whole recursion depth out, leaving one
+    /// acquisition for the condvar to release. Returns the token and the
+    /// depth for [`KMutex::restore_after_wait`].
+    pub(crate) fn take_for_wait(&self) -> Result<(MutexToken, u32), c_int> {
+        self.kind()?;
+        let me = current_id();
+        if self.raw.holder() != me {
+            return Err(EPERM);
+        }
+        // Relaxed: only the holder touches `depth`.
+        let d = self.depth.swap(0, Ordering::Relaxed);
+        // SAFETY: we hold the mutex under our id (checked above).
+        Ok((unsafe { MutexToken::for_holder(me) }, d))
+    }
+
+    /// After a condvar wait re-locked the mutex: put the depth back.
+    pub(crate) fn restore_after_wait(&self, token: MutexToken, depth: u32) {
+        // The mutex stays held under the token's id (the caller's).
+        let _ = token;
+        // Relaxed: only the holder touches `depth`.
+        self.depth.store(depth, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recursive_counts_levels_and_rejects_strangers() {
+        let m: KMutex = KMutex::new(Kind::Recursive);
+        assert_eq!(m.lock(), 0);
+        assert_eq!(m.lock(), 0);
+        assert_eq!(m.trylock(), 0);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert_eq!(m.trylock(), EBUSY);
+                assert_eq!(m.unlock(), EPERM);
+            });
+        });
+        assert_eq!(m.unlock(), 0);
+        assert_eq!(m.unlock(), 0);
+        assert!(m.raw().is_locked());
+        assert_eq!(m.unlock(), 0);
+        assert!(!m.raw().is_locked());
+        assert_eq!(m.unlock(), EPERM);
+    }
+
+    #[test]
+    fn normal_allows_non_owner_unlock() {
+        let m: KMutex = KMutex::new(Kind::Normal);
+        assert_eq!(m.lock(), 0);
+        std::thread::scope(|s| {
+            s.spawn(|| assert_eq!(m.unlock(), 0));
+        });
+        assert_eq!(m.trylock(), 0);
+        assert_eq!(m.unlock(), 0);
+        assert_eq!(m.unlock(), EPERM);
+    }
+
+    #[test]
+    fn timed_lock_validates_only_when_it_would_block() {
+        let m: KMutex = KMutex::new(Kind::Normal);
+        let bad = timespec {
+            tv_sec: 0,
+            tv_nsec: -1,
+        };
+        assert_eq!(unsafe { m.timedlock(libc::CLOCK_REALTIME, &bad) }, 0);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert_eq!(unsafe { m.timedlock(libc::CLOCK_REALTIME, &bad) }, EINVAL);
+                let past = timespec {
+                    tv_sec: 1,
+                    tv_nsec: 0,
+                };
+                assert_eq!(
+                    unsafe { m.timedlock(libc::CLOCK_MONOTONIC, &past) },
+                    ETIMEDOUT
+                );
+            });
+        });
+        assert_eq!(m.unlock(), 0);
+    }
+
+    #[test]
+    fn destroyed_and_foreign_kinds_are_einval() {
+        let m: KMutex = KMutex::new(Kind::Normal);
+        assert_eq!(m.destroy(), 0);
+        assert_eq!(m.lock(), EINVAL);
+        assert_eq!(m.unlock(), EINVAL);
+        assert_eq!(m.destroy(), EINVAL);
+        // SAFETY: a test poking the kind field as glibc's initialisers do.
+        m.kind.store(0x20, Ordering::Relaxed);
+        assert_eq!(m.trylock(), EINVAL);
+    }
+}

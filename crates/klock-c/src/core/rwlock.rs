@@ -1,0 +1,309 @@
+//! [`KRwLock`]: klock's rwsem with pthread's semantics.
+//!
+//! # Layout (20 bytes, align 4; all zero = unlocked)
+//!
+//! ```text
+//! offset  0  klock RawRwLock (count word, owner hint, wait list, OSQ): 16 bytes
+//! offset 16  state: 0 usable, -1 destroyed
+//! ```
+//!
+//! * One unlock for both sides (pthread's `pthread_rwlock_unlock`).
+//! * **Recursive read locks**: glibc's default rwlock lets a thread that
+//!   holds a read lock take another even while a writer waits; klock's
+//!   rwsem queues readers behind waiting writers (that is what keeps
+//!   writers from starving), which would deadlock such a thread. So a
+//!   thread that holds any read lock (a per-thread count) takes further
+//!   ones with [`klock::rwlock::RawRwLock::lock_shared_recursive`].
+//! * EDEADLK when the write-holder asks for either lock again.
+//!
+//! ```
+//! use klock_c::core::{rwlock::KRwLock, EBUSY, EDEADLK};
+//! let l: KRwLock = KRwLock::new();
+//! assert_eq!(l.wrlock(), 0);
+//! assert_eq!(l.rdlock(), EDEADLK);
+//! assert_eq!(l.unlock(), 0);
+//! assert_eq!(l.rdlock(), 0);
+//! assert_eq!(l.trywrlock(), EBUSY);
+//! assert_eq!(l.unlock(), 0);
+//! assert_eq!(l.destroy(), 0);
+//! ```
+
+use super::time;
+use klock::mutex::{SpinOsq, SpinPolicy};
+use klock::rwlock::RawRwLock;
+use klock::tid::current_id;
+use libc::{EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT, c_int, clockid_t, timespec};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// A klock rwlock with pthread semantics (see the module docs).
+#[repr(C)]
+#[derive(Debug)]
+pub struct KRwLock<S: SpinPolicy = SpinOsq> {
+    raw: RawRwLock<S>,
+    state: AtomicI32,
+}
+
+const _: () = assert!(std::mem::size_of::<KRwLock>() == 20);
+const _: () = assert!(std::mem::align_of::<KRwLock>() == 4);
+
+/// `state` of a destroyed lock.
+const DESTROYED: i32 = -1;
+
+thread_local! {
+    /// Read locks this thread holds, over all KRwLocks (see the module docs).
+    static READS_HELD: Cell<u32> = const { Cell::new(0) };
+}
+
+fn reads_held() -> u32 {
+    READS_HELD.try_with(Cell::get).unwrap_or(0)
+}
+
+fn add_reads_held(up: bool) {
+    let _ = READS_HELD.try_with(|c| {
+        c.set(if up {
+            c.get().saturating_add(1)
+        } else {
+            c.get().saturating_sub(1)
+        })
+    });
+}
+
+/// How an acquisition waits.
+#[derive(Clone, Copy)]
+enum How {
+    Block,
+    Try,
+    Until(clockid_t, *const timespec),
+}
+
+impl<S: SpinPolicy> Default for KRwLock<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<S: SpinPolicy> KRwLock<S> {
+    /// An unlocked rwlock.
+    pub const fn new() -> Self {
+        KRwLock {
+            raw: RawRwLock::new(),
+            state: AtomicI32::new(0),
+        }
+    }
+
+    /// The klock rwlock inside.
+    pub fn raw(&self) -> &RawRwLock<S> {
+        &self.raw
+    }
+
+    fn check(&self) -> Result<(), c_int> {
+        // Relaxed: set by init/destroy, ordered by the program's publication.
+        if self.state.load(Ordering::Relaxed) == 0 {
+            Ok(())
+        } else {
+            Err(EINVAL)
+        }
+    }
+
+    /// Read lock, blocking.
+    pub fn rdlock(&self) -> c_int {
+        self.read(How::Block)
+    }
+
+    /// Read lock without waiting (EBUSY).
+    pub fn tryrdlock(&self) -> c_int {
+        self.read(How::Try)
+    }
+
+    /// Read lock until `abstime` on `clock` (ETIMEDOUT; EINVAL for a bad
+    /// time, checked only when the call would block).
+    ///
+    /// # Safety
+    ///
+    /// `abstime` is null or points to a readable `timespec`.
+    pub unsafe fn timedrdlock(&self, clock: clockid_t, abstime: *const timespec) -> c_int {
+        self.read(How::Until(clock, abstime))
+    }
+
+    /// Write lock, blocking.
+    pub fn wrlock(&self) -> c_int {
+        self.write(How::Block)
+    }
+
+    /// Write lock without waiting (EBUSY).
+    pub fn trywrlock(&self) -> c_int {
+        self.write(How::Try)
+    }
+
+    /// Write lock until `abstime` on `clock`.
+    ///
+    /// # Safety
+    ///
+    /// `abstime` is null or points to a readable `timespec`.
+    pub unsafe fn timedwrlock(&self, clock: clockid_t, abstime: *const timespec) -> c_int {
+        self.write(How::Until(clock, abstime))
+    }
+
+    fn read(&self, how: How) -> c_int {
+        if let Err(e) = self.check() {
+            return e;
+        }
+        if self.raw.writer() == current_id() {
+            return if matches!(how, How::Try) {
+                EBUSY
+            } else {
+                EDEADLK
+            };
+        }
+        let recursive = reads_held() > 0;
+        let got = if recursive {
+            self.raw.try_lock_shared_recursive()
+        } else {
+            self.raw.try_lock_shared()
+        } || match how {
+            How::Try => false,
+            How::Block if recursive => {
+                self.raw.lock_shared_recursive();
+                true
+            }
+            How::Block => {
+                self.raw.lock_shared();
+                true
+            }
+            // SAFETY: caller's contract.
+            How::Until(clock, abstime) => match unsafe { time::deadline(clock, abstime) } {
+                Ok(d) => self.raw.lock_shared_until_ns(d),
+                Err(e) => return e,
+            },
+        };
+        if got {
+            add_reads_held(true);
+            0
+        } else if matches!(how, How::Try) {
+            EBUSY
+        } else {
+            ETIMEDOUT
+        }
+    }
+
+    fn write(&self, how: How) -> c_int {
+        if let Err(e) = self.check() {
+            return e;
+        }
+        if self.raw.writer() == current_id() {
+            return if matches!(how, How::Try) {
+                EBUSY
+            } else {
+                EDEADLK
+            };
+        }
+        let token = self.raw.try_lock_exclusive().or_else(|| match how {
+            How::Try => None,
+            How::Block => Some(self.raw.lock_exclusive()),
+            // SAFETY: caller's contract.
+            How::Until(clock, abstime) => match unsafe { time::deadline(clock, abstime) } {
+                Ok(d) => self.raw.lock_exclusive_until_ns(d),
+                Err(_) => None,
+            },
+        });
+        match (token, how) {
+            // `unlock_any` finds the writer's id in the owner word.
+            (Some(_token), _) => 0,
+            (None, How::Try) => EBUSY,
+            // SAFETY: re-validated only to name the error.
+            (None, How::Until(clock, abstime)) => match unsafe { time::deadline(clock, abstime) } {
+                Err(e) => e,
+                Ok(_) => ETIMEDOUT,
+            },
+            (None, How::Block) => unreachable!("a blocking write lock always returns a token"),
+        }
+    }
+
+    /// Unlock whichever side the caller holds: EPERM if the lock is not held.
+    pub fn unlock(&self) -> c_int {
+        if let Err(e) = self.check() {
+            return e;
+        }
+        if !self.raw.is_locked() {
+            return EPERM;
+        }
+        // SAFETY: the caller holds it (pthread's contract; the lock is held
+        // by someone, and only a holder calls unlock).
+        if !unsafe { self.raw.unlock_any() } {
+            add_reads_held(false);
+        }
+        0
+    }
+
+    /// Destroy: EBUSY while held; afterwards every call is EINVAL until the
+    /// lock is initialised again.
+    pub fn destroy(&self) -> c_int {
+        if let Err(e) = self.check() {
+            return e;
+        }
+        if self.raw.is_locked() {
+            return EBUSY;
+        }
+        // Relaxed: see `check`.
+        self.state.store(DESTROYED, Ordering::Relaxed);
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    #[test]
+    fn recursive_read_passes_a_waiting_writer() {
+        let l: KRwLock = KRwLock::new();
+        assert_eq!(l.rdlock(), 0);
+        let writer_in = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert_eq!(l.wrlock(), 0);
+                writer_in.store(true, Ordering::SeqCst);
+                assert_eq!(l.unlock(), 0);
+            });
+            // Let the writer queue behind our read lock.
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert_eq!(l.rdlock(), 0, "a second read lock must not deadlock");
+            assert!(!writer_in.load(Ordering::SeqCst));
+            assert_eq!(l.unlock(), 0);
+            assert_eq!(l.unlock(), 0);
+        });
+        assert!(writer_in.load(Ordering::SeqCst));
+        assert_eq!(l.unlock(), EPERM);
+    }
+
+    #[test]
+    fn timed_write_times_out_and_checks_abstime_when_blocking() {
+        let l: KRwLock = KRwLock::new();
+        assert_eq!(l.rdlock(), 0);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                let past = timespec {
+                    tv_sec: 1,
+                    tv_nsec: 0,
+                };
+                assert_eq!(
+                    unsafe { l.timedwrlock(libc::CLOCK_MONOTONIC, &past) },
+                    ETIMEDOUT
+                );
+                let bad = timespec {
+                    tv_sec: 1,
+                    tv_nsec: 1_000_000_000,
+                };
+                assert_eq!(unsafe { l.timedwrlock(libc::CLOCK_REALTIME, &bad) }, EINVAL);
+                assert_eq!(l.tryrdlock(), 0);
+                assert_eq!(l.unlock(), 0);
+            });
+        });
+        assert_eq!(l.destroy(), EBUSY);
+        assert_eq!(l.unlock(), 0);
+        assert_eq!(l.destroy(), 0);
+        assert_eq!(l.rdlock(), EINVAL);
+    }
+}
