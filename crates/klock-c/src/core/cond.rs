@@ -24,7 +24,7 @@
 use super::mutex::KMutex;
 use super::time;
 use klock::condvar::{RawCondvar, WaitTicket};
-use klock::mutex::{SpinOsq, SpinPolicy};
+use klock::mutex::{MutexToken, SpinOsq, SpinPolicy};
 use libc::{CLOCK_REALTIME, EBUSY, EINVAL, ETIMEDOUT, c_int, clockid_t, timespec};
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
@@ -112,9 +112,14 @@ impl<S: SpinPolicy> KCond<S> {
             Err(e) => return e,
         };
         // SAFETY: take_for_wait checked that we hold `m` under `token`.
-        let timed_out = unsafe { self.raw.wait_until_ns(m.raw(), &mut token, deadline) };
+        let r =
+            no_second_mutex(|| unsafe { self.raw.wait_until_ns(m.raw(), &mut token, deadline) });
         m.restore_after_wait(token, depth);
-        if timed_out { ETIMEDOUT } else { 0 }
+        match r {
+            Ok(true) => ETIMEDOUT,
+            Ok(false) => 0,
+            Err(e) => e,
+        }
     }
 
     /// [`wait`](Self::wait) until `abstime` on `clock` (EINVAL for a bad
@@ -150,9 +155,16 @@ impl<S: SpinPolicy> KCond<S> {
     /// it; nothing changes then).
     pub fn begin(&self, m: &KMutex<S>) -> Result<Wait, c_int> {
         let (token, depth) = m.take_for_wait()?;
+        let id = token.id();
         // SAFETY: take_for_wait checked that we hold `m` under `token`.
-        let ticket = unsafe { self.raw.begin_wait(m.raw(), token) };
-        Ok(Wait { ticket, depth })
+        match no_second_mutex(|| unsafe { self.raw.begin_wait(m.raw(), token) }) {
+            Ok(ticket) => Ok(Wait { ticket, depth }),
+            Err(e) => {
+                // SAFETY: begin_wait refused before unlocking: still held by us.
+                m.restore_after_wait(unsafe { MutexToken::for_holder(id) }, depth);
+                Err(e)
+            }
+        }
     }
 
     /// Step 2: the futex word and value to sleep on, or `None` once a
@@ -176,6 +188,15 @@ impl<S: SpinPolicy> KCond<S> {
         m.restore_after_wait(token, w.depth);
         if timed_out { ETIMEDOUT } else { 0 }
     }
+}
+
+/// Run the start of a wait; EINVAL if klock refuses it because other
+/// threads wait on the condvar with a different mutex (POSIX's EINVAL).
+/// klock panics then, before it unlocks anything (the mutex stays held,
+/// nothing is queued), so the panic is caught here; the default hook
+/// prints klock's message.
+fn no_second_mutex<R>(f: impl FnOnce() -> R) -> Result<R, c_int> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| EINVAL)
 }
 
 #[cfg(test)]
@@ -205,6 +226,38 @@ mod tests {
         assert_eq!(m.unlock(), 0);
         assert_eq!(m.unlock(), 0);
         assert_eq!(m.unlock(), EPERM);
+    }
+
+    #[test]
+    fn a_second_mutex_is_einval_and_leaves_it_held() {
+        let m1: KMutex = KMutex::new(Kind::Normal);
+        let m2: KMutex = KMutex::new(Kind::Recursive);
+        let cv: KCond = KCond::new();
+        std::thread::scope(|s| {
+            assert_eq!(m1.lock(), 0);
+            let waiter = s.spawn(|| {
+                assert_eq!(m1.lock(), 0);
+                let r = cv.wait(&m1, Some(klock::wait::now_ns() + 10_000_000_000));
+                assert_eq!(m1.unlock(), 0);
+                r
+            });
+            assert_eq!(m1.unlock(), 0);
+            // The waiter released m1 only once it was queued on cv.
+            while !cv.raw.has_waiters() {
+                std::thread::yield_now();
+            }
+            assert_eq!(m2.lock(), 0);
+            assert_eq!(m2.lock(), 0);
+            assert_eq!(cv.wait(&m2, None), EINVAL);
+            assert_eq!(cv.begin(&m2).err(), Some(EINVAL));
+            assert_eq!(m2.unlock(), 0);
+            assert_eq!(m2.unlock(), 0, "the recursion depth was restored");
+            assert_eq!(m2.unlock(), EPERM);
+            assert_eq!(m1.lock(), 0);
+            assert_eq!(cv.signal(), 0);
+            assert_eq!(m1.unlock(), 0);
+            assert_eq!(waiter.join().unwrap(), 0);
+        });
     }
 
     #[test]
