@@ -11,9 +11,10 @@
  *   - returns 0 or an errno value (<errno.h>); never sets errno;
  *   - a NULL (or misaligned) object pointer, or a NULL abstime, is EINVAL;
  *   - timed calls take an absolute time (struct timespec, like pthread's
- *     abstime). Its tv_nsec must be in [0, 1e9) and tv_sec >= 0, else
- *     EINVAL, but, as in glibc, a lock call checks the time only when it
- *     would block (a free lock is taken even with a bad time). The clock of
+ *     abstime). Its tv_nsec must be in [0, 1e9), else EINVAL (a negative
+ *     tv_sec is a time in the past: ETIMEDOUT); as in glibc, a lock call
+ *     checks the time only when it would block (a free lock is taken even
+ *     with a bad time), a condvar wait always. The clock of
  *     timed*lock is CLOCK_REALTIME; clock*lock and clockwait take
  *     CLOCK_REALTIME or CLOCK_MONOTONIC (else EINVAL, checked first). The
  *     deadline is converted once to the monotonic clock when the call
@@ -34,6 +35,8 @@
 
 #include <sys/types.h> /* clockid_t (also under strict -std=c11) */
 #include <time.h>      /* struct timespec */
+
+struct timespec; /* declared by <time.h> from C11 or POSIX on; named here for C99 */
 
 #define KLOCK_VERSION "0.1.0"
 
