@@ -35,6 +35,9 @@ pub enum Command {
     /// Seed 003's fio randrw in user space: 4 KiB random reads/writes on an
     /// in-memory file behind one rw lock; aggregated MB/s.
     Fio(exp::fio::FioArgs),
+    /// Unmodified programs (sysbench, stress-ng, memcached) with glibc's locks vs
+    /// under klock's LD_PRELOAD interposer, side by side.
+    Preload(exp::preload::PreloadArgs),
     /// Single-thread lock+unlock cost, ns per op.
     Uncontended(UncontendedArgs),
     /// Seed 001's experiment: time to finish a fixed build-like job per spinlock
@@ -106,6 +109,7 @@ pub fn dispatch(cmd: Command) -> Result<i32, CliError> {
         Command::Fserver(a) => exp::fserver::run(&a),
         Command::Rwsem(a) => exp::rwsem::run(&a),
         Command::Fio(a) => exp::fio::run(&a),
+        Command::Preload(a) => exp::preload::run(&a),
         Command::Uncontended(a) => {
             let all = [LockKind::Mutex, LockKind::RwLock];
             let kinds: &[LockKind] = if a.read { &all[1..] } else { &all };

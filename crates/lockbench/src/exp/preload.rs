@@ -1,0 +1,1110 @@
+//! `lockbench preload`: unmodified programs with glibc's pthread locks against the
+//! same programs under klock's interposer (`LD_PRELOAD=libklock_preload.so`).
+//!
+//! Workloads (`--workloads`, default all but `stress-pthread`), each at every
+//! `--threads` T (default 2, 4, 8, 16: 1x to 8x oversubscription on 2 CPUs):
+//!
+//! | name | command | metric |
+//! |---|---|---|
+//! | `sysbench-threads` | `sysbench threads --threads=T --thread-locks=1 --thread-yields=100 --time=D run` | events/s (each event: 100 × lock, `sched_yield`, unlock) |
+//! | `sysbench-mutex` | `sysbench mutex --threads=T --mutex-num=1 --mutex-locks=N/T --mutex-loops=0 run` | lock ops/s = N / `total time` |
+//! | `stress-mutex` | `stress-ng --mutex T -t D --metrics-brief` | bogo ops/s (real time); T = stressor instances |
+//! | `stress-pthread` | `stress-ng --pthread T -t D --metrics-brief` | bogo ops/s (thread starts; condvar herd) |
+//! | `memcached` | `memcached -t T` on a free loopback port, driven by `memcaslap -T 2 -c 64 -t Ds` (not preloaded) | TPS |
+//!
+//! Every (workload, T) point runs `--runs` times with and without the interposer,
+//! interleaved (the order alternates between repetitions); the table shows the
+//! medians, their ratio (klock / glibc; > 1 means klock is faster) and each side's
+//! spread ((max − min) / median). `KLOCK_MUTEX`, `KLOCK_RWLOCK`, `KLOCK_SPIN` in the
+//! environment reach the preloaded runs.
+//!
+//! `--json` writes a lockbench report: one record per (workload, T, side) with
+//! `experiment = "preload"`, `lock = "glibc"` or `"klock_preload"`,
+//! `params.workload` = the workload name and `throughput_mops` = the workload's own
+//! metric in millions (events/s, lock ops/s, bogo ops/s, TPS). A failed run (non-zero
+//! exit, crash, timeout, output without the metric) is counted in `collapsed_runs`,
+//! and makes the exit status 1.
+//!
+//! ```no_run
+//! // lockbench preload --threads 2,8 --runs 3 --duration 2 --json target/preload.json
+//! ```
+
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use super::{CliError, ThreadList, parse_duration, parse_threads};
+use crate::gate::{GateConfig, Window, wait_idle};
+use crate::record::{Params, Record, Report};
+use crate::stats::{median, spread};
+use crate::sys::Machine;
+use crate::table::Table;
+
+/// The preload library's file name.
+pub const LIB: &str = "libklock_preload.so";
+
+/// Record `lock` of the runs without the interposer.
+pub const GLIBC: &str = "glibc";
+/// Record `lock` of the runs with the interposer.
+pub const KLOCK: &str = "klock_preload";
+
+/// A workload: name, programs it needs (with their Debian package), metric unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Workload {
+    /// `sysbench threads`, one lock, yield inside.
+    SysbenchThreads,
+    /// `sysbench mutex`, one mutex, no loops outside.
+    SysbenchMutex,
+    /// `stress-ng --mutex`.
+    StressMutex,
+    /// `stress-ng --pthread`.
+    StressPthread,
+    /// memcached + memcaslap.
+    Memcached,
+}
+
+/// All workloads, in table order.
+pub const ALL: [Workload; 5] = [
+    Workload::SysbenchThreads,
+    Workload::SysbenchMutex,
+    Workload::StressMutex,
+    Workload::StressPthread,
+    Workload::Memcached,
+];
+
+/// Default `--workloads`.
+pub const DEFAULT_WORKLOADS: &str = "sysbench-threads,sysbench-mutex,stress-mutex,memcached";
+
+impl Workload {
+    /// The `--workloads` name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::SysbenchThreads => "sysbench-threads",
+            Workload::SysbenchMutex => "sysbench-mutex",
+            Workload::StressMutex => "stress-mutex",
+            Workload::StressPthread => "stress-pthread",
+            Workload::Memcached => "memcached",
+        }
+    }
+    /// The metric's unit.
+    pub fn unit(self) -> &'static str {
+        match self {
+            Workload::SysbenchThreads => "events/s",
+            Workload::SysbenchMutex => "lock ops/s",
+            Workload::StressMutex | Workload::StressPthread => "bogo ops/s",
+            Workload::Memcached => "TPS",
+        }
+    }
+    /// (program, Debian package) pairs it needs.
+    pub fn programs(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Workload::SysbenchThreads | Workload::SysbenchMutex => &[("sysbench", "sysbench")],
+            Workload::StressMutex | Workload::StressPthread => &[("stress-ng", "stress-ng")],
+            Workload::Memcached => &[
+                ("memcached", "memcached"),
+                ("memcaslap", "libmemcached-tools"),
+            ],
+        }
+    }
+    /// Parses a `--workloads` name.
+    pub fn parse(s: &str) -> Option<Workload> {
+        ALL.into_iter().find(|w| w.name() == s)
+    }
+}
+
+/// Arguments of `lockbench preload`.
+#[derive(clap::Args, Clone, Debug)]
+pub struct PreloadArgs {
+    /// Comma-separated thread counts (stressor instances for stress-ng), each 1..=1024.
+    #[arg(long, value_parser = parse_threads, default_value = "2,4,8,16")]
+    pub threads: ThreadList,
+    /// Comma-separated workloads: sysbench-threads, sysbench-mutex, stress-mutex,
+    /// stress-pthread, memcached.
+    #[arg(long, value_delimiter = ',', default_value = DEFAULT_WORKLOADS)]
+    pub workloads: Vec<String>,
+    /// Length of each timed run, seconds (decimal, > 0, <= 3600); sysbench-mutex does
+    /// a fixed number of operations instead (--mutex-ops).
+    #[arg(long, value_parser = parse_duration, default_value = "2", allow_hyphen_values = true)]
+    pub duration: f64,
+    /// sysbench-mutex: lock operations per run, split evenly over the threads
+    /// (1000..=1e10).
+    #[arg(long, default_value_t = 20_000_000, value_parser = clap::value_parser!(u64).range(1000..=10_000_000_000))]
+    pub mutex_ops: u64,
+    /// Repetitions per point and side, interleaved; the median is reported (1..=100).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub runs: u32,
+    /// The interposer; default: $KLOCK_PRELOAD_LIB, else libklock_preload.so next to
+    /// lockbench, else built with `cargo build --release -p klock-preload`.
+    #[arg(long, value_name = "PATH")]
+    pub lib: Option<PathBuf>,
+    /// Write the records as a lockbench JSON report to FILE (`lockbench render` makes
+    /// the HTML).
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write the records as CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
+    /// No progress output.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Disable the idle gate (same as LOCKBENCH_NO_IDLE_GATE=1).
+    #[arg(long)]
+    pub no_idle_gate: bool,
+}
+
+/// Resolves `--workloads`.
+pub fn select(names: &[String]) -> Result<Vec<Workload>, CliError> {
+    let allowed = || ALL.map(Workload::name).join(", ");
+    let mut v = Vec::new();
+    for n in names.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        match Workload::parse(n) {
+            Some(w) => {
+                if !v.contains(&w) {
+                    v.push(w)
+                }
+            }
+            None => {
+                return Err(CliError(format!(
+                    "unknown workload '{n}'; allowed: {}",
+                    allowed()
+                )));
+            }
+        }
+    }
+    if v.is_empty() {
+        return Err(CliError(format!(
+            "empty --workloads; allowed: {}",
+            allowed()
+        )));
+    }
+    Ok(v)
+}
+
+/// `prog` found in the directories of `path` (a `$PATH` value).
+fn in_path(prog: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .map(|d| d.join(prog))
+        .find(|p| p.is_file())
+}
+
+/// Checks that every program the workloads need is installed.
+pub fn check_programs(ws: &[Workload]) -> Result<(), CliError> {
+    check_programs_in(ws, &std::env::var_os("PATH").unwrap_or_default())
+}
+
+/// [`check_programs`] against the `$PATH` value `path`.
+pub fn check_programs_in(ws: &[Workload], path: &std::ffi::OsStr) -> Result<(), CliError> {
+    let mut missing = Vec::new();
+    for w in ws {
+        for (prog, pkg) in w.programs() {
+            if in_path(prog, path).is_none() {
+                let m = format!(
+                    "{prog} (for {}; Debian package {pkg}: apt-get install {pkg})",
+                    w.name()
+                );
+                if !missing.contains(&m) {
+                    missing.push(m);
+                }
+            }
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError(format!(
+            "not found in PATH: {}; or leave those workloads out with --workloads",
+            missing.join(", ")
+        )))
+    }
+}
+
+/// The workspace root (from this crate's manifest directory at build time).
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Finds (or builds) the interposer.
+pub fn find_lib(explicit: Option<&Path>) -> Result<PathBuf, CliError> {
+    let check = |p: PathBuf, what: &str| {
+        if p.is_file() {
+            Ok(std::fs::canonicalize(&p).unwrap_or(p))
+        } else {
+            Err(CliError(format!("{what} {} is not a file", p.display())))
+        }
+    };
+    if let Some(p) = explicit {
+        return check(p.to_path_buf(), "--lib");
+    }
+    if let Some(p) = std::env::var_os("KLOCK_PRELOAD_LIB").filter(|p| !p.is_empty()) {
+        return check(PathBuf::from(p), "KLOCK_PRELOAD_LIB=");
+    }
+    if let Some(dir) = std::env::current_exe()
+        .ok()
+        .and_then(|e| e.parent().map(Path::to_path_buf))
+    {
+        let p = dir.join(LIB);
+        if p.is_file() {
+            return Ok(p);
+        }
+    }
+    let root = workspace_root();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let built = target.join("release").join(LIB);
+    if root.join("crates/klock-preload/Cargo.toml").is_file() {
+        eprintln!(
+            "lockbench preload: {LIB} not found next to lockbench; building it (cargo build --release -p klock-preload)"
+        );
+        let st = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+            .args(["build", "--release", "-p", "klock-preload"])
+            .current_dir(&root)
+            .status();
+        match st {
+            Ok(s) if s.success() && built.is_file() => return Ok(built),
+            Ok(s) => {
+                return Err(CliError(format!(
+                    "`cargo build --release -p klock-preload` failed ({s}) or did not produce {}; \
+                     give the library with --lib PATH",
+                    built.display()
+                )));
+            }
+            Err(e) => {
+                return Err(CliError(format!(
+                    "cannot run cargo to build {LIB} ({e}); build it with \
+                     `cargo build --release -p klock-preload` or give --lib PATH"
+                )));
+            }
+        }
+    }
+    Err(CliError(format!(
+        "cannot find {LIB} (not next to lockbench, no workspace at {}); build it with \
+         `cargo build --release -p klock-preload` or give --lib PATH / KLOCK_PRELOAD_LIB",
+        root.display()
+    )))
+}
+
+/// What one child run produced.
+#[derive(Debug)]
+struct Finished {
+    ok: bool,
+    stdout: String,
+    stderr: String,
+    status: String,
+}
+
+fn drain(r: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut s = Vec::new();
+        if let Some(mut r) = r {
+            let _ = r.read_to_end(&mut s);
+        }
+        String::from_utf8_lossy(&s).into_owned()
+    })
+}
+
+/// Kills the process group `pgid` (the child and whatever it forked).
+fn kill_group(pgid: u32, sig: libc::c_int) {
+    // SAFETY: kill has no memory-safety preconditions; a negative pid names the
+    // group that `spawn` created for this child (process_group(0)).
+    unsafe { libc::kill(-(pgid as libc::pid_t), sig) };
+}
+
+/// Runs `cmd` in its own process group with output captured; kills the group after
+/// `timeout`.
+fn run_captured(mut cmd: Command, timeout: Duration) -> Finished {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            return Finished {
+                ok: false,
+                stdout: String::new(),
+                stderr: String::new(),
+                status: format!("cannot start: {e}"),
+            };
+        }
+    };
+    let (o, e) = (drain(child.stdout.take()), drain(child.stderr.take()));
+    let t0 = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(s)) => break Some(s),
+            Ok(None) if t0.elapsed() < timeout => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) => {
+                timed_out = true;
+                kill_group(child.id(), libc::SIGKILL);
+                break child.wait().ok();
+            }
+            Err(_) => break None,
+        }
+    };
+    // Leftover children of the group (stress-ng's) must not outlive the run.
+    kill_group(child.id(), libc::SIGKILL);
+    let stdout = o.join().unwrap_or_default();
+    let stderr = e.join().unwrap_or_default();
+    let (ok, status) = match status {
+        _ if timed_out => (
+            false,
+            format!("timed out after {:.0} s", timeout.as_secs_f64()),
+        ),
+        Some(s) if s.success() => (true, "exit 0".into()),
+        Some(s) => (
+            false,
+            match (s.code(), s.signal()) {
+                (Some(c), _) => format!("exit {c}"),
+                (_, Some(sig)) => format!("killed by signal {sig}"),
+                _ => format!("{s}"),
+            },
+        ),
+        None => (false, "lost the child".into()),
+    };
+    Finished {
+        ok,
+        stdout,
+        stderr,
+        status,
+    }
+}
+
+/// The value after `key` on its line (`key` then whitespace then a number, units
+/// like `s` glued on are dropped).
+fn value_after(text: &str, key: &str) -> Option<f64> {
+    text.lines().rev().find_map(|l| {
+        let i = l.find(key)?;
+        let rest = l[i + key.len()..].trim_start();
+        let num: String = rest
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        num.parse().ok()
+    })
+}
+
+/// sysbench threads: events per second (`total number of events` / `total time`).
+pub fn parse_sysbench_threads(out: &str) -> Option<f64> {
+    let ev = value_after(out, "total number of events:")?;
+    let t = value_after(out, "total time:")?;
+    (t > 0.0).then(|| ev / t)
+}
+
+/// sysbench mutex: lock operations per second (`ops` / `total time`).
+pub fn parse_sysbench_mutex(out: &str, ops: u64) -> Option<f64> {
+    let t = value_after(out, "total time:")?;
+    (t > 0.0).then(|| ops as f64 / t)
+}
+
+/// stress-ng `--metrics-brief`: the stressor's bogo ops/s (real time).
+pub fn parse_stress_ng(out: &str, stressor: &str) -> Option<f64> {
+    out.lines().find_map(|l| {
+        let rest = l.split_once("] ")?.1;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        // stressor, bogo ops, real, usr, sys, bogo ops/s (real), bogo ops/s (usr+sys)
+        if f.len() >= 6 && f[0] == stressor && f[1].parse::<u64>().is_ok() {
+            f[5].parse().ok()
+        } else {
+            None
+        }
+    })
+}
+
+/// memcaslap: the final `TPS:` figure.
+pub fn parse_memcaslap(out: &str) -> Option<f64> {
+    value_after(out, "TPS:")
+}
+
+/// One measured run.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RunResult {
+    /// Workload name.
+    pub workload: String,
+    /// Threads.
+    pub threads: usize,
+    /// `glibc` or `klock_preload`.
+    pub side: String,
+    /// The metric (None: the run failed).
+    pub value: Option<f64>,
+    /// Why it failed (empty when it did not).
+    pub error: String,
+    /// Steal time during the run, ns.
+    pub steal_ns: u64,
+    /// Whether the idle gate gave up waiting for quiet before it.
+    pub gate_flagged: bool,
+}
+
+/// How to run one side.
+struct Side<'a> {
+    name: &'static str,
+    preload: Option<&'a Path>,
+}
+
+impl Side<'_> {
+    fn command(&self, prog: &str) -> Command {
+        let mut c = Command::new(prog);
+        if let Some(lib) = self.preload {
+            let mut v = lib.as_os_str().to_os_string();
+            if let Some(old) = std::env::var_os("LD_PRELOAD").filter(|o| !o.is_empty()) {
+                v.push(":");
+                v.push(old);
+            }
+            c.env("LD_PRELOAD", v);
+        }
+        c
+    }
+}
+
+fn short(s: &str) -> String {
+    let t = s.trim();
+    let tail: String = t
+        .lines()
+        .rev()
+        .take(3)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .rev()
+        .collect::<Vec<_>>()
+        .join(" | ");
+    tail.chars().take(300).collect()
+}
+
+fn fail(f: &Finished, what: &str) -> Result<f64, String> {
+    Err(format!(
+        "{what}: {}{}",
+        f.status,
+        if f.stderr.trim().is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", short(&f.stderr))
+        }
+    ))
+}
+
+/// Runs one (workload, T, side) point once.
+fn measure(w: Workload, t: usize, side: &Side, a: &PreloadArgs) -> Result<f64, String> {
+    let d = a.duration;
+    let timeout = Duration::from_secs_f64(d * 4.0 + 60.0);
+    match w {
+        Workload::SysbenchThreads => {
+            let mut c = side.command("sysbench");
+            c.args([
+                "threads".to_string(),
+                format!("--threads={t}"),
+                "--thread-locks=1".into(),
+                "--thread-yields=100".into(),
+                format!("--time={}", d.ceil().max(1.0) as u64),
+                "run".into(),
+            ]);
+            let f = run_captured(c, timeout);
+            match f.ok.then(|| parse_sysbench_threads(&f.stdout)).flatten() {
+                Some(v) => Ok(v),
+                None => fail(&f, "sysbench threads"),
+            }
+        }
+        Workload::SysbenchMutex => {
+            let per = (a.mutex_ops / t as u64).max(1);
+            let mut c = side.command("sysbench");
+            c.args([
+                "mutex".to_string(),
+                format!("--threads={t}"),
+                "--mutex-num=1".into(),
+                format!("--mutex-locks={per}"),
+                "--mutex-loops=0".into(),
+                "run".into(),
+            ]);
+            let f = run_captured(c, Duration::from_secs(300));
+            match f
+                .ok
+                .then(|| parse_sysbench_mutex(&f.stdout, per * t as u64))
+                .flatten()
+            {
+                Some(v) => Ok(v),
+                None => fail(&f, "sysbench mutex"),
+            }
+        }
+        Workload::StressMutex | Workload::StressPthread => {
+            let stressor = if w == Workload::StressMutex {
+                "mutex"
+            } else {
+                "pthread"
+            };
+            let mut c = side.command("stress-ng");
+            c.args([
+                format!("--{stressor}"),
+                t.to_string(),
+                "-t".into(),
+                format!("{}", d.ceil().max(1.0) as u64),
+                "--metrics-brief".into(),
+            ]);
+            let f = run_captured(c, timeout);
+            let text = format!("{}\n{}", f.stdout, f.stderr);
+            match f.ok.then(|| parse_stress_ng(&text, stressor)).flatten() {
+                Some(v) => Ok(v),
+                None => fail(&f, "stress-ng"),
+            }
+        }
+        Workload::Memcached => memcached(t, side, d),
+    }
+}
+
+/// A free loopback TCP port (bound and released; a race with another process
+/// taking it is possible and then shows as a failed run).
+fn free_port() -> Result<u16, String> {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .map_err(|e| format!("no free loopback port: {e}"))
+}
+
+fn memcached(t: usize, side: &Side, d: f64) -> Result<f64, String> {
+    let port = free_port()?;
+    let mut c = side.command("memcached");
+    c.args([
+        "-l".to_string(),
+        "127.0.0.1".into(),
+        "-p".into(),
+        port.to_string(),
+        "-U".into(),
+        "0".into(),
+        "-t".into(),
+        t.to_string(),
+        "-m".into(),
+        "64".into(),
+    ]);
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } == 0 {
+        c.args(["-u", "root"]);
+    }
+    c.stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut server = c
+        .spawn()
+        .map_err(|e| format!("cannot start memcached: {e}"))?;
+    let stop = |server: &mut std::process::Child| -> Option<std::process::ExitStatus> {
+        let early = server.try_wait().ok().flatten();
+        kill_group(server.id(), libc::SIGTERM);
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(3) {
+            if let Ok(Some(_)) = server.try_wait() {
+                return early;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        kill_group(server.id(), libc::SIGKILL);
+        let _ = server.wait();
+        early
+    };
+    let server_err = |server: &mut std::process::Child| {
+        let mut s = String::new();
+        if let Some(mut e) = server.stderr.take() {
+            let _ = e.read_to_string(&mut s);
+        }
+        short(&s)
+    };
+    // Ready when it accepts a connection (at most 5 s).
+    let t0 = Instant::now();
+    loop {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            break;
+        }
+        if let Ok(Some(s)) = server.try_wait() {
+            return Err(format!(
+                "memcached exited at start ({s}): {}",
+                server_err(&mut server)
+            ));
+        }
+        if t0.elapsed() > Duration::from_secs(5) {
+            stop(&mut server);
+            return Err("memcached did not accept connections within 5 s".into());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut client = Command::new("memcaslap");
+    client.args([
+        "-s".to_string(),
+        format!("127.0.0.1:{port}"),
+        "-T".into(),
+        "2".into(),
+        "-c".into(),
+        "64".into(),
+        "-t".into(),
+        format!("{}s", d.ceil().max(1.0) as u64),
+    ]);
+    let f = run_captured(client, Duration::from_secs_f64(d * 4.0 + 60.0));
+    if let Some(s) = stop(&mut server) {
+        return Err(format!(
+            "memcached died during the run ({s}): {}",
+            server_err(&mut server)
+        ));
+    }
+    match f.ok.then(|| parse_memcaslap(&f.stdout)).flatten() {
+        Some(v) => Ok(v),
+        None => fail(&f, "memcaslap"),
+    }
+}
+
+/// Checks that the dynamic loader accepts the library (`LD_PRELOAD` errors are
+/// otherwise only a warning on each child's stderr, and the "klock" side would
+/// silently measure glibc).
+pub fn check_loads(lib: &Path) -> Result<(), CliError> {
+    let mut c = Command::new("sh");
+    c.args(["-c", "exit 0"]).env("LD_PRELOAD", lib);
+    let f = run_captured(c, Duration::from_secs(30));
+    if !f.ok || f.stderr.contains("LD_PRELOAD") || f.stderr.contains("ld.so") {
+        return Err(CliError(format!(
+            "{} does not preload cleanly ({}): {}",
+            lib.display(),
+            f.status,
+            short(&f.stderr)
+        )));
+    }
+    Ok(())
+}
+
+/// Per (workload, T, side): the records, in workload × T × side order.
+pub fn records(runs: &[RunResult], ws: &[Workload], threads: &[usize], d: f64) -> Vec<Record> {
+    let mut v = Vec::new();
+    for w in ws {
+        for &t in threads {
+            for side in [GLIBC, KLOCK] {
+                let mine: Vec<&RunResult> = runs
+                    .iter()
+                    .filter(|r| r.workload == w.name() && r.threads == t && r.side == side)
+                    .collect();
+                if mine.is_empty() {
+                    continue;
+                }
+                let vals: Vec<f64> = mine
+                    .iter()
+                    .filter_map(|r| r.value)
+                    .map(|x| x / 1e6)
+                    .collect();
+                let failed = mine.iter().filter(|r| r.value.is_none()).count();
+                v.push(Record {
+                    experiment: "preload".into(),
+                    lock: side.into(),
+                    threads: t,
+                    params: Params {
+                        workload: w.name().into(),
+                        duration_s: if *w == Workload::SysbenchMutex {
+                            0.0
+                        } else {
+                            d
+                        },
+                        ..Params::default()
+                    },
+                    throughput_mops: if vals.is_empty() { 0.0 } else { median(&vals) },
+                    spread: if vals.is_empty() { 0.0 } else { spread(&vals) },
+                    runs_mops: vals.clone(),
+                    runs: vals.len(),
+                    collapsed: failed > 0,
+                    collapsed_runs: failed,
+                    steal_ms: mine.iter().map(|r| r.steal_ns).sum::<u64>() / 1_000_000,
+                    gate_flagged_runs: mine.iter().filter(|r| r.gate_flagged).count(),
+                    ..Record::default()
+                });
+            }
+        }
+    }
+    v
+}
+
+fn fmt_metric(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.2} M", x / 1e6)
+    } else if x >= 1e4 {
+        format!("{:.1} k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+/// The side-by-side table: one row per (workload, T).
+pub fn render(recs: &[Record], ws: &[Workload], threads: &[usize], runs: u32) -> String {
+    let mut t = Table {
+        title: format!(
+            "preload: glibc vs klock interposer, median of {runs} interleaved runs per side (ratio = klock / glibc; > 1: klock faster)"
+        ),
+        header: [
+            "workload",
+            "metric",
+            "T",
+            "glibc",
+            "klock preload",
+            "ratio",
+            "glibc spread",
+            "klock spread",
+            "failed g/k",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect(),
+        rows: Vec::new(),
+    };
+    let get = |w: Workload, th: usize, side: &str| {
+        recs.iter()
+            .find(|r| r.params.workload == w.name() && r.threads == th && r.lock == side)
+    };
+    for &w in ws {
+        for &th in threads {
+            let (g, k) = (get(w, th, GLIBC), get(w, th, KLOCK));
+            if g.is_none() && k.is_none() {
+                continue;
+            }
+            let val = |r: Option<&Record>| match r {
+                Some(r) if r.runs > 0 => fmt_metric(r.throughput_mops * 1e6),
+                _ => "FAILED".into(),
+            };
+            let sp = |r: Option<&Record>| match r {
+                Some(r) if r.runs > 0 => format!("{:.0}%", r.spread * 100.0),
+                _ => "-".into(),
+            };
+            let ratio = match (g, k) {
+                (Some(g), Some(k)) if g.runs > 0 && k.runs > 0 && g.throughput_mops > 0.0 => {
+                    format!("{:.2}", k.throughput_mops / g.throughput_mops)
+                }
+                _ => "-".into(),
+            };
+            t.rows.push(vec![
+                w.name().into(),
+                w.unit().into(),
+                th.to_string(),
+                val(g),
+                val(k),
+                ratio,
+                sp(g),
+                sp(k),
+                format!(
+                    "{}/{}",
+                    g.map_or(0, |r| r.collapsed_runs),
+                    k.map_or(0, |r| r.collapsed_runs)
+                ),
+            ]);
+        }
+    }
+    t.to_text()
+}
+
+/// Runs `lockbench preload`; returns the exit status.
+pub fn run(a: &PreloadArgs) -> Result<i32, CliError> {
+    let ws = select(&a.workloads)?;
+    check_programs(&ws)?;
+    let lib = find_lib(a.lib.as_deref())?;
+    check_loads(&lib)?;
+    if lib.components().any(|c| c.as_os_str() == "debug") {
+        eprintln!(
+            "lockbench preload: warning: {} looks like a debug build; its numbers mean little",
+            lib.display()
+        );
+    }
+    let mut gate = GateConfig::from_env();
+    if a.no_idle_gate {
+        gate.enabled = false;
+    }
+    // The gate only waits for quiet before a run (the workload's own processes are
+    // foreign to it, so it cannot judge the run itself); bounded for busy machines.
+    gate.max_wait = Duration::from_secs(1);
+    gate.budget = Some(Duration::from_secs(60));
+    let threads = &a.threads.0;
+    let sides = [
+        Side {
+            name: GLIBC,
+            preload: None,
+        },
+        Side {
+            name: KLOCK,
+            preload: Some(&lib),
+        },
+    ];
+    let total = a.runs as usize * ws.len() * threads.len() * 2;
+    let progress = !a.quiet && crate::sys::stderr_is_tty();
+    let mut machine = Machine::probe();
+    let mut results: Vec<RunResult> = Vec::new();
+    for rep in 0..a.runs as usize {
+        for &w in &ws {
+            for &t in threads {
+                // Alternate which side goes first, so neither always runs second.
+                let order: [&Side; 2] = if rep % 2 == 0 {
+                    [&sides[0], &sides[1]]
+                } else {
+                    [&sides[1], &sides[0]]
+                };
+                for side in order {
+                    let quiet = wait_idle(&gate);
+                    if progress {
+                        eprint!(
+                            "\r\x1b[2K{}/{total} preload {} T={t} {}",
+                            results.len() + 1,
+                            w.name(),
+                            side.name
+                        );
+                    }
+                    let win = Window::begin();
+                    let r = measure(w, t, side, a);
+                    let steal_ns = win.end().steal_ns;
+                    if let Err(e) = &r {
+                        eprintln!(
+                            "{}lockbench preload: {} T={t} {} run {} failed: {e}",
+                            if progress { "\r\x1b[2K" } else { "" },
+                            w.name(),
+                            side.name,
+                            rep + 1
+                        );
+                    }
+                    machine.steal_ms_during += steal_ns / 1_000_000;
+                    results.push(RunResult {
+                        workload: w.name().into(),
+                        threads: t,
+                        side: side.name.into(),
+                        value: r.as_ref().ok().copied(),
+                        error: r.err().unwrap_or_default(),
+                        steal_ns,
+                        gate_flagged: gate.enabled && !quiet,
+                    });
+                }
+            }
+        }
+    }
+    if progress {
+        eprintln!("\r\x1b[2K");
+    }
+    let recs = records(&results, &ws, threads, a.duration);
+    let env = |k: &str| std::env::var(k).unwrap_or_else(|_| "(default)".into());
+    super::out(&format!(
+        "\nlockbench preload: {} | online CPUs {} | kernel {}{} | {} | KLOCK_MUTEX={} KLOCK_RWLOCK={} KLOCK_SPIN={} | steal during runs {} ms\n",
+        machine.cpu_model,
+        machine.online_cpus,
+        machine.kernel,
+        if machine.hypervisor { " (VM)" } else { "" },
+        lib.display(),
+        env("KLOCK_MUTEX"),
+        env("KLOCK_RWLOCK"),
+        env("KLOCK_SPIN"),
+        machine.steal_ms_during,
+    ));
+    super::out(&render(&recs, &ws, threads, a.runs));
+    let failed: Vec<&RunResult> = results.iter().filter(|r| r.value.is_none()).collect();
+    if let Some(f) = failed.first() {
+        super::out(&format!(
+            "\n{} run(s) failed; first: {} T={} {}: {}\n",
+            failed.len(),
+            f.workload,
+            f.threads,
+            f.side,
+            f.error
+        ));
+    }
+    let flagged = results.iter().filter(|r| r.gate_flagged).count();
+    if flagged > 0 {
+        super::out(&format!(
+            "\nidle gate: {flagged} of {} runs started without reaching quiet (busy machine)\n",
+            results.len()
+        ));
+    }
+    let report = Report {
+        machine,
+        command: super::command_line(),
+        results: recs,
+    };
+    if let Some(p) = &a.json {
+        super::write_file(p, &report.to_json())?;
+    }
+    if let Some(p) = &a.csv {
+        super::write_file(p, &crate::record::to_csv(&report.results))?;
+    }
+    Ok(if failed.is_empty() { 0 } else { 1 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(clap::Parser, Debug)]
+    struct Wrap {
+        #[command(flatten)]
+        a: PreloadArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<PreloadArgs, String> {
+        Wrap::try_parse_from(std::iter::once("preload").chain(args.iter().copied()))
+            .map(|w| w.a)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_and_bad_flags() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.threads.0, vec![2, 4, 8, 16]);
+        assert_eq!(a.duration, 2.0);
+        assert_eq!(a.runs, 3);
+        assert_eq!(
+            select(&a.workloads).unwrap(),
+            vec![
+                Workload::SysbenchThreads,
+                Workload::SysbenchMutex,
+                Workload::StressMutex,
+                Workload::Memcached
+            ]
+        );
+        let e = parse(&["--runs", "0"]).unwrap_err();
+        assert!(e.contains("1..=100"), "{e}");
+        let e = parse(&["--threads", "0"]).unwrap_err();
+        assert!(e.contains("1..=1024"), "{e}");
+        let e = parse(&["--duration", "-1"]).unwrap_err();
+        assert!(e.contains("> 0"), "{e}");
+        let e = parse(&["--mutex-ops", "5"]).unwrap_err();
+        assert!(e.contains("1000.."), "{e}");
+        let e = select(&["sysbench".into()]).unwrap_err();
+        assert!(
+            e.0.contains("unknown workload 'sysbench'") && e.0.contains("stress-pthread"),
+            "{e}"
+        );
+        assert!(select(&[]).is_err());
+        for w in ALL {
+            assert_eq!(Workload::parse(w.name()), Some(w));
+        }
+    }
+
+    #[test]
+    fn missing_programs_name_the_package() {
+        let e = check_programs_in(
+            &[Workload::Memcached, Workload::StressMutex],
+            std::ffi::OsStr::new("/nonexistent-klock-test"),
+        );
+        let e = e.unwrap_err().0;
+        assert!(
+            e.contains("memcaslap") && e.contains("libmemcached-tools"),
+            "{e}"
+        );
+        assert!(e.contains("apt-get install stress-ng"), "{e}");
+    }
+
+    const SYSBENCH_THREADS: &str = "General statistics:
+    total time:                          2.0002s
+    total number of events:              6433
+
+Latency (ms):
+         min:                                    0.05
+";
+    const SYSBENCH_MUTEX: &str = "General statistics:
+    total time:                          0.0394s
+    total number of events:              2
+";
+    const STRESS: &str = "stress-ng: info:  [17880] dispatching hogs: 2 mutex
+stress-ng: metrc: [17880] stressor       bogo ops real time  usr time  sys time   bogo ops/s     bogo ops/s
+stress-ng: metrc: [17880]                           (secs)    (secs)    (secs)   (real time) (usr+sys time)
+stress-ng: metrc: [17880] mutex            700654      2.00      0.33      3.47    350045.31      184315.60
+stress-ng: metrc: [17880] miscellaneous metrics:
+stress-ng: metrc: [17880] mutex               1317.56 nanosecs per mutex (geometic mean of 2 instances)
+";
+    const MEMCASLAP: &str = "cmd_get: 222837
+Run time: 2.0s Ops: 247629 TPS: 123805 Net_rate: 138.5M/s
+";
+
+    #[test]
+    fn parsers() {
+        let v = parse_sysbench_threads(SYSBENCH_THREADS).unwrap();
+        assert!((v - 6433.0 / 2.0002).abs() < 1e-6, "{v}");
+        let v = parse_sysbench_mutex(SYSBENCH_MUTEX, 2_000_000).unwrap();
+        assert!((v - 2e6 / 0.0394).abs() < 1e-3, "{v}");
+        assert_eq!(parse_stress_ng(STRESS, "mutex"), Some(350045.31));
+        assert_eq!(parse_stress_ng(STRESS, "pthread"), None);
+        assert_eq!(parse_memcaslap(MEMCASLAP), Some(123805.0));
+        assert_eq!(parse_sysbench_threads("garbage"), None);
+        assert_eq!(parse_memcaslap(""), None);
+    }
+
+    #[test]
+    fn records_and_table() {
+        let r = |w: Workload, t, side: &str, v: Option<f64>| RunResult {
+            workload: w.name().into(),
+            threads: t,
+            side: side.into(),
+            value: v,
+            error: if v.is_none() {
+                "boom".into()
+            } else {
+                String::new()
+            },
+            steal_ns: 0,
+            gate_flagged: false,
+        };
+        let runs = vec![
+            r(Workload::SysbenchThreads, 2, GLIBC, Some(1000.0)),
+            r(Workload::SysbenchThreads, 2, GLIBC, Some(1200.0)),
+            r(Workload::SysbenchThreads, 2, KLOCK, Some(2000.0)),
+            r(Workload::SysbenchThreads, 2, KLOCK, None),
+            r(Workload::Memcached, 2, GLIBC, None),
+        ];
+        let ws = [Workload::SysbenchThreads, Workload::Memcached];
+        let recs = records(&runs, &ws, &[2], 2.0);
+        assert_eq!(recs.len(), 3);
+        assert_eq!(recs[0].lock, GLIBC);
+        assert!((recs[0].throughput_mops - 0.0011).abs() < 1e-12);
+        assert!((recs[0].spread - 200.0 / 1100.0).abs() < 1e-9);
+        assert_eq!((recs[1].runs, recs[1].collapsed_runs), (1, 1));
+        assert_eq!(recs[2].runs, 0);
+        let text = render(&recs, &ws, &[2], 2);
+        let row = text
+            .lines()
+            .find(|l| l.contains("sysbench-threads"))
+            .unwrap();
+        assert!(
+            row.contains("1100") && row.contains("2000") && row.contains("1.82"),
+            "{row}"
+        );
+        assert!(row.contains("0/1"), "{row}");
+        let row = text.lines().find(|l| l.contains("| memcached")).unwrap();
+        assert!(row.contains("FAILED"), "{row}");
+        // The records survive the JSON round trip and the generic renderers.
+        let rep = Report {
+            machine: Machine::default(),
+            command: "t".into(),
+            results: recs,
+        };
+        let back = Report::from_json(&rep.to_json()).unwrap();
+        assert_eq!(back.results.len(), 3);
+        for (b, r) in back.results.iter().zip(&rep.results) {
+            assert_eq!(
+                (&b.lock, &b.params.workload, b.runs),
+                (&r.lock, &r.params.workload, r.runs)
+            );
+            assert!((b.throughput_mops - r.throughput_mops).abs() < 1e-12);
+        }
+        let html = crate::html::render(&back);
+        assert!(html.contains("klock_preload") && html.contains("sysbench-threads"));
+        assert!(crate::table::render(&back).contains("preload, workload sysbench-threads"));
+    }
+
+    #[test]
+    fn captured_runs_report_status_and_timeouts() {
+        let mut c = Command::new("sh");
+        c.args(["-c", "echo out; echo err >&2; exit 3"]);
+        let f = run_captured(c, Duration::from_secs(30));
+        assert!(!f.ok);
+        assert_eq!(f.status, "exit 3");
+        assert_eq!((f.stdout.trim(), f.stderr.trim()), ("out", "err"));
+        let mut c = Command::new("sh");
+        c.args(["-c", "sleep 30 & sleep 30"]);
+        let f = run_captured(c, Duration::from_millis(200));
+        assert!(!f.ok && f.status.contains("timed out"), "{f:?}");
+        let a = parse(&[]).unwrap();
+        let side = Side {
+            name: KLOCK,
+            preload: Some(Path::new("/x.so")),
+        };
+        let c = side.command("true");
+        let env: Vec<_> = c.get_envs().collect();
+        assert!(env.iter().any(|(k, v)| *k == "LD_PRELOAD"
+            && v.is_some_and(|v| v.to_string_lossy().starts_with("/x.so"))));
+        assert_eq!(a.mutex_ops, 20_000_000);
+    }
+}
