@@ -1000,6 +1000,11 @@ impl StackSource for LiveStacks<'_> {
         } else {
             out.push_bytes(fname);
         }
+        if !found {
+            // No symbol (a stripped object's local function): the offset in the
+            // object, for `addr2line -e OBJECT OFFSET` with its debug symbols.
+            let _ = write!(out, "+{:#x}", addr.wrapping_sub(base));
+        }
         out.push_bytes(b")");
     }
 }
