@@ -355,3 +355,22 @@ fn the_pkg_config_file_is_as_documented() {
         [format!("-I{}", inst.prefix.join("include").display())]
     );
 }
+
+#[test]
+fn the_docs_example_is_the_tested_example() {
+    let docs = std::fs::read_to_string(crate_dir().join("../../docs/c.md")).unwrap();
+    let block = docs
+        .split("```c\n")
+        .nth(1)
+        .and_then(|b| b.split("```").next())
+        .expect("docs/c.md has a ```c example");
+    let example = std::fs::read_to_string(crate_dir().join("tests/c/example.c")).unwrap();
+    let body = example
+        .split_once("*/\n")
+        .map(|(_, b)| b)
+        .expect("example.c opens with a comment");
+    assert_eq!(
+        block, body,
+        "docs/c.md's example differs from tests/c/example.c"
+    );
+}
