@@ -27,7 +27,8 @@
 //! no std I/O) and written with raw `write(2)`. [`flush`] is idempotent; [`init`]
 //! registers it with `atexit`, and the interposer's `_exit`/`_Exit` wrappers call it.
 //! A `fork`ed child starts with zeroed counters (the parent's are not reported twice)
-//! and writes its own report.
+//! and writes its own report; a `vfork` child (shared memory, no fork handlers) that
+//! leaves through `_exit` writes nothing and leaves the parent's report alone.
 
 use core::cell::{Cell, UnsafeCell};
 use core::fmt::{self, Write as _};
@@ -1159,6 +1160,10 @@ static FLUSHED: AtomicBool = AtomicBool::new(false);
 static TABLE: Table = Table::new();
 static START_NS: AtomicU64 = AtomicU64::new(0);
 static FORKED_FROM: AtomicI32 = AtomicI32::new(0);
+/// The process whose counters the table holds (set at init and in a fork child).
+/// A `vfork` child (or a raw `clone`) shares the memory but runs no fork handler:
+/// its `_exit` must neither report the parent's counters nor mark them flushed.
+static OWNER_PID: AtomicI32 = AtomicI32::new(0);
 static TOP: AtomicUsize = AtomicUsize::new(DEFAULT_TOP);
 /// Identity (st_dev, st_ino) of fd 2 at init; (0, 0) = unknown.
 static STDERR_DEV: AtomicU64 = AtomicU64::new(0);
@@ -1328,6 +1333,8 @@ pub fn configure(cfg: &Config<'_>) -> bool {
         }
         // Relaxed: published by the Release store of INIT below.
         TOP.store(cfg.top.clamp(1, MAX_TOP), Relaxed);
+        // SAFETY: getpid has no preconditions.
+        OWNER_PID.store(unsafe { libc::getpid() }, Relaxed);
         START_NS.store(now_ns(), Relaxed);
         if TABLE.alloc(cfg.slots, cfg.level >= 2) {
             if cfg.level >= 2 {
@@ -1365,6 +1372,8 @@ unsafe extern "C" fn at_fork_child() {
     // Relaxed (all): single-threaded; `flush` runs later in this thread or after
     // pthread_create (which orders).
     FORKED_FROM.store(ppid, Relaxed);
+    // SAFETY: getpid has no preconditions.
+    OWNER_PID.store(unsafe { libc::getpid() }, Relaxed);
     START_NS.store(now_ns(), Relaxed);
     FLUSHED.store(false, Relaxed);
 }
@@ -1436,6 +1445,12 @@ pub fn released(addr: usize, f: Family) {
 pub fn flush() {
     // Acquire: pairs with the Release store in `configure` (path, settings, table).
     if INIT.load(Acquire) != 2 || !enabled() {
+        return;
+    }
+    // SAFETY: getpid has no preconditions.
+    // Relaxed: OWNER_PID was published by INIT (or set by this process's own fork
+    // handler, in this thread's past).
+    if unsafe { libc::getpid() } != OWNER_PID.load(Relaxed) {
         return;
     }
     // Relaxed: only elects the one writer; everything it reads is atomics or was

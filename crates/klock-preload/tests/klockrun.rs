@@ -124,12 +124,14 @@ fn sets_ld_preload_and_the_klock_variables() {
 
 /// A tiny pthread program: a forced contention (main holds the mutex while a
 /// `contender` thread tries it), then four `hammer` threads; exits with `exit` or,
-/// given the argument `_exit`, with `_exit`.
+/// given the argument `_exit`, with `_exit`; given `vfork`, first runs a `vfork`
+/// child that leaves through `_exit` (it shares the parent's counters).
 const PROG: &str = r#"
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
 static atomic_int ready;
@@ -163,6 +165,12 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
     if (counter != 80001) return 3;
     if (argc > 1 && strcmp(argv[1], "_exit") == 0) _exit(0);
+    if (argc > 1 && strcmp(argv[1], "vfork") == 0) {
+        pid_t p = vfork();
+        if (p == 0) _exit(0);
+        int st;
+        waitpid(p, &st, 0);
+    }
     exit(0);
 }
 "#;
@@ -240,5 +248,24 @@ fn stats_report_to_stderr_file_and_after_exit() {
     let o = run(&["--stats-file", fs, exe, "_exit"]);
     assert!(o.status.success(), "{o:?}");
     check_report(&std::fs::read_to_string(&f).unwrap(), false);
+    // A vfork child's _exit reports nothing (it would report the parent's counters
+    // and mark them flushed); the parent's report follows at exit.
+    let child = klockrun()
+        .args(["--stats-file", fs, exe, "vfork"])
+        .env_remove("LD_PRELOAD")
+        .env_remove("KLOCK_STATS")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id(); // klockrun execs: the program keeps this pid
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{o:?}");
+    let r = std::fs::read_to_string(&f).unwrap();
+    check_report(&r, false);
+    assert!(
+        r.contains(&format!("(pid {pid})")),
+        "the parent's report: {r}"
+    );
     let _ = std::fs::remove_dir_all(&d);
 }
