@@ -1,19 +1,21 @@
-//! The self-contained HTML report: inline CSS and SVG, no scripts, no network.
+//! The self-contained HTML report: inline CSS and SVG, no scripts, no network. The
+//! document is well-formed XML (XHTML syntax), so any XML parser reads it.
 //!
-//! Plots per series: throughput against threads per lock (line chart), fairness
-//! (per-thread max/min against threads, log scale; a starved thread plots at the top as
-//! `inf`), per-thread ops at the largest thread count (sorted, relative to the mean),
-//! latency distribution (p50/p99/p99.9 bars per lock, log scale, at the largest
-//! thread count); reader/writer throughput bars; uncontended ns/op bars. All tables of the
-//! terminal output follow.
+//! Layout: machine line; the **verdict** (one sentence per klock family naming the
+//! lock to pick, then the table of klock's defaults against the best peer, coloured
+//! better / same / worse); then per series the charts ([`crate::chart`]): throughput
+//! against threads split into *klock defaults vs peers* and *klock variants (seed
+//! reproductions, ablations)*, at most 8 series each, with error bars from the runs'
+//! min and max; fairness (max/min per-thread ops, log) and acquisition latency
+//! (p50/p99/p99.9 per lock) for the defaults-vs-peers locks; reader vs writer
+//! throughput for reader/writer series; uncontended ns/op bars. Then the extra
+//! sections (the seed experiments of `report --full`) and all tables of the terminal
+//! output.
 
-use crate::record::Report;
-use crate::table::{Series, series, tables};
-
-const PALETTE: [&str; 16] = [
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf", "#393b79", "#ad494a", "#637939", "#843c39", "#7b4173", "#3182bd",
-];
+use crate::chart::{self, Chart, LineChart, MAX_SERIES, Row, RowChart, Scale, Value};
+use crate::record::{Record, Report};
+use crate::table::{Section, Series, Table, series, tables};
+use crate::verdict::{self, Outcome};
 
 /// Escapes text for HTML/SVG.
 ///
@@ -27,422 +29,413 @@ pub fn esc(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-const W: f64 = 760.0;
-const H: f64 = 400.0;
-const L: f64 = 100.0;
-const R: f64 = 170.0;
-const T: f64 = 30.0;
-/// Bottom margin of bar charts (rotated labels); line charts use [`B_LINE`].
-const B: f64 = 120.0;
-const B_LINE: f64 = 40.0;
-
-struct Axis {
-    lo: f64,
-    hi: f64,
-    log: bool,
-    /// Bottom margin (px).
-    b: f64,
+/// A chart group: a title and the locks it shows (defaults first, marked bold).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Group {
+    /// What the group compares.
+    pub title: String,
+    /// Locks, at most [`MAX_SERIES`].
+    pub locks: Vec<String>,
+    /// Whether this is a defaults-vs-peers group (else variants).
+    pub peers: bool,
 }
 
-impl Axis {
-    fn new(vals: impl Iterator<Item = f64>, log: bool, b: f64) -> Axis {
-        let v: Vec<f64> = vals
-            .filter(|x| x.is_finite() && (!log || *x > 0.0))
-            .collect();
-        let hi = v.iter().cloned().fold(f64::MIN, f64::max);
-        let lo = v.iter().cloned().fold(f64::MAX, f64::min);
-        if v.is_empty() {
-            return Axis {
-                lo: if log { 1.0 } else { 0.0 },
-                hi: 1.0,
-                log,
-                b,
-            };
-        }
-        if log {
-            let lo = 10f64.powf(lo.log10().floor());
-            let mut hi = 10f64.powf(hi.log10().ceil());
-            if hi <= lo {
-                hi = lo * 10.0;
-            }
-            Axis { lo, hi, log, b }
-        } else {
-            Axis {
-                lo: 0.0,
-                hi: if hi > 0.0 { hi * 1.1 } else { 1.0 },
-                log,
-                b,
-            }
-        }
+fn chunks(title: &str, fixed: &[String], rest: &[String], peers: bool) -> Vec<Group> {
+    let room = MAX_SERIES.saturating_sub(fixed.len()).max(1);
+    if rest.is_empty() {
+        return Vec::new();
     }
-    /// Maps a value to a y pixel (clamped to the plot area).
-    fn y(&self, v: f64) -> f64 {
-        let f = if self.log {
-            (v.max(self.lo).log10() - self.lo.log10()) / (self.hi.log10() - self.lo.log10())
-        } else {
-            (v - self.lo) / (self.hi - self.lo)
-        };
-        self.h() - self.b - f.clamp(0.0, 1.0) * (self.h() - T - self.b)
-    }
-    /// Chart height: bar charts are taller (room for rotated labels).
-    fn h(&self) -> f64 {
-        H - B + self.b
-    }
-    fn ticks(&self) -> Vec<f64> {
-        if self.log {
-            let mut v = Vec::new();
-            let mut x = self.lo;
-            while x <= self.hi * 1.0001 {
-                v.push(x);
-                x *= 10.0;
-            }
-            v
-        } else {
-            (0..=4)
-                .map(|i| self.lo + (self.hi - self.lo) * i as f64 / 4.0)
-                .collect()
-        }
-    }
+    let n = rest.len().div_ceil(room);
+    rest.chunks(room)
+        .enumerate()
+        .map(|(i, c)| Group {
+            title: if n > 1 {
+                format!("{title} ({}/{n})", i + 1)
+            } else {
+                title.to_string()
+            },
+            locks: fixed.iter().chain(c).cloned().collect(),
+            peers,
+        })
+        .collect()
 }
 
-fn fmt_tick(x: f64) -> String {
-    if x == 0.0 {
-        "0".into()
-    } else if x.abs() >= 1000.0 || x.abs() < 0.01 {
-        format!("{x:.0e}")
-    } else if x.abs() >= 10.0 {
-        format!("{x:.0}")
+/// Splits a series' locks into chart groups of at most [`MAX_SERIES`]: klock's
+/// defaults against the peers (general-purpose and spinning peers apart when they do
+/// not fit together), then each family's variants beside its default.
+///
+/// ```
+/// let locks: Vec<String> = ["std", "klock_mutex", "ttas", "klock_mutex_nospin"]
+///     .iter().map(|s| s.to_string()).collect();
+/// let g = lockbench::html::groups(&locks);
+/// assert_eq!(g[0].locks, ["klock_mutex", "std", "ttas"]);
+/// assert_eq!(g[1].locks, ["klock_mutex", "klock_mutex_nospin"]);
+/// ```
+pub fn groups(locks: &[String]) -> Vec<Group> {
+    let defaults: Vec<String> = locks
+        .iter()
+        .filter(|l| verdict::family_of_default(l).is_some())
+        .cloned()
+        .collect();
+    let peers: Vec<String> = locks
+        .iter()
+        .filter(|l| !verdict::is_klock(l))
+        .cloned()
+        .collect();
+    let mut out = Vec::new();
+    if defaults.len() + peers.len() <= MAX_SERIES {
+        out.extend(chunks("klock defaults vs peers", &defaults, &peers, true));
     } else {
-        format!("{x:.2}")
+        let (spin, general): (Vec<String>, Vec<String>) = peers
+            .iter()
+            .cloned()
+            .partition(|l| verdict::is_spinning_peer(l));
+        out.extend(chunks(
+            "klock defaults vs general-purpose locks",
+            &defaults,
+            &general,
+            true,
+        ));
+        out.extend(chunks(
+            "klock defaults vs plain spinlocks",
+            &defaults,
+            &spin,
+            true,
+        ));
     }
+    for fam in verdict::FAMILIES {
+        let vars: Vec<String> = locks
+            .iter()
+            .filter(|l| verdict::family_of_variant(l) == Some(fam))
+            .cloned()
+            .collect();
+        let fixed: Vec<String> = locks
+            .iter()
+            .filter(|l| *l == fam.default)
+            .cloned()
+            .collect();
+        out.extend(chunks(
+            &format!(
+                "klock {} variants (seed reproductions, ablations)",
+                fam.name
+            ),
+            &fixed,
+            &vars,
+            false,
+        ));
+    }
+    let other: Vec<String> = locks
+        .iter()
+        .filter(|l| {
+            verdict::is_klock(l)
+                && verdict::family_of_default(l).is_none()
+                && verdict::family_of_variant(l).is_none()
+        })
+        .cloned()
+        .collect();
+    out.extend(chunks("other klock locks", &[], &other, false));
+    if out.is_empty() && !locks.is_empty() {
+        out.extend(chunks("locks", &[], locks, true));
+    }
+    out
 }
 
-fn frame(
-    title: &str,
-    ylabel: &str,
-    axis: &Axis,
-    body: &str,
-    legend: &[(String, String)],
+fn locks_of(recs: &[&Record]) -> Vec<String> {
+    let mut v: Vec<String> = Vec::new();
+    for r in recs {
+        if !v.contains(&r.lock) {
+            v.push(r.lock.clone());
+        }
+    }
+    v
+}
+
+/// Chart styles of a group: each klock default keeps its family's colour and
+/// marker in every chart (SpinLock blue circle, Mutex vermillion square, RwLock green
+/// triangle); the other locks take the rest in order.
+pub fn styles(locks: &[String]) -> Vec<usize> {
+    chart::assign_styles(locks, |l| {
+        verdict::FAMILIES.iter().position(|f| f.default == l)
+    })
+}
+
+fn bold(lock: &str) -> bool {
+    verdict::family_of_default(lock).is_some()
+}
+
+/// The x positions of a series: (sort key, label) per distinct point.
+fn points(s: &Series) -> Vec<(usize, String)> {
+    let mut v: Vec<(usize, String)> = s
+        .recs
+        .iter()
+        .map(|r| (r.threads, verdict::point_of(r)))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+/// The charts of one series of records.
+pub fn series_charts(s: &Series) -> Vec<Chart> {
+    let first = s.recs[0];
+    let locks = locks_of(&s.recs);
+    if first.experiment == "uncontended" {
+        let mut recs = s.recs.clone();
+        recs.sort_by(|a, b| {
+            a.uncontended_ns_per_op
+                .unwrap_or(f64::MAX)
+                .total_cmp(&b.uncontended_ns_per_op.unwrap_or(f64::MAX))
+        });
+        let rows = recs
+            .iter()
+            .map(|r| {
+                let ns = r.uncontended_ns_per_op.unwrap_or(0.0);
+                let runs: Vec<f64> = r.runs_mops.iter().map(|m| 1e3 / m.max(1e-12)).collect();
+                Row {
+                    label: r.lock.clone(),
+                    bold: bold(&r.lock),
+                    values: vec![Some(Value::with_runs(ns, &runs))],
+                }
+            })
+            .collect();
+        return vec![chart::rows(&RowChart {
+            title: "ns per lock+unlock, one thread (lower is better)".into(),
+            x_desc: "ns per lock+unlock".into(),
+            series: vec!["ns/op (whiskers: runs' min-max)".into()],
+            rows,
+            scale: Scale::Linear,
+            bars: true,
+        })];
+    }
+    let pts = points(s);
+    let x_labels: Vec<String> = pts.iter().map(|p| p.1.clone()).collect();
+    let find = |l: &str, p: &(usize, String)| {
+        s.recs
+            .iter()
+            .copied()
+            .find(|r| r.lock == l && r.threads == p.0 && verdict::point_of(r) == p.1)
+    };
+    let line_of = |l: &str, st: usize, f: &dyn Fn(&Record) -> Option<Value>| chart::Series {
+        name: l.to_string(),
+        style: st,
+        points: pts
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| find(l, p).and_then(f).map(|v| (i, v)))
+            .collect(),
+        bold: bold(l),
+    };
+    let x_desc = if s.rw { "readers+writers" } else { "threads" };
+    let mut out = Vec::new();
+    let gs = groups(&locks);
+    for g in &gs {
+        out.push(chart::line(&LineChart {
+            title: format!("{}: total throughput", g.title),
+            x_desc: x_desc.into(),
+            y_desc: "Mops/s (median, bars: runs' min-max)".into(),
+            x_labels: x_labels.clone(),
+            series: g
+                .locks
+                .iter()
+                .zip(styles(&g.locks))
+                .map(|(l, st)| {
+                    line_of(l, st, &|r| {
+                        Some(Value::with_runs(r.throughput_mops, &r.runs_mops))
+                    })
+                })
+                .collect(),
+            scale: Scale::Auto,
+        }));
+    }
+    let main: Vec<String> = gs
+        .iter()
+        .find(|g| g.peers)
+        .map(|g| g.locks.clone())
+        .unwrap_or_else(|| locks.iter().take(MAX_SERIES).cloned().collect());
+    if !s.rw && pts.len() > 1 {
+        out.push(chart::line(&LineChart {
+            title: "fairness: per-thread ops max/min (1 = fair; inf = a thread starved)".into(),
+            x_desc: x_desc.into(),
+            y_desc: "max/min".into(),
+            x_labels: x_labels.clone(),
+            series: main
+                .iter()
+                .zip(styles(&main))
+                .map(|(l, st)| {
+                    line_of(l, st, &|r| {
+                        Some(match r.fairness_max_min {
+                            Some(f) => Value::at(f),
+                            None => Value::Inf,
+                        })
+                    })
+                })
+                .collect(),
+            scale: Scale::Log,
+        }));
+    }
+    let Some(last) = pts.last() else {
+        return out;
+    };
+    let at_last: Vec<&Record> = locks.iter().filter_map(|l| find(l, last)).collect();
+    if s.rw {
+        out.push(chart::rows(&RowChart {
+            title: format!("reader and writer throughput at {} (median runs)", last.1),
+            x_desc: "Mops/s".into(),
+            series: vec!["readers".into(), "writers".into()],
+            rows: at_last
+                .iter()
+                .map(|r| Row {
+                    label: r.lock.clone(),
+                    bold: bold(&r.lock),
+                    values: vec![
+                        r.readers.as_ref().map(|c| Value::at(c.throughput_mops)),
+                        r.writers.as_ref().map(|c| Value::at(c.throughput_mops)),
+                    ],
+                })
+                .collect(),
+            scale: Scale::Auto,
+            bars: false,
+        }));
+    }
+    let lat_rows: Vec<Row> = at_last
+        .iter()
+        .filter(|r| r.latency_ns.samples > 0)
+        .map(|r| {
+            let q = r.latency_ns;
+            Row {
+                label: r.lock.clone(),
+                bold: bold(&r.lock),
+                values: [q.p50, q.p99, q.p999]
+                    .iter()
+                    .map(|v| Some(Value::at(*v.max(&1) as f64)))
+                    .collect(),
+            }
+        })
+        .collect();
+    if !lat_rows.is_empty() {
+        out.push(chart::rows(&RowChart {
+            title: format!(
+                "acquisition latency at {}{} (sampled 1 in 64)",
+                if s.rw { "" } else { "T=" },
+                if s.rw {
+                    last.1.clone()
+                } else {
+                    last.0.to_string()
+                }
+            ),
+            x_desc: "ns".into(),
+            series: vec!["p50".into(), "p99".into(), "p99.9".into()],
+            rows: lat_rows,
+            scale: Scale::Log,
+            bars: false,
+        }));
+    }
+    out
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:1240px;color:#222}\
+h1{margin-bottom:0.2em}h2{border-bottom:2px solid #ddd;padding-bottom:0.2em;margin-top:2em}\
+table{border-collapse:collapse;margin:0.5em 0 1.5em}\
+td,th{border:1px solid #ccc;padding:3px 7px;font-size:13px;text-align:right}\
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}\
+svg{display:block;margin:0.8em 0}.err{color:#b00;font-weight:bold}\
+.better{background:#d4edda;color:#155724;font-weight:bold}\
+.same{background:#eeeeee;color:#444}\
+.worse{background:#f8d7da;color:#721c24;font-weight:bold}\
+ul.picks li{margin:0.3em 0}p.meta{color:#555;font-size:13px}\
+table.verdict td:nth-child(2),table.verdict td:nth-child(3){text-align:left}\
+pre{background:#f7f7f7;padding:0.6em;font-size:12px;overflow-x:auto}";
+
+fn table_html(
+    t: &Table,
+    class: Option<&str>,
+    cell_class: &dyn Fn(usize, usize) -> Option<&'static str>,
 ) -> String {
-    let (h, b) = (axis.h(), axis.b);
     let mut s = format!(
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" font-family="sans-serif" font-size="11">"#
+        "<h3>{}</h3>\n<table{}><tr>",
+        esc(&t.title),
+        class.map(|c| format!(" class=\"{c}\"")).unwrap_or_default()
     );
-    s.push_str(&format!(
-        r#"<text x="{}" y="18" font-size="13" font-weight="bold">{}</text>"#,
-        L,
-        esc(title)
-    ));
-    for t in axis.ticks() {
-        let y = axis.y(t);
-        s.push_str(&format!(
-            r##"<line x1="{L}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}" stroke="#ddd"/><text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"##,
-            W - R,
-            L - 4.0,
-            y + 4.0,
-            fmt_tick(t)
-        ));
+    for h in &t.header {
+        s.push_str(&format!("<th>{}</th>", esc(h)));
     }
-    s.push_str(&format!(
-        r#"<text transform="translate(14,{:.1}) rotate(-90)" text-anchor="middle">{}</text>"#,
-        (h - b + T) / 2.0,
-        esc(ylabel)
-    ));
-    s.push_str(&format!(
-        r##"<line x1="{L}" y1="{T}" x2="{L}" y2="{:.1}" stroke="#333"/><line x1="{L}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#333"/>"##,
-        h - b,
-        h - b,
-        W - R,
-        h - b
-    ));
-    s.push_str(body);
-    for (i, (name, color)) in legend.iter().enumerate() {
-        let y = T + 14.0 * i as f64;
-        s.push_str(&format!(
-            r#"<rect x="{:.1}" y="{:.1}" width="10" height="10" fill="{color}"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-            W - R + 10.0,
-            y,
-            W - R + 24.0,
-            y + 9.0,
-            esc(name)
-        ));
+    s.push_str("</tr>\n");
+    for (i, r) in t.rows.iter().enumerate() {
+        s.push_str("<tr>");
+        for (j, c) in r.iter().enumerate() {
+            match cell_class(i, j) {
+                Some(k) => s.push_str(&format!("<td class=\"{k}\">{}</td>", esc(c))),
+                None => s.push_str(&format!("<td>{}</td>", esc(c))),
+            }
+        }
+        s.push_str("</tr>\n");
     }
-    s.push_str("</svg>\n");
+    s.push_str("</table>\n");
     s
 }
 
-/// A line chart: one line per named series over categorical x labels. `None` values
-/// are infinite and plotted at the top edge with an "inf" mark.
-pub fn line_chart(
-    title: &str,
-    ylabel: &str,
-    xlabels: &[String],
-    lines: &[(String, Vec<Option<f64>>)],
-    log: bool,
-) -> String {
-    let axis = Axis::new(
-        lines.iter().flat_map(|(_, v)| v.iter().flatten().copied()),
-        log,
-        B_LINE,
-    );
-    let n = xlabels.len().max(1);
-    let x = |i: usize| L + 20.0 + (W - L - R - 40.0) * i as f64 / (n.max(2) - 1) as f64;
-    let mut body = String::new();
-    for (i, lab) in xlabels.iter().enumerate() {
-        body.push_str(&format!(
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-            x(i),
-            axis.h() - B_LINE + 16.0,
-            esc(lab)
+/// The verdict block: sentences and the coloured table.
+pub fn verdict_html(report: &Report, extra: &[verdict::Sample]) -> String {
+    let mut samples = verdict::samples(report);
+    samples.extend_from_slice(extra);
+    let cells = verdict::cells(&samples);
+    let mut s = String::from("<h2 id=\"verdict\">Verdict: which lock, and by how much</h2>\n");
+    if cells.is_empty() {
+        s.push_str("<p>No klock default lock was measured beside a peer in this report, so there is no verdict.</p>\n");
+        return s;
+    }
+    s.push_str("<ul class=\"picks\">\n");
+    for sm in verdict::summarize(&cells) {
+        s.push_str(&format!(
+            "<li><b>{}</b> <span class=\"meta\">({} better, {} same, {} worse)</span></li>\n",
+            esc(&sm.sentence),
+            sm.better,
+            sm.same,
+            sm.worse
         ));
     }
-    let mut legend = Vec::new();
-    for (k, (name, vals)) in lines.iter().enumerate() {
-        let color = PALETTE[k % PALETTE.len()];
-        legend.push((name.clone(), color.to_string()));
-        let pts: Vec<(f64, f64, bool)> = vals
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i < n)
-            .map(|(i, v)| match v {
-                Some(v) => (x(i), axis.y(*v), false),
-                None => (x(i), T, true),
-            })
-            .collect();
-        let path: Vec<String> = pts
-            .iter()
-            .map(|(a, b, _)| format!("{a:.1},{b:.1}"))
-            .collect();
-        body.push_str(&format!(
-            r#"<polyline fill="none" stroke="{color}" stroke-width="2" points="{}"/>"#,
-            path.join(" ")
-        ));
-        for (a, b, inf) in pts {
-            body.push_str(&format!(
-                r#"<circle cx="{a:.1}" cy="{b:.1}" r="3" fill="{color}"/>"#
-            ));
-            if inf {
-                body.push_str(&format!(
-                    r#"<text x="{:.1}" y="{:.1}" fill="{color}">inf</text>"#,
-                    a + 4.0,
-                    b + 4.0
-                ));
-            }
-        }
-    }
-    frame(title, ylabel, &axis, &body, &legend)
+    s.push_str("</ul>\n");
+    let t = verdict::table(&cells);
+    let class = |i: usize, j: usize| {
+        (j >= 5).then(|| match cells[i].outcome {
+            Outcome::Better => "better",
+            Outcome::Same => "same",
+            Outcome::Worse => "worse",
+        })
+    };
+    s.push_str(&table_html(&t, Some("verdict"), &class));
+    s.push_str(&format!("<p class=\"meta\">{}</p>\n", esc(verdict::LEGEND)));
+    s
 }
 
-/// A grouped bar chart: groups along x, one bar per name within each group.
-pub fn bar_chart(
-    title: &str,
-    ylabel: &str,
-    groups: &[(String, Vec<f64>)],
-    names: &[String],
-    log: bool,
-) -> String {
-    let axis = Axis::new(groups.iter().flat_map(|(_, v)| v.iter().copied()), log, B);
-    let ng = groups.len().max(1) as f64;
-    let gw = (W - L - R) / ng;
-    let nb = names.len().max(1) as f64;
-    let bw = (gw * 0.8 / nb).max(1.0);
-    let mut body = String::new();
-    for (g, (lab, vals)) in groups.iter().enumerate() {
-        let gx = L + gw * g as f64 + gw * 0.1;
-        for (b, v) in vals.iter().enumerate() {
-            let y = axis.y(*v);
-            body.push_str(&format!(
-                r#"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{:.1}" fill="{}"><title>{} {}: {}</title></rect>"#,
-                gx + bw * b as f64,
-                bw * 0.95,
-                (H - B - y).max(0.0),
-                PALETTE[b % PALETTE.len()],
-                esc(lab),
-                esc(names.get(b).map(String::as_str).unwrap_or("")),
-                fmt_tick(*v)
-            ));
-        }
-        body.push_str(&format!(
-            r#"<text x="{:.1}" y="{:.1}" text-anchor="end" transform="rotate(-40 {:.1} {:.1})">{}</text>"#,
-            gx + gw * 0.4,
-            H - B + 12.0,
-            gx + gw * 0.4,
-            H - B + 12.0,
-            esc(lab)
-        ));
+fn section_html(sec: &Section, id: &str) -> String {
+    let mut s = format!("<h2 id=\"{id}\">{}</h2>\n", esc(&sec.title));
+    for p in &sec.notes {
+        s.push_str(&format!("<p>{}</p>\n", esc(p)));
     }
-    let legend: Vec<(String, String)> = names
-        .iter()
-        .enumerate()
-        .map(|(i, n)| (n.clone(), PALETTE[i % PALETTE.len()].to_string()))
-        .collect();
-    frame(title, ylabel, &axis, &body, &legend)
-}
-
-fn series_plots(s: &Series) -> String {
-    let first = s.recs[0];
-    if first.experiment == "uncontended" {
-        let groups: Vec<(String, Vec<f64>)> = s
-            .recs
-            .iter()
-            .map(|r| (r.lock.clone(), vec![r.uncontended_ns_per_op.unwrap_or(0.0)]))
-            .collect();
-        return bar_chart(
-            "uncontended lock+unlock",
-            "ns per lock+unlock",
-            &groups,
-            &["ns/op".into()],
-            false,
-        );
+    for c in &sec.charts {
+        s.push_str(&c.svg);
     }
-    let mut ts: Vec<usize> = s.recs.iter().map(|r| r.threads).collect();
-    ts.sort_unstable();
-    ts.dedup();
-    let mut locks: Vec<String> = Vec::new();
-    for r in &s.recs {
-        if !locks.contains(&r.lock) {
-            locks.push(r.lock.clone());
-        }
+    for t in &sec.tables {
+        s.push_str(&table_html(t, None, &|_, _| None));
     }
-    let find = |l: &str, t: usize| s.recs.iter().find(|r| r.lock == l && r.threads == t);
-    if s.rw {
-        let mut groups = Vec::new();
-        for t in &ts {
-            for l in &locks {
-                if let Some(r) = find(l, *t) {
-                    let (rd, wr) = (r.readers.as_ref(), r.writers.as_ref());
-                    groups.push((
-                        format!(
-                            "{l} {}+{}",
-                            rd.map(|c| c.threads).unwrap_or(0),
-                            wr.map(|c| c.threads).unwrap_or(0)
-                        ),
-                        vec![
-                            rd.map(|c| c.throughput_mops).unwrap_or(0.0),
-                            wr.map(|c| c.throughput_mops).unwrap_or(0.0),
-                        ],
-                    ));
-                }
-            }
-        }
-        return bar_chart(
-            "reader and writer throughput (median runs)",
-            "Mops/s",
-            &groups,
-            &["readers".into(), "writers".into()],
-            false,
-        );
-    }
-    let xl: Vec<String> = ts.iter().map(|t| format!("T={t}")).collect();
-    let tput: Vec<(String, Vec<Option<f64>>)> = locks
-        .iter()
-        .map(|l| {
-            (
-                l.clone(),
-                ts.iter()
-                    .map(|t| Some(find(l, *t).map(|r| r.throughput_mops).unwrap_or(0.0)))
-                    .collect(),
-            )
-        })
-        .collect();
-    let fair: Vec<(String, Vec<Option<f64>>)> = locks
-        .iter()
-        .map(|l| {
-            (
-                l.clone(),
-                ts.iter()
-                    .map(|t| find(l, *t).map(|r| r.fairness_max_min).unwrap_or(Some(1.0)))
-                    .collect(),
-            )
-        })
-        .collect();
-    let tmax = *ts.last().unwrap_or(&1);
-    let lat: Vec<(String, Vec<f64>)> = locks
-        .iter()
-        .filter_map(|l| find(l, tmax))
-        .map(|r| {
-            let q = r.latency_ns;
-            (
-                r.lock.clone(),
-                vec![
-                    q.p50.max(1) as f64,
-                    q.p99.max(1) as f64,
-                    q.p999.max(1) as f64,
-                ],
-            )
-        })
-        .collect();
-    let mut out = line_chart(
-        "total throughput against threads",
-        "Mops/s",
-        &xl,
-        &tput,
-        false,
-    );
-    out.push_str(&line_chart(
-        "per-thread fairness: ops max/min (log; inf = a thread starved)",
-        "max/min",
-        &xl,
-        &fair,
-        true,
-    ));
-    // Per-thread distribution at the largest T: each thread's ops relative to the mean,
-    // sorted descending (a flat line at 1 is perfectly fair; 0 ops plot at 1e-4).
-    let ranks: Vec<String> = (1..=tmax)
-        .map(|i| {
-            if tmax <= 12 || i == 1 || i == tmax || i % (tmax / 8).max(1) == 0 {
-                format!("#{i}")
-            } else {
-                String::new()
-            }
-        })
-        .collect();
-    let dist: Vec<(String, Vec<Option<f64>>)> = locks
-        .iter()
-        .filter_map(|l| find(l, tmax))
-        .map(|r| {
-            let mut v = r.per_thread_ops.clone();
-            v.sort_unstable_by(|a, b| b.cmp(a));
-            let avg = r.ops_per_thread.avg.max(1e-9);
-            (
-                r.lock.clone(),
-                v.iter()
-                    .map(|&x| Some((x as f64 / avg).max(1e-4)))
-                    .collect(),
-            )
-        })
-        .collect();
-    out.push_str(&line_chart(
-        &format!("per-thread ops at T={tmax}, sorted, relative to the mean (log)"),
-        "ops / mean",
-        &ranks,
-        &dist,
-        true,
-    ));
-    out.push_str(&bar_chart(
-        &format!("acquisition latency at T={tmax} (sampled, log scale)"),
-        "ns",
-        &lat,
-        &["p50".into(), "p99".into(), "p99.9".into()],
-        true,
-    ));
-    out
+    s
 }
 
 /// Renders the whole report as one self-contained HTML document.
 pub fn render(report: &Report) -> String {
+    render_with(report, &[], &[])
+}
+
+/// [`render`] plus extra sections (the seed experiments of `report --full`) and
+/// extra verdict samples (from those experiments).
+pub fn render_with(report: &Report, sections: &[Section], extra: &[verdict::Sample]) -> String {
     let m = &report.machine;
-    let mut s = String::from(
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>lockbench report</title>\n<style>\
-         body{font-family:sans-serif;margin:2em;max-width:1200px}\
-         table{border-collapse:collapse;margin:0.5em 0 1.5em}\
-         td,th{border:1px solid #ccc;padding:2px 6px;font-size:12px;text-align:right}\
-         td:first-child,th:first-child{text-align:left}\
-         svg{display:block;margin:0.5em 0}.err{color:#b00;font-weight:bold}\
-         </style></head><body>\n<h1>lockbench report</h1>\n",
+    let mut s = format!(
+        "<!DOCTYPE html>\n<html xmlns=\"http://www.w3.org/1999/xhtml\" lang=\"en\"><head><meta charset=\"utf-8\"/><title>lockbench report</title>\n<style>{STYLE}</style></head><body>\n<h1>lockbench report</h1>\n"
     );
     s.push_str(&format!(
-        "<p>{} &middot; online CPUs {} &middot; effective CPUs {} &middot; kernel {}{} &middot; work loop {:.3} ns/iter &middot; steal during runs {} ms &middot; {} &middot; lockbench {}</p>\n<p><code>{}</code></p>\n",
+        "<p class=\"meta\">{} · online CPUs {} · effective CPUs {} · kernel {}{} · work loop {:.3} ns/iter · steal during runs {} ms · {} · lockbench {}<br/><code>{}</code></p>\n",
         esc(&m.cpu_model),
         m.online_cpus,
         m.effective_cpus,
@@ -462,27 +455,39 @@ pub fn render(report: &Report) -> String {
     } else {
         s.push_str("<p>Mutual exclusion: OK in every run.</p>\n");
     }
-    s.push_str("<h2>Plots</h2>\n");
-    for se in series(report) {
-        s.push_str(&format!("<h3>{}</h3>\n", esc(&se.title)));
-        s.push_str(&series_plots(&se));
+    s.push_str(&verdict_html(report, extra));
+    let ser = series(report);
+    // Contents.
+    s.push_str("<p class=\"meta\">Contents: <a href=\"#verdict\">verdict</a>");
+    for (i, se) in ser.iter().enumerate() {
+        s.push_str(&format!(" · <a href=\"#s{i}\">{}</a>", esc(&se.title)));
     }
-    s.push_str("<h2>Tables</h2>\n");
+    for (i, sec) in sections.iter().enumerate() {
+        s.push_str(&format!(" · <a href=\"#x{i}\">{}</a>", esc(&sec.title)));
+    }
+    s.push_str(" · <a href=\"#tables\">all tables</a></p>\n");
+    for (i, se) in ser.iter().enumerate() {
+        s.push_str(&format!("<h2 id=\"s{i}\">{}</h2>\n", esc(&se.title)));
+        for c in series_charts(se) {
+            s.push_str(&c.svg);
+        }
+    }
+    for (i, sec) in sections.iter().enumerate() {
+        s.push_str(&section_html(sec, &format!("x{i}")));
+    }
+    s.push_str("<h2 id=\"tables\">Tables</h2>\n");
     for t in tables(report) {
-        s.push_str(&format!("<h3>{}</h3>\n<table><tr>", esc(&t.title)));
-        for h in &t.header {
-            s.push_str(&format!("<th>{}</th>", esc(h)));
-        }
-        s.push_str("</tr>\n");
-        for r in &t.rows {
-            s.push_str("<tr>");
-            for c in r {
-                s.push_str(&format!("<td>{}</td>", esc(c)));
-            }
-            s.push_str("</tr>\n");
-        }
-        s.push_str("</table>\n");
+        s.push_str(&table_html(&t, None, &|_, _| None));
     }
     s.push_str("</body></html>\n");
     s
+}
+
+/// Every chart of a report (the series' charts and the sections'), in page order.
+pub fn all_charts(report: &Report, sections: &[Section]) -> Vec<Chart> {
+    let mut v: Vec<Chart> = series(report).iter().flat_map(series_charts).collect();
+    for sec in sections {
+        v.extend(sec.charts.iter().cloned());
+    }
+    v
 }

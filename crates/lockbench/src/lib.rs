@@ -9,6 +9,7 @@
 //!   [`cli`] the command line.
 
 pub mod adapter;
+pub mod chart;
 pub mod cli;
 pub mod exp;
 pub mod gate;
@@ -20,4 +21,5 @@ pub mod runner;
 pub mod stats;
 pub mod sys;
 pub mod table;
+pub mod verdict;
 pub mod work;

@@ -26,6 +26,13 @@ impl Table {
     /// assert!(t.to_text().contains("| std  | 3.5 |"));
     /// ```
     pub fn to_text(&self) -> String {
+        self.to_text_styled(&|_, _| None)
+    }
+
+    /// [`Table::to_text`] with ANSI styles: `style(row, column)` returns the escape
+    /// sequence that opens a cell's style (reset after the cell). Widths are computed
+    /// on the plain text.
+    pub fn to_text_styled(&self, style: &dyn Fn(usize, usize) -> Option<&'static str>) -> String {
         let n = self.header.len();
         let mut w: Vec<usize> = self.header.iter().map(|h| h.chars().count()).collect();
         for r in &self.rows {
@@ -33,22 +40,26 @@ impl Table {
                 w[i] = w[i].max(c.chars().count());
             }
         }
-        let line = |cells: &[String]| {
+        let line = |cells: &[String], row: Option<usize>| {
             let mut s = String::from("|");
             for (i, width) in w.iter().enumerate() {
                 let c = cells.get(i).map(String::as_str).unwrap_or("");
                 let pad = width - c.chars().count();
+                let (on, off) = match row.and_then(|r| style(r, i)) {
+                    Some(on) => (on, "\x1b[0m"),
+                    None => ("", ""),
+                };
                 if i == 0 {
-                    s.push_str(&format!(" {c}{} |", " ".repeat(pad)));
+                    s.push_str(&format!(" {on}{c}{off}{} |", " ".repeat(pad)));
                 } else {
-                    s.push_str(&format!(" {}{c} |", " ".repeat(pad)));
+                    s.push_str(&format!(" {}{on}{c}{off} |", " ".repeat(pad)));
                 }
             }
             s.push('\n');
             s
         };
         let mut s = format!("\n### {}\n\n", self.title);
-        s.push_str(&line(&self.header));
+        s.push_str(&line(&self.header, None));
         s.push('|');
         for (i, width) in w.iter().enumerate() {
             s.push_str(&if i == 0 {
@@ -58,8 +69,36 @@ impl Table {
             });
         }
         s.push('\n');
-        for r in &self.rows {
-            s.push_str(&line(r));
+        for (ri, r) in self.rows.iter().enumerate() {
+            s.push_str(&line(r, Some(ri)));
+        }
+        s
+    }
+}
+
+/// A titled group of tables and charts: one experiment's part of a report (the
+/// seed experiments in `report --full`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Section {
+    /// Heading.
+    pub title: String,
+    /// Paragraphs printed before the tables (what was run, how to read it).
+    pub notes: Vec<String>,
+    /// Tables, laid out like the seed's.
+    pub tables: Vec<Table>,
+    /// Charts (HTML only).
+    pub charts: Vec<crate::chart::Chart>,
+}
+
+impl Section {
+    /// The section as terminal text: heading, notes, tables.
+    pub fn to_text(&self) -> String {
+        let mut s = format!("\n## {}\n", self.title);
+        for n in &self.notes {
+            s.push_str(&format!("\n{n}\n"));
+        }
+        for t in &self.tables {
+            s.push_str(&t.to_text());
         }
         s
     }
@@ -405,8 +444,52 @@ fn notes(s: &Series) -> Table {
     }
 }
 
-/// The whole report as terminal text: machine line, then every table.
+/// Whether stdout gets ANSI colours: a terminal, and `NO_COLOR` unset.
+pub fn color_stdout() -> bool {
+    // SAFETY: isatty has no memory-safety preconditions.
+    std::env::var_os("NO_COLOR").is_none() && unsafe { libc::isatty(1) == 1 }
+}
+
+/// The verdict as terminal text: the table (outcome coloured when `color`), how to
+/// read it, and one sentence per family. Empty if nothing to compare.
+pub fn verdict_text(samples: &[crate::verdict::Sample], color: bool) -> String {
+    use crate::verdict::{self, Outcome};
+    let cells = verdict::cells(samples);
+    if cells.is_empty() {
+        return String::new();
+    }
+    let t = verdict::table(&cells);
+    let style = |r: usize, c: usize| {
+        (color && c >= 5).then(|| match cells[r].outcome {
+            Outcome::Better => "\x1b[1;32m",
+            Outcome::Same => "\x1b[2m",
+            Outcome::Worse => "\x1b[1;31m",
+        })
+    };
+    let mut s = t.to_text_styled(&style);
+    s.push_str(&format!("\n{}\n\n", verdict::LEGEND));
+    for sm in verdict::summarize(&cells) {
+        if color {
+            s.push_str(&format!("* \x1b[1m{}\x1b[0m\n", sm.sentence));
+        } else {
+            s.push_str(&format!("* {}\n", sm.sentence));
+        }
+    }
+    s
+}
+
+/// The whole report as terminal text: machine line, the verdict, then every table.
 pub fn render(report: &Report) -> String {
+    render_with(report, &[], &[], color_stdout())
+}
+
+/// [`render`] with extra sections and verdict samples, colours on or off.
+pub fn render_with(
+    report: &Report,
+    sections: &[Section],
+    extra: &[crate::verdict::Sample],
+    color: bool,
+) -> String {
     let m = &report.machine;
     let mut s = format!(
         "\nlockbench {}: {} | online CPUs {} | effective CPUs {} | kernel {}{} | work loop {:.3} ns/iter | steal during runs {} ms\n",
@@ -419,8 +502,14 @@ pub fn render(report: &Report) -> String {
         m.work_ns_per_iter,
         m.steal_ms_during
     );
+    let mut samples = crate::verdict::samples(report);
+    samples.extend_from_slice(extra);
+    s.push_str(&verdict_text(&samples, color));
     for t in tables(report) {
         s.push_str(&t.to_text());
+    }
+    for sec in sections {
+        s.push_str(&sec.to_text());
     }
     let v = report.violations();
     s.push_str(&format!(

@@ -1,0 +1,675 @@
+//! The verdict: klock's default locks against the best peer measured in the same run.
+//!
+//! For every case (a workload at one thread count) in which a klock default lock
+//! ([`FAMILIES`]) was measured, the verdict picks the best *peer* (a lock that is not
+//! klock's, of the same kind) by its median and reports
+//!
+//! * the ratio klock / best peer, oriented so that > 1 means klock is better (for a
+//!   time or ns/op, peer / klock), with the range the runs allow: from klock's worst
+//!   run against the peer's best to klock's best against the peer's worst;
+//! * the outcome: **better** when klock's slowest run beats the peer's fastest,
+//!   **worse** when klock's fastest run loses to the peer's slowest, else **same**
+//!   (the runs' min-max ranges overlap: the difference is within noise).
+//!
+//! [`summarize`] turns a family's cases into one sentence naming the lock to pick.
+
+use crate::adapter::LockKind;
+use crate::record::{Record, Report};
+
+/// A family of klock locks: its default lock and its variants (seed reproductions
+/// and ablations).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Family {
+    /// Short name: `SpinLock`, `Mutex`, `RwLock`.
+    pub name: &'static str,
+    /// The Rust type a user writes.
+    pub api: &'static str,
+    /// The lockbench name of the default lock.
+    pub default: &'static str,
+    /// The lockbench names of the variants.
+    pub variants: &'static [&'static str],
+    /// The kind of lock the peers must be (`None`: any).
+    pub kind: Option<LockKind>,
+    /// Whether plain spinlocks (locks that never sleep, [`is_spinning_peer`]) count as
+    /// peers. A sleeping lock is not held against a pure spinlock, which wins while
+    /// CPUs are free and collapses when they are not.
+    pub spinning_peers: bool,
+}
+
+/// klock's lock families, in the order the verdict lists them.
+pub const FAMILIES: &[Family] = &[
+    Family {
+        name: "SpinLock",
+        api: "klock::SpinLock",
+        default: "klock_unfair",
+        variants: &[
+            "klock_tas",
+            "klock_ticket",
+            "klock_pvticket",
+            "klock_qspin",
+            "klock_pvqspin_base",
+            "klock_pvqspin",
+        ],
+        kind: Some(LockKind::Mutex),
+        spinning_peers: true,
+    },
+    Family {
+        name: "Mutex",
+        api: "klock::Mutex",
+        default: "klock_mutex",
+        variants: &[
+            "klock_mutex_nospin",
+            "klock_mutex_noqueue",
+            "klock_mutex_pltree",
+        ],
+        kind: Some(LockKind::Mutex),
+        spinning_peers: false,
+    },
+    Family {
+        name: "RwLock",
+        api: "klock::RwLock",
+        default: "klock_rwsem",
+        variants: &["klock_rwsem_nospin"],
+        kind: Some(LockKind::RwLock),
+        spinning_peers: false,
+    },
+];
+
+/// Whether `lock` is one of klock's (default or variant).
+pub fn is_klock(lock: &str) -> bool {
+    lock.starts_with("klock")
+}
+
+/// The family whose default lock is `lock`.
+pub fn family_of_default(lock: &str) -> Option<&'static Family> {
+    FAMILIES.iter().find(|f| f.default == lock)
+}
+
+/// The family `lock` is a variant of.
+pub fn family_of_variant(lock: &str) -> Option<&'static Family> {
+    FAMILIES.iter().find(|f| f.variants.contains(&lock))
+}
+
+/// Names of the plain spinning peers (they never sleep).
+pub const SPINNING_PEERS: &[&str] = &["pthread_spin", "ttas", "ticket", "mcs"];
+
+/// Whether `lock` is a plain spinlock that is not klock's (listed in
+/// [`SPINNING_PEERS`] or described as never sleeping in the registry).
+pub fn is_spinning_peer(lock: &str) -> bool {
+    !is_klock(lock)
+        && (SPINNING_PEERS.contains(&lock)
+            || crate::locks::find(lock).is_some_and(|e| e.desc.contains("never sleeps")))
+}
+
+fn kind_of(lock: &str) -> Option<LockKind> {
+    crate::locks::find(lock).map(|e| e.kind)
+}
+
+/// One measured lock in one case.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    /// The workload or experiment, e.g. `mutex balanced`.
+    pub scenario: String,
+    /// The point within it, e.g. `T=8` or `8+8`.
+    pub point: String,
+    /// Sort key of the point (thread count).
+    pub order: usize,
+    /// Lock name.
+    pub lock: String,
+    /// Median over runs.
+    pub median: f64,
+    /// Every run's value (may be empty: then the median alone).
+    pub runs: Vec<f64>,
+    /// Larger is better (throughput) or smaller (time, ns/op).
+    pub higher_better: bool,
+    /// Unit of `median`, e.g. `Mops/s`.
+    pub unit: String,
+}
+
+impl Sample {
+    /// (median, min, max) over runs.
+    pub fn range(&self) -> (f64, f64, f64) {
+        let lo = self.runs.iter().copied().fold(self.median, f64::min);
+        let hi = self.runs.iter().copied().fold(self.median, f64::max);
+        (self.median, lo, hi)
+    }
+}
+
+/// Short scenario name of a record: experiment, workload, noise.
+pub fn scenario_of(r: &Record) -> String {
+    let mut s = if r.experiment == "uncontended" {
+        r.params.workload.clone()
+    } else {
+        format!("{} {}", r.experiment, r.params.workload)
+    };
+    if r.params.noise > 0 {
+        s.push_str(&format!(" +{} noise", r.params.noise));
+    }
+    s
+}
+
+/// Point label of a record: `T=8`, or `R+W` for reader/writer records.
+pub fn point_of(r: &Record) -> String {
+    match (&r.readers, &r.writers) {
+        (Some(rd), Some(wr)) => format!("{}+{}", rd.threads, wr.threads),
+        _ => format!("T={}", r.threads),
+    }
+}
+
+/// Samples of a report's records (implicit references left out): throughput in
+/// Mops/s, or ns/op for `uncontended`.
+pub fn samples(report: &Report) -> Vec<Sample> {
+    report
+        .results
+        .iter()
+        .filter(|r| !r.implicit)
+        .map(|r| {
+            let (median, runs, higher, unit) = match r.uncontended_ns_per_op {
+                Some(ns) => (
+                    ns,
+                    r.runs_mops.iter().map(|m| 1e3 / m.max(1e-12)).collect(),
+                    false,
+                    "ns/op",
+                ),
+                None => (r.throughput_mops, r.runs_mops.clone(), true, "Mops/s"),
+            };
+            Sample {
+                scenario: scenario_of(r),
+                point: point_of(r),
+                order: r.threads,
+                lock: r.lock.clone(),
+                median,
+                runs,
+                higher_better: higher,
+                unit: unit.into(),
+            }
+        })
+        .collect()
+}
+
+/// Better, same within noise, or worse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// klock's worst run beats the peer's best.
+    Better,
+    /// The runs' ranges overlap.
+    Same,
+    /// klock's best run loses to the peer's worst.
+    Worse,
+}
+
+impl Outcome {
+    /// `better`, `same`, `worse`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Better => "better",
+            Outcome::Same => "same",
+            Outcome::Worse => "worse",
+        }
+    }
+}
+
+/// One verdict row.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Cell {
+    /// The family.
+    pub family: &'static Family,
+    /// Scenario (workload).
+    pub scenario: String,
+    /// Point (threads).
+    pub point: String,
+    /// Sort key of the point.
+    pub order: usize,
+    /// klock's sample.
+    pub klock: Sample,
+    /// The best peer's sample.
+    pub peer: Sample,
+    /// klock relative to the peer, > 1 = klock better (median ratio).
+    pub ratio: f64,
+    /// The least favourable ratio the runs allow.
+    pub ratio_lo: f64,
+    /// The most favourable ratio the runs allow.
+    pub ratio_hi: f64,
+    /// The outcome.
+    pub outcome: Outcome,
+}
+
+/// Compares a klock sample with a peer's: (ratio, lo, hi, outcome).
+///
+/// ```
+/// use lockbench::verdict::{Outcome, Sample, compare_samples};
+/// let s = |m: f64, runs: Vec<f64>| Sample {
+///     scenario: "x".into(), point: "T=2".into(), order: 2, lock: "l".into(),
+///     median: m, runs, higher_better: true, unit: "Mops/s".into(),
+/// };
+/// let (r, lo, hi, o) = compare_samples(&s(2.0, vec![1.9, 2.1]), &s(1.0, vec![0.9, 1.1]));
+/// assert_eq!(o, Outcome::Better);
+/// assert!((r - 2.0).abs() < 1e-9 && lo > 1.7 && hi < 2.4);
+/// let (_, _, _, o) = compare_samples(&s(1.05, vec![0.9, 1.1]), &s(1.0, vec![0.95, 1.2]));
+/// assert_eq!(o, Outcome::Same);
+/// ```
+pub fn compare_samples(k: &Sample, p: &Sample) -> (f64, f64, f64, Outcome) {
+    let (km, kl, kh) = k.range();
+    let (pm, pl, ph) = p.range();
+    let div = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::INFINITY };
+    let (r, lo, hi) = if k.higher_better {
+        (div(km, pm), div(kl, ph), div(kh, pl))
+    } else {
+        (div(pm, km), div(pl, kh), div(ph, kl))
+    };
+    let outcome = if lo > 1.0 {
+        Outcome::Better
+    } else if hi < 1.0 {
+        Outcome::Worse
+    } else {
+        Outcome::Same
+    };
+    (r, lo, hi, outcome)
+}
+
+/// The verdict rows for every (scenario, point) where a klock default lock and at
+/// least one peer of its kind were measured, in family, scenario, point order.
+pub fn cells(samples: &[Sample]) -> Vec<Cell> {
+    let mut scenarios: Vec<&str> = Vec::new();
+    for s in samples {
+        if !scenarios.contains(&s.scenario.as_str()) {
+            scenarios.push(&s.scenario);
+        }
+    }
+    let mut out = Vec::new();
+    for fam in FAMILIES {
+        for sc in &scenarios {
+            let mut points: Vec<(usize, &str)> = samples
+                .iter()
+                .filter(|s| s.scenario == *sc && s.lock == fam.default)
+                .map(|s| (s.order, s.point.as_str()))
+                .collect();
+            points.sort();
+            points.dedup();
+            for (order, pt) in points {
+                let here = samples
+                    .iter()
+                    .filter(|s| s.scenario == *sc && s.point == pt && s.order == order);
+                let Some(k) = here.clone().find(|s| s.lock == fam.default) else {
+                    continue;
+                };
+                let peer = here
+                    .filter(|s| !is_klock(&s.lock))
+                    .filter(|s| fam.spinning_peers || !is_spinning_peer(&s.lock))
+                    .filter(|s| match (fam.kind, kind_of(&s.lock)) {
+                        (Some(want), Some(have)) => want == have,
+                        _ => true,
+                    })
+                    .filter(|s| s.median.is_finite() && s.median > 0.0)
+                    .max_by(|a, b| {
+                        if k.higher_better {
+                            a.median.total_cmp(&b.median)
+                        } else {
+                            b.median.total_cmp(&a.median)
+                        }
+                    });
+                let Some(p) = peer else {
+                    continue;
+                };
+                let (ratio, ratio_lo, ratio_hi, outcome) = compare_samples(k, p);
+                out.push(Cell {
+                    family: fam,
+                    scenario: sc.to_string(),
+                    point: pt.to_string(),
+                    order,
+                    klock: k.clone(),
+                    peer: p.clone(),
+                    ratio,
+                    ratio_lo,
+                    ratio_hi,
+                    outcome,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// A family's verdict in one sentence, with its counts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    /// The family.
+    pub family: &'static Family,
+    /// Cases where klock is better.
+    pub better: usize,
+    /// Cases within noise.
+    pub same: usize,
+    /// Cases where klock is worse.
+    pub worse: usize,
+    /// The lock to pick (a Rust type or a peer's lockbench name).
+    pub pick: String,
+    /// The sentence.
+    pub sentence: String,
+}
+
+fn case(c: &Cell) -> String {
+    format!("{} {}", c.scenario, c.point)
+}
+
+fn list(cs: &[&Cell]) -> String {
+    let mut v: Vec<String> = cs.iter().take(4).map(|c| case(c)).collect();
+    if cs.len() > 4 {
+        v.push(format!("{} more", cs.len() - 4));
+    }
+    v.join(", ")
+}
+
+fn most_common_peer(cs: &[&Cell]) -> String {
+    let mut counts: Vec<(String, usize)> = Vec::new();
+    for c in cs {
+        match counts.iter_mut().find(|(n, _)| *n == c.peer.lock) {
+            Some((_, k)) => *k += 1,
+            None => counts.push((c.peer.lock.clone(), 1)),
+        }
+    }
+    counts
+        .into_iter()
+        .max_by_key(|(_, k)| *k)
+        .map(|(n, _)| n)
+        .unwrap_or_default()
+}
+
+/// One summary per family that has verdict rows.
+pub fn summarize(cells: &[Cell]) -> Vec<Summary> {
+    let mut out = Vec::new();
+    for fam in FAMILIES {
+        let cs: Vec<&Cell> = cells.iter().filter(|c| c.family == fam).collect();
+        if cs.is_empty() {
+            continue;
+        }
+        let by = |o: Outcome| cs.iter().copied().filter(|c| c.outcome == o).collect();
+        let (b, s, w): (Vec<&Cell>, Vec<&Cell>, Vec<&Cell>) =
+            (by(Outcome::Better), by(Outcome::Same), by(Outcome::Worse));
+        let n = cs.len();
+        let best = |v: &[&Cell]| {
+            v.iter()
+                .copied()
+                .max_by(|x, y| x.ratio.total_cmp(&y.ratio))
+                .map(|c| format!("{:.2}x at {}", c.ratio, case(c)))
+                .unwrap_or_default()
+        };
+        let worst = |v: &[&Cell]| {
+            v.iter()
+                .copied()
+                .min_by(|x, y| x.ratio.total_cmp(&y.ratio))
+                .map(|c| format!("{:.2}x at {}, against {}", c.ratio, case(c), c.peer.lock))
+                .unwrap_or_default()
+        };
+        let api = fam.api;
+        let (pick, sentence) = if w.is_empty() && !b.is_empty() {
+            (
+                api.to_string(),
+                format!(
+                    "{}: pick {api}. It beats the best peer in {} of {n} cases (up to {}) and is within noise in the other {}.",
+                    fam.name,
+                    b.len(),
+                    best(&b),
+                    s.len()
+                ),
+            )
+        } else if w.is_empty() {
+            let p = most_common_peer(&cs);
+            (
+                format!("{api} or {p}"),
+                format!(
+                    "{}: pick {api} or {p}: within noise of each other in all {n} cases on this machine.",
+                    fam.name
+                ),
+            )
+        } else if b.is_empty() {
+            let p = most_common_peer(&w);
+            (
+                p.clone(),
+                format!(
+                    "{}: pick {p}. {api} is behind the best peer in {} of {n} cases (down to {}) and never ahead.",
+                    fam.name,
+                    w.len(),
+                    worst(&w)
+                ),
+            )
+        } else {
+            let p = most_common_peer(&w);
+            (
+                format!("{api} or {p}, by load"),
+                format!(
+                    "{}: it depends on the load. Pick {api} for {} (up to {}); {p} for {} ({api} down to {}). Within noise in {} of {n} cases.",
+                    fam.name,
+                    list(&b),
+                    best(&b),
+                    list(&w),
+                    worst(&w),
+                    s.len()
+                ),
+            )
+        };
+        out.push(Summary {
+            family: fam,
+            better: b.len(),
+            same: s.len(),
+            worse: w.len(),
+            pick,
+            sentence,
+        });
+    }
+    out
+}
+
+/// Formats a value in its unit with sensible precision.
+pub fn fmt_value(v: f64, unit: &str) -> String {
+    let num = if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else if v.abs() >= 0.01 || v == 0.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    };
+    format!("{num} {unit}")
+}
+
+/// Formats a ratio and its range: `1.32x (1.20-1.45)`.
+pub fn fmt_ratio(c: &Cell) -> String {
+    let f = |x: f64| {
+        if x.is_finite() {
+            format!("{x:.2}")
+        } else {
+            "inf".into()
+        }
+    };
+    format!("{}x ({}-{})", f(c.ratio), f(c.ratio_lo), f(c.ratio_hi))
+}
+
+/// The verdict table (plain cells; the terminal and HTML renderers colour the
+/// outcome column).
+pub fn table(cells: &[Cell]) -> crate::table::Table {
+    let rows = cells
+        .iter()
+        .map(|c| {
+            vec![
+                c.family.name.to_string(),
+                c.scenario.clone(),
+                c.point.clone(),
+                format!(
+                    "{} {}",
+                    c.klock.lock,
+                    fmt_value(c.klock.median, &c.klock.unit)
+                ),
+                format!("{} {}", c.peer.lock, fmt_value(c.peer.median, &c.peer.unit)),
+                fmt_ratio(c),
+                c.outcome.word().to_string(),
+            ]
+        })
+        .collect();
+    crate::table::Table {
+        title:
+            "Verdict: klock's default locks against the best other lock measured in the same run"
+                .into(),
+        header: [
+            "family",
+            "workload",
+            "threads",
+            "klock default (median)",
+            "best peer (median)",
+            "klock vs peer (run range)",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
+}
+
+/// How to read the verdict, one line.
+pub const LEGEND: &str = "klock vs peer > 1 means klock is better (throughput ratio; for ns/op and times, peer / klock). \
+     The range runs from klock's worst run against the peer's best to the reverse. \
+     better / worse: the runs' min-max ranges do not overlap; same: they overlap (within noise).";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{Params, Record};
+
+    fn rec(exp: &str, lock: &str, t: usize, runs: &[f64]) -> Record {
+        let mut v = runs.to_vec();
+        v.sort_by(|a, b| a.total_cmp(b));
+        Record {
+            experiment: exp.into(),
+            lock: lock.into(),
+            threads: t,
+            params: Params {
+                workload: "balanced".into(),
+                ..Params::default()
+            },
+            throughput_mops: v[v.len() / 2],
+            runs_mops: runs.to_vec(),
+            runs: runs.len(),
+            ..Record::default()
+        }
+    }
+
+    /// A synthetic report: klock_mutex clearly ahead at T=8, tied at T=2, behind at
+    /// T=1; klock_unfair clearly ahead everywhere; an rwlock case; uncontended ns/op.
+    fn synthetic() -> Report {
+        let mut results = vec![
+            rec("mutex", "klock_mutex", 1, &[3.0, 3.1, 3.2]),
+            rec("mutex", "std", 1, &[3.5, 3.6, 3.7]),
+            rec("mutex", "parking_lot", 1, &[3.3, 3.4, 3.5]),
+            rec("mutex", "klock_unfair", 1, &[4.0, 4.1, 4.2]),
+            rec("mutex", "klock_pvqspin", 1, &[9.0, 9.0, 9.0]),
+            rec("mutex", "klock_mutex", 2, &[2.0, 2.2, 2.4]),
+            rec("mutex", "std", 2, &[2.1, 2.3, 2.5]),
+            rec("mutex", "klock_unfair", 2, &[3.0, 3.0, 3.0]),
+            rec("mutex", "klock_mutex", 8, &[4.0, 4.2, 4.4]),
+            rec("mutex", "std", 8, &[1.0, 1.1, 1.2]),
+            rec("mutex", "parking_lot", 8, &[2.0, 2.1, 2.2]),
+            rec("mutex", "std_rw", 8, &[50.0, 50.0, 50.0]),
+            rec("mutex", "ticket", 8, &[2.5, 2.5, 2.5]),
+            rec("mutex", "klock_unfair", 8, &[3.0, 3.0, 3.1]),
+            rec("rwlock", "klock_rwsem", 4, &[5.0, 5.0, 5.0]),
+            rec("rwlock", "std_rw", 4, &[1.0, 1.0, 1.0]),
+            rec("rwlock", "std", 4, &[50.0, 50.0, 50.0]),
+        ];
+        for (lock, ns) in [("klock_mutex", 10.0), ("std", 20.0), ("parking_lot", 12.0)] {
+            results.push(Record {
+                experiment: "uncontended".into(),
+                lock: lock.into(),
+                threads: 1,
+                params: Params {
+                    workload: "uncontended".into(),
+                    ..Params::default()
+                },
+                throughput_mops: 1e3 / ns,
+                runs_mops: vec![1e3 / ns * 0.99, 1e3 / ns, 1e3 / ns * 1.01],
+                uncontended_ns_per_op: Some(ns),
+                ..Record::default()
+            });
+        }
+        Report {
+            results,
+            ..Report::default()
+        }
+    }
+
+    #[test]
+    fn ratios_are_computed_from_the_records() {
+        let cs = cells(&samples(&synthetic()));
+        let get = |fam: &str, sc: &str, pt: &str| {
+            cs.iter()
+                .find(|c| c.family.name == fam && c.scenario == sc && c.point == pt)
+                .unwrap_or_else(|| panic!("no cell {fam} {sc} {pt}: {cs:#?}"))
+        };
+        // T=8: best peer is parking_lot (2.1); std_rw (an rwlock) is not a mutex peer,
+        // ticket (a plain spinlock) is not a Mutex peer and klock_unfair (a klock
+        // lock) is not a peer at all.
+        let c = get("Mutex", "mutex balanced", "T=8");
+        assert_eq!(c.peer.lock, "parking_lot");
+        assert!((c.ratio - 4.2 / 2.1).abs() < 1e-9, "{}", c.ratio);
+        assert!((c.ratio_lo - 4.0 / 2.2).abs() < 1e-9);
+        assert!((c.ratio_hi - 4.4 / 2.0).abs() < 1e-9);
+        assert_eq!(c.outcome, Outcome::Better);
+        let c = get("Mutex", "mutex balanced", "T=2");
+        assert_eq!((c.peer.lock.as_str(), c.outcome), ("std", Outcome::Same));
+        let c = get("Mutex", "mutex balanced", "T=1");
+        assert_eq!((c.peer.lock.as_str(), c.outcome), ("std", Outcome::Worse));
+        assert!((c.ratio - 3.1 / 3.6).abs() < 1e-9);
+        // SpinLock: the variant klock_pvqspin (9 Mops/s) is never the peer; plain
+        // spinlocks are.
+        let c = get("SpinLock", "mutex balanced", "T=1");
+        assert_eq!((c.peer.lock.as_str(), c.outcome), ("std", Outcome::Better));
+        let c = get("SpinLock", "mutex balanced", "T=8");
+        assert_eq!(c.peer.lock, "ticket");
+        // RwLock: std (a mutex) is not a peer.
+        let c = get("RwLock", "rwlock balanced", "T=4");
+        assert_eq!(c.peer.lock, "std_rw");
+        assert!((c.ratio - 5.0).abs() < 1e-9);
+        // Uncontended: smaller ns/op is better; ratio = peer / klock.
+        let c = get("Mutex", "uncontended", "T=1");
+        assert_eq!(c.peer.lock, "parking_lot");
+        assert!((c.ratio - 1.2).abs() < 1e-9, "{}", c.ratio);
+        assert_eq!(c.outcome, Outcome::Better);
+        assert_eq!(c.klock.unit, "ns/op");
+    }
+
+    #[test]
+    fn summaries_name_the_lock_to_pick() {
+        let cs = cells(&samples(&synthetic()));
+        let s = summarize(&cs);
+        let get = |n: &str| s.iter().find(|x| x.family.name == n).unwrap();
+        let m = get("Mutex");
+        assert_eq!((m.better, m.same, m.worse), (2, 1, 1));
+        assert!(m.sentence.contains("depends"), "{}", m.sentence);
+        assert!(m.sentence.contains("std"), "{}", m.sentence);
+        let sp = get("SpinLock");
+        assert_eq!(sp.pick, "klock::SpinLock");
+        assert!(sp.sentence.starts_with("SpinLock: pick klock::SpinLock"));
+        let rw = get("RwLock");
+        assert_eq!((rw.better, rw.worse), (1, 0));
+        // All-worse and all-same families.
+        let mut bad = cs.clone();
+        for c in &mut bad {
+            c.outcome = Outcome::Worse;
+        }
+        let s = summarize(&bad);
+        assert!(s[0].sentence.contains("never ahead"), "{}", s[0].sentence);
+        for c in &mut bad {
+            c.outcome = Outcome::Same;
+        }
+        let s = summarize(&bad);
+        assert!(s[0].sentence.contains("within noise"), "{}", s[0].sentence);
+    }
+
+    #[test]
+    fn verdict_table_has_a_row_per_cell() {
+        let cs = cells(&samples(&synthetic()));
+        let t = table(&cs);
+        assert_eq!(t.rows.len(), cs.len());
+        assert!(t.rows.iter().all(|r| r.len() == t.header.len()));
+        assert!(t.to_text().contains("2.00x (1.82-2.20)"), "{}", t.to_text());
+    }
+}
