@@ -12,7 +12,8 @@ const NS_PER_S: i64 = 1_000_000_000;
 /// The klock deadline (in [`klock::wait::now_ns`] time) for `abstime` on
 /// `clock`, or EINVAL for a null pointer, a `tv_nsec` outside
 /// `0..1_000_000_000`, or a clock other than CLOCK_REALTIME and
-/// CLOCK_MONOTONIC. A time in the past gives a deadline already passed.
+/// CLOCK_MONOTONIC. A time in the past (a negative `tv_sec` too, as glibc
+/// treats it) gives a deadline already passed.
 ///
 /// # Safety
 ///
@@ -25,13 +26,16 @@ const NS_PER_S: i64 = 1_000_000_000;
 /// let ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
 /// assert!(unsafe { deadline(libc::CLOCK_MONOTONIC, &ts) }.unwrap() <= klock::wait::now_ns());
 /// assert_eq!(unsafe { deadline(libc::CLOCK_MONOTONIC, std::ptr::null()) }, Err(libc::EINVAL));
+/// let ts = libc::timespec { tv_sec: -1, tv_nsec: 0 };
+/// assert!(unsafe { deadline(libc::CLOCK_REALTIME, &ts) }.unwrap() <= klock::wait::now_ns());
 /// ```
 pub unsafe fn deadline(clock: clockid_t, abstime: *const timespec) -> Result<u64, c_int> {
     // SAFETY: caller's contract.
     let Some(ts) = (unsafe { abstime.as_ref() }) else {
         return Err(EINVAL);
     };
-    if !(0..NS_PER_S).contains(&ts.tv_nsec) || ts.tv_sec < 0 {
+    // A negative tv_sec is a time in the past (ETIMEDOUT), as in glibc.
+    if !(0..NS_PER_S).contains(&ts.tv_nsec) {
         return Err(EINVAL);
     }
     if clock != CLOCK_REALTIME && clock != CLOCK_MONOTONIC {
