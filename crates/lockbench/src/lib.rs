@@ -16,6 +16,7 @@ pub mod gate;
 pub mod html;
 pub mod locks;
 pub mod noise;
+pub mod progress;
 pub mod record;
 pub mod runner;
 pub mod stats;

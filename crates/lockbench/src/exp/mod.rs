@@ -156,7 +156,7 @@ pub struct RunOptions {
     pub runs: usize,
     /// Idle gate settings.
     pub gate: GateConfig,
-    /// Print progress lines on stderr (only used when stderr is a terminal).
+    /// Draw a progress bar with ETA on stderr (only when stderr is a terminal).
     pub progress: bool,
 }
 
@@ -378,35 +378,6 @@ fn same_series(a: &Config, b: &Config) -> bool {
         && a.noise == b.noise
 }
 
-struct Progress {
-    on: bool,
-    total: usize,
-    done: usize,
-}
-
-impl Progress {
-    fn tick(&mut self, label: &str, rep: usize, runs: usize, note: &str) {
-        self.done += 1;
-        if self.on {
-            let w = 24;
-            let filled = self.done * w / self.total.max(1);
-            eprint!(
-                "\r\x1b[2K[{}{}] {}/{} {label} run {}/{runs}{note}",
-                "#".repeat(filled),
-                ".".repeat(w - filled),
-                self.done,
-                self.total,
-                rep + 1
-            );
-        }
-    }
-    fn finish(&self) {
-        if self.on {
-            eprintln!("\r\x1b[2K");
-        }
-    }
-}
-
 struct Collected {
     kept: Vec<RunOutput>,
     discarded: usize,
@@ -444,11 +415,12 @@ pub fn run_configs_with_events(
             events: Vec::new(),
         })
         .collect();
-    let mut prog = Progress {
-        on: opts.progress && crate::sys::stderr_is_tty(),
-        total: configs.len() * runs,
-        done: 0,
-    };
+    let total: u64 = configs
+        .iter()
+        .map(|c| crate::progress::run_units(c.duration))
+        .sum::<u64>()
+        * runs as u64;
+    let prog = crate::progress::Progress::new(total, opts.progress);
     for rep in 0..runs {
         for (i, c) in configs.iter().enumerate() {
             let spec = c.spec();
@@ -484,7 +456,10 @@ pub fn run_configs_with_events(
             } else {
                 String::new()
             };
-            prog.tick(&c.label(), rep, runs, &note);
+            prog.inc(
+                crate::progress::run_units(c.duration),
+                &format!("{} run {}/{runs}{note}", c.label(), rep + 1),
+            );
         }
     }
     prog.finish();
