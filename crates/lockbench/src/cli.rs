@@ -47,6 +47,9 @@ pub enum Command {
     Report(exp::report::ReportArgs),
     /// Re-render a saved JSON report: print its tables, optionally write HTML/CSV.
     Render(RenderArgs),
+    /// Two JSON reports side by side (A = baseline, B = candidate): ratios, and a flag
+    /// where the difference exceeds both runs' spread.
+    Compare(crate::compare::CompareArgs),
 }
 
 /// Arguments of `lockbench render`.
@@ -128,6 +131,7 @@ pub fn dispatch(cmd: Command) -> Result<i32, CliError> {
         }
         Command::Report(a) => exp::report::run(&a),
         Command::Spin(a) => exp::spin::run(&a),
+        Command::Compare(a) => crate::compare::run(&a),
         Command::Render(a) => {
             let text = std::fs::read_to_string(&a.input)
                 .map_err(|e| CliError(format!("cannot read {}: {e}", a.input.display())))?;

@@ -11,6 +11,7 @@
 pub mod adapter;
 pub mod chart;
 pub mod cli;
+pub mod compare;
 pub mod exp;
 pub mod gate;
 pub mod html;
