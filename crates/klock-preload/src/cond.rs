@@ -1,0 +1,489 @@
+//! `pthread_cond_*`: a [`KCond`] in place in the 48-byte `pthread_cond_t`.
+//!
+//! ```text
+//! offset  0  KCond: klock RawCondvar (wait list, mutex address, fallback count)  16 bytes
+//! offset 16  KCond: clock of timed waits (0 CLOCK_REALTIME, 1 CLOCK_MONOTONIC)     4 bytes
+//! offset 20  unused (zeroed by init)                                              16 bytes
+//! offset 36  glibc's __wrefs: bit 0 = process-shared marker (see below)            4 bytes
+//! offset 40  unused (zeroed by init)                                               8 bytes
+//! ```
+//!
+//! `PTHREAD_COND_INITIALIZER` (all zero) is a valid KCond on CLOCK_REALTIME.
+//!
+//! **Process-shared condvars** go to glibc. The marker is glibc's own: its
+//! init sets bit 0 of `__wrefs` (offset 36) for a process-shared condvar,
+//! and glibc's operations only move `__wrefs` in steps of 8, so the bit
+//! stays put for the object's life, also while other (not preloaded)
+//! processes use it. A klock condvar never writes offset 36 (KCond ends at
+//! 24; init zeroes the rest). A marker of our own at offset 40 would not
+//! survive: that is glibc's `__g_signals`, which its waits rewrite.
+//!
+//! glibc's condvar only works with glibc's mutex and klock's with klock's:
+//! a wait that pairs a process-shared condvar with a klock mutex, or a klock
+//! condvar with a glibc-served mutex (robust, PI, PP, pshared), returns
+//! EINVAL rather than corrupt either object.
+//!
+//! **The wait** is klock's three-step wait, wait morphing included (a
+//! notify moves waiters to the mutex's wait list; a broadcast wakes one
+//! thread, and the condvar may be destroyed right after it: woken waiters
+//! never touch it again). Its sleep runs in C (`c/condwait.c`) so that
+//! cancellation re-locks the mutex before the program's cleanup handlers
+//! run; see that file. The exported wait functions are `extern "C-unwind"`
+//! and hold nothing with a destructor, so a cancellation unwinding out of
+//! the C sleep (after its cleanup has re-locked the mutex), or out of
+//! glibc's own wait for a process-shared condvar, passes through them.
+//!
+//! Timed waits convert `abstime` to a CLOCK_MONOTONIC deadline once (core's
+//! [`klock_c::core::time`]); a CLOCK_REALTIME step during the wait does not
+//! move it.
+
+use crate::mutex::{self, call_real};
+use crate::real;
+use crate::stats::{self, Family};
+use crate::sys;
+use klock::mutex::{SpinOff, SpinOsq, SpinPolicy};
+use klock_c::core::cond::{KCond, Wait};
+use klock_c::core::time;
+use libc::{
+    CLOCK_REALTIME, EINVAL, ETIMEDOUT, c_int, c_void, clockid_t, pthread_cond_t,
+    pthread_condattr_t, pthread_mutex_t, timespec,
+};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+const _: () = assert!(std::mem::size_of::<KCond<SpinOsq>>() <= sys::COND_WREFS_OFFSET);
+const _: () = assert!(std::mem::size_of::<KCond<SpinOff>>() == std::mem::size_of::<KCond>());
+const _: () = assert!(std::mem::align_of::<KCond<SpinOff>>() <= 8);
+
+/// Is `c` a process-shared condvar (glibc's)?
+///
+/// # Safety
+///
+/// `c` points to a live `pthread_cond_t` (or `cnd_t`).
+#[inline]
+pub(crate) unsafe fn is_glibc(c: *const pthread_cond_t) -> bool {
+    // SAFETY: offset 36 of a 48-byte, 8-aligned object: an aligned u32.
+    let w = unsafe {
+        &*c.cast::<u8>()
+            .add(sys::COND_WREFS_OFFSET)
+            .cast::<AtomicU32>()
+    };
+    // Relaxed: the bit is written by init, before the condvar is shared.
+    w.load(Ordering::Relaxed) & sys::COND_WREFS_PSHARED != 0
+}
+
+/// `c` as a klock condvar.
+///
+/// # Safety
+///
+/// `c` points to a live `pthread_cond_t` that is not glibc's, valid for `'a`.
+#[inline]
+unsafe fn kc<'a, S: SpinPolicy>(c: *mut pthread_cond_t) -> &'a KCond<S> {
+    // SAFETY: KCond (24 bytes, align 8, atomics only) fits the 48-byte,
+    // 8-aligned object; shared by reference as klock's condvar is.
+    unsafe { &*c.cast::<KCond<S>>() }
+}
+
+fn init_klock<S: SpinPolicy>(c: *mut pthread_cond_t, clock: clockid_t) -> c_int {
+    let Ok(k) = KCond::<S>::with_clock(clock) else {
+        return EINVAL;
+    };
+    // SAFETY: `c` is non-null (checked by the entry point) and, by
+    // pthread_cond_init's contract, writable storage nobody else uses now.
+    unsafe {
+        std::ptr::write_bytes(c.cast::<u8>(), 0, std::mem::size_of::<pthread_cond_t>());
+        std::ptr::write(c.cast::<KCond<S>>(), k);
+    }
+    0
+}
+
+/// Initialise `c` as a klock condvar on CLOCK_REALTIME (for `cnd_init`).
+///
+/// # Safety
+///
+/// `c` is non-null and points to writable storage for a condvar.
+pub(crate) unsafe fn init_default(c: *mut pthread_cond_t) -> c_int {
+    mutex::by_mutex_variant!(init_klock(c, CLOCK_REALTIME))
+}
+
+/// `pthread_cond_init`: a klock condvar on the attribute's clock, or
+/// glibc's for a process-shared attribute.
+///
+/// # Safety
+///
+/// pthread's contract: `c` points to storage for a condvar, `attr` is null
+/// or an initialised attribute object.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_init(
+    c: *mut pthread_cond_t,
+    attr: *const pthread_condattr_t,
+) -> c_int {
+    if c.is_null() {
+        return EINVAL;
+    }
+    let mut clock = CLOCK_REALTIME;
+    if !attr.is_null() {
+        let mut pshared = 0;
+        // SAFETY: non-null attribute from the program; locals as out-pointers.
+        let bad = unsafe {
+            sys::pthread_condattr_getclock(attr, &mut clock) != 0
+                || sys::pthread_condattr_getpshared(attr, &mut pshared) != 0
+        };
+        if bad {
+            return EINVAL;
+        }
+        if pshared != libc::PTHREAD_PROCESS_PRIVATE {
+            return call_real!(cond_init(c, attr), trivially_ok = false);
+        }
+    }
+    mutex::by_mutex_variant!(init_klock(c, clock))
+}
+
+fn destroy<S: SpinPolicy>(c: *mut pthread_cond_t) -> c_int {
+    // SAFETY: checked non-null and klock's by the entry point.
+    unsafe { kc::<S>(c) }.destroy()
+}
+
+fn signal<S: SpinPolicy>(c: *mut pthread_cond_t) -> c_int {
+    // SAFETY: as in `destroy`.
+    unsafe { kc::<S>(c) }.signal()
+}
+
+fn broadcast<S: SpinPolicy>(c: *mut pthread_cond_t) -> c_int {
+    // SAFETY: as in `destroy`.
+    unsafe { kc::<S>(c) }.broadcast()
+}
+
+/// `pthread_cond_destroy`: EBUSY while threads wait on it (a broadcast
+/// leaves none: destroying right after one is fine).
+///
+/// # Safety
+///
+/// pthread's contract: `c` is null or points to a condvar.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_destroy(c: *mut pthread_cond_t) -> c_int {
+    if c.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null condvar from the program.
+    if unsafe { is_glibc(c) } {
+        return call_real!(cond_destroy(c), trivially_ok = false);
+    }
+    mutex::by_mutex_variant!(destroy(c))
+}
+
+/// `pthread_cond_signal`: wake one waiter (it runs once the mutex is
+/// released to it).
+///
+/// # Safety
+///
+/// pthread's contract: `c` is null or points to a condvar.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
+    if c.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null condvar from the program.
+    if unsafe { is_glibc(c) } {
+        return call_real!(cond_signal(c), trivially_ok = false);
+    }
+    mutex::by_mutex_variant!(signal(c))
+}
+
+/// `pthread_cond_broadcast`: wake every waiter (moved to the mutex's wait
+/// list, released one at a time by its unlocks: no herd).
+///
+/// # Safety
+///
+/// pthread's contract: `c` is null or points to a condvar.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int {
+    if c.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null condvar from the program.
+    if unsafe { is_glibc(c) } {
+        return call_real!(cond_broadcast(c), trivially_ok = false);
+    }
+    mutex::by_mutex_variant!(broadcast(c))
+}
+
+// ---------------------------------------------------------------------------
+// The wait: Rust steps called from the C sleep (c/condwait.c)
+// ---------------------------------------------------------------------------
+
+/// The Rust steps the C sleep calls (`struct kp_wait_ops` in
+/// `c/condwait.c`: same order and types).
+#[repr(C)]
+struct WaitOps {
+    begin: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void) -> c_int,
+    sleep_word: unsafe extern "C" fn(*mut c_void, *const c_void, *mut u32) -> *const u32,
+    end: unsafe extern "C" fn(*mut c_void, *mut c_void, *mut c_void, c_int) -> c_int,
+    now_ns: extern "C" fn() -> u64,
+}
+
+/// The C ticket storage (`kp_ticket`): 32 bytes, 8-aligned.
+const TICKET_SIZE: usize = 32;
+const _: () = assert!(std::mem::size_of::<Wait>() <= TICKET_SIZE);
+const _: () = assert!(std::mem::align_of::<Wait>() <= 8);
+
+unsafe extern "C-unwind" {
+    /// `c/condwait.c`. Unwinds when the thread is cancelled (after its
+    /// cleanup re-locked the mutex).
+    fn klock_preload_cond_wait(
+        ops: *const WaitOps,
+        cond: *mut c_void,
+        mutex: *mut c_void,
+        timed: c_int,
+        deadline_ns: u64,
+    ) -> c_int;
+}
+
+/// Step 1: queue on the condvar and unlock the mutex; the ticket goes into
+/// the C frame's storage. EPERM (caller does not hold the mutex), EINVAL
+/// (destroyed mutex, or the condvar is in use with another mutex).
+///
+/// # Safety
+///
+/// `c` and `m` are a klock condvar and mutex (checked by the entry point),
+/// `ticket` points to [`TICKET_SIZE`] writable bytes aligned to 8.
+unsafe extern "C" fn wait_begin<S: SpinPolicy>(
+    c: *mut c_void,
+    m: *mut c_void,
+    ticket: *mut c_void,
+) -> c_int {
+    // SAFETY: caller's contract.
+    let (cv, mx) = unsafe { (kc::<S>(c.cast()), mutex::km::<S>(m.cast())) };
+    // klock panics (before unlocking anything) if the condvar is in use
+    // with another mutex at the same time: undefined in POSIX, EINVAL here.
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cv.begin(mx)));
+    match r {
+        Ok(Ok(w)) => {
+            // SAFETY: caller's contract: room and alignment for a Wait
+            // (asserted above), uninitialised before.
+            unsafe { std::ptr::write(ticket.cast::<Wait>(), w) };
+            if stats::enabled() {
+                stats::released(m as usize, Family::Mutex);
+            }
+            0
+        }
+        Ok(Err(e)) => e,
+        Err(_) => EINVAL,
+    }
+}
+
+/// Step 2: the futex word to sleep on (its expected value in `*value`), or
+/// null once a notify has reached us.
+///
+/// # Safety
+///
+/// `ticket` holds the Wait written by [`wait_begin`] for this condvar.
+unsafe extern "C" fn wait_sleep_word<S: SpinPolicy>(
+    c: *mut c_void,
+    ticket: *const c_void,
+    value: *mut u32,
+) -> *const u32 {
+    // SAFETY: caller's contract.
+    let (cv, w) = unsafe { (kc::<S>(c.cast()), &*ticket.cast::<Wait>()) };
+    match cv.sleep_word(w) {
+        Some((word, v)) => {
+            // SAFETY: `value` points to the C caller's local.
+            unsafe { *value = v };
+            word.as_ptr().cast_const()
+        }
+        None => std::ptr::null(),
+    }
+}
+
+/// Step 3: re-lock the mutex (0, or ETIMEDOUT if `give_up` took us off the
+/// condvar before a notify). Also the cancellation handler's step.
+///
+/// # Safety
+///
+/// `ticket` holds the Wait written by [`wait_begin`] on this thread for
+/// this condvar and mutex, not yet ended; only the futex sleep ran since.
+unsafe extern "C" fn wait_end<S: SpinPolicy>(
+    c: *mut c_void,
+    m: *mut c_void,
+    ticket: *mut c_void,
+    give_up: c_int,
+) -> c_int {
+    // SAFETY: caller's contract; the C side ends each ticket once, so the
+    // Wait is moved out exactly once.
+    let (cv, mx, w) = unsafe {
+        (
+            kc::<S>(c.cast()),
+            mutex::km::<S>(m.cast()),
+            std::ptr::read(ticket.cast::<Wait>()),
+        )
+    };
+    // SAFETY: the ticket's contract, as above.
+    let r = unsafe { cv.end(mx, w, give_up != 0) };
+    if stats::enabled() {
+        stats::acquired(m as usize, Family::Mutex, false, 0);
+    }
+    r
+}
+
+extern "C" fn now_ns() -> u64 {
+    klock::wait::now_ns()
+}
+
+static OPS_OSQ: WaitOps = WaitOps {
+    begin: wait_begin::<SpinOsq>,
+    sleep_word: wait_sleep_word::<SpinOsq>,
+    end: wait_end::<SpinOsq>,
+    now_ns,
+};
+
+static OPS_NOSPIN: WaitOps = WaitOps {
+    begin: wait_begin::<SpinOff>,
+    sleep_word: wait_sleep_word::<SpinOff>,
+    end: wait_end::<SpinOff>,
+    now_ns,
+};
+
+/// The timeout of a wait.
+#[derive(Clone, Copy)]
+pub(crate) enum Timeout {
+    /// `pthread_cond_wait`.
+    None,
+    /// `pthread_cond_timedwait`: on the condvar's clock.
+    CondClock(*const timespec),
+    /// `pthread_cond_clockwait`: on the given clock.
+    Clock(clockid_t, *const timespec),
+}
+
+/// The klock deadline of a wait (`Ok(None)`: untimed), or EINVAL.
+fn deadline<S: SpinPolicy>(c: *mut pthread_cond_t, t: Timeout) -> Result<Option<u64>, c_int> {
+    // SAFETY (all three): `abstime` is the program's, null or a timespec
+    // (core checks null); `c` is a klock condvar (entry point).
+    match t {
+        Timeout::None => Ok(None),
+        Timeout::CondClock(abstime) => {
+            let clock = unsafe { kc::<S>(c) }.clock();
+            unsafe { time::deadline(clock, abstime) }.map(Some)
+        }
+        Timeout::Clock(clock, abstime) => unsafe { time::deadline(clock, abstime) }.map(Some),
+    }
+}
+
+/// A klock wait. No value with a destructor is live across the C call
+/// (a cancellation unwinds through this frame).
+///
+/// # Safety
+///
+/// `c` and `m` are non-null, klock's, live.
+#[inline(always)]
+unsafe fn wait_klock<S: SpinPolicy>(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+    t: Timeout,
+    ops: &'static WaitOps,
+) -> c_int {
+    let d = match deadline::<S>(c, t) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let t0 = stats::enabled().then(klock::wait::now_ns);
+    // SAFETY: `ops` matches the variant `S` of both objects; the C side
+    // follows the begin/sleep_word/end protocol (see c/condwait.c).
+    let r = unsafe {
+        klock_preload_cond_wait(
+            ops,
+            c.cast(),
+            m.cast(),
+            d.is_some() as c_int,
+            d.unwrap_or(0),
+        )
+    };
+    if let Some(t0) = t0 {
+        let waited = klock::wait::now_ns().saturating_sub(t0);
+        stats::acquired(c as usize, Family::Cond, r == ETIMEDOUT, waited);
+    }
+    r
+}
+
+/// The common wait: routes glibc pairs to glibc, rejects mixed pairs.
+///
+/// # Safety
+///
+/// pthread's contract for the wait functions.
+#[inline(always)]
+pub(crate) unsafe fn wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, t: Timeout) -> c_int {
+    if c.is_null() || m.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null objects from the program.
+    let (cg, mg) = unsafe { (is_glibc(c), mutex::is_glibc(m)) };
+    match (cg, mg) {
+        (false, false) => match crate::config::get().mutex {
+            // SAFETY: both klock's, checked above.
+            crate::config::SleepVariant::Osq => unsafe { wait_klock::<SpinOsq>(c, m, t, &OPS_OSQ) },
+            crate::config::SleepVariant::NoSpin => unsafe {
+                wait_klock::<SpinOff>(c, m, t, &OPS_NOSPIN)
+            },
+        },
+        (true, true) => match t {
+            Timeout::None => call_real!(cond_wait(c, m), trivially_ok = false),
+            Timeout::CondClock(abstime) => {
+                call_real!(cond_timedwait(c, m, abstime), trivially_ok = false)
+            }
+            Timeout::Clock(clock, abstime) => {
+                call_real!(cond_clockwait(c, m, clock, abstime), trivially_ok = false)
+            }
+        },
+        // glibc's condvar cannot use klock's mutex, nor the other way round.
+        _ => EINVAL,
+    }
+}
+
+/// `pthread_cond_wait`: unlock `m`, wait for a signal, re-lock. EPERM if
+/// the caller does not hold `m` (any kind: klock knows the holder).
+/// A cancellation point: the mutex is re-locked before cleanup handlers run.
+///
+/// # Safety
+///
+/// pthread's contract: `c` and `m` are null or point to a condvar and a
+/// mutex.
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn pthread_cond_wait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { wait(c, m, Timeout::None) }
+}
+
+/// `pthread_cond_timedwait`: as wait, until `abstime` on the condvar's
+/// clock (ETIMEDOUT, mutex re-locked; EINVAL for a bad `abstime`, before
+/// anything is released).
+///
+/// # Safety
+///
+/// As for [`pthread_cond_wait`]; `abstime` is null or points to a timespec.
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn pthread_cond_timedwait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+    abstime: *const timespec,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { wait(c, m, Timeout::CondClock(abstime)) }
+}
+
+/// `pthread_cond_clockwait`: as timedwait, on `clock` (CLOCK_REALTIME or
+/// CLOCK_MONOTONIC; EINVAL for others).
+///
+/// # Safety
+///
+/// As for [`pthread_cond_timedwait`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C-unwind" fn pthread_cond_clockwait(
+    c: *mut pthread_cond_t,
+    m: *mut pthread_mutex_t,
+    clock: clockid_t,
+    abstime: *const timespec,
+) -> c_int {
+    // SAFETY: forwarded contract.
+    unsafe { wait(c, m, Timeout::Clock(clock, abstime)) }
+}

@@ -1,0 +1,282 @@
+//! The interposer's configuration: which klock variant serves each lock
+//! family, read once from the environment.
+//!
+//! | variable | values (default first) | meaning |
+//! |---|---|---|
+//! | `KLOCK_MUTEX` | `klock`, `nospin` | mutexes and condvars: OSQ-queued optimistic spinning, or none (sleep at once) |
+//! | `KLOCK_RWLOCK` | `klock`, `nospin` | rwlocks: the same choice |
+//! | `KLOCK_SPIN` | `tas`, `unfair`, `pv`, `pvbase`, `native` | spinlocks: glibc's word protocol with klock's waiting, or a 4-byte queued spinlock (process-private only) |
+//! | `KLOCK_PRELOAD_CHECK` | `1` | print `klock-preload: active` on stderr at load |
+//!
+//! A value outside the list gets one line on stderr naming the variable and
+//! the allowed values, and the default is used. `KLOCK_SPIN=ticket` and
+//! `pvticket` (valid for klock's own runtime spinlock) do not fit in the
+//! 4-byte `pthread_spinlock_t`: warned about the same way.
+//!
+//! Reading happens in the library constructor or at the first lock call,
+//! whichever comes first, with `getenv` (no allocation: this may run inside
+//! another library's constructor or under `dlsym`). Messages go out through
+//! `write(2)` from a stack buffer.
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+/// Which klock mutex serves `pthread_mutex_*` / `pthread_cond_*`
+/// (`KLOCK_MUTEX`), or `pthread_rwlock_*` (`KLOCK_RWLOCK`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SleepVariant {
+    /// `klock` (default): optimistic spinning queued in an OSQ, then sleep
+    /// ([`klock::mutex::SpinOsq`]).
+    Osq,
+    /// `nospin`: no optimistic spinning ([`klock::mutex::SpinOff`]).
+    NoSpin,
+}
+
+/// What serves `pthread_spin_*` (`KLOCK_SPIN`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpinVariant {
+    /// `tas` (default): glibc's word protocol (1 = free), klock's waiting
+    /// (bounded spin with backoff, then `sched_yield`); process-shared safe.
+    Glibc,
+    /// `unfair`: klock's queued unfair lock.
+    Unfair,
+    /// `pv`: the PV queued spinlock with kick-ahead and wait-early.
+    Pv,
+    /// `pvbase`: the PV queued spinlock without them.
+    PvBase,
+    /// `native`: the native queued spinlock (pure spinning).
+    Native,
+}
+
+/// The configuration (a `Copy` snapshot).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    /// Mutexes and condvars.
+    pub mutex: SleepVariant,
+    /// Rwlocks.
+    pub rwlock: SleepVariant,
+    /// Spinlocks.
+    pub spin: SpinVariant,
+}
+
+/// The packed configuration; 0 = not read yet. Relaxed everywhere: the
+/// value is a pure function of the environment and publishes no other data;
+/// the first writer wins (compare-exchange from 0), so every thread sees the
+/// same configuration for the life of the process.
+static PACKED: AtomicU32 = AtomicU32::new(0);
+const READ: u32 = 1 << 31;
+
+fn pack(c: Config) -> u32 {
+    let m = c.mutex as u32;
+    let r = c.rwlock as u32;
+    let s = c.spin as u32;
+    READ | m | (r << 1) | (s << 2)
+}
+
+fn unpack(v: u32) -> Config {
+    let sleep = |b: u32| {
+        if b & 1 == 0 {
+            SleepVariant::Osq
+        } else {
+            SleepVariant::NoSpin
+        }
+    };
+    let spin = match (v >> 2) & 7 {
+        0 => SpinVariant::Glibc,
+        1 => SpinVariant::Unfair,
+        2 => SpinVariant::Pv,
+        3 => SpinVariant::PvBase,
+        _ => SpinVariant::Native,
+    };
+    Config {
+        mutex: sleep(v),
+        rwlock: sleep(v >> 1),
+        spin,
+    }
+}
+
+/// The configuration, read from the environment on first use.
+#[inline]
+pub fn get() -> Config {
+    // Relaxed: see PACKED.
+    let v = PACKED.load(Ordering::Relaxed);
+    if v != 0 { unpack(v) } else { read() }
+}
+
+#[cold]
+fn read() -> Config {
+    let c = Config {
+        mutex: sleep_var(c"KLOCK_MUTEX"),
+        rwlock: sleep_var(c"KLOCK_RWLOCK"),
+        spin: spin_var(),
+    };
+    // Relaxed: see PACKED. A loser adopts the winner's value.
+    match PACKED.compare_exchange(0, pack(c), Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => c,
+        Err(v) => unpack(v),
+    }
+}
+
+/// `getenv(name)` as bytes, without allocating. `None` if unset.
+pub fn env(name: &CStr) -> Option<&'static [u8]> {
+    // SAFETY: `name` is NUL-terminated. getenv returns NULL or a pointer
+    // into the environment block, which stays valid unless the program
+    // changes that variable (setenv/putenv, a documented hazard of getenv
+    // that every reader of the environment shares).
+    let p = unsafe { libc::getenv(name.as_ptr()) };
+    if p.is_null() {
+        None
+    } else {
+        // SAFETY: as above; a NUL-terminated string.
+        Some(unsafe { CStr::from_ptr(p) }.to_bytes())
+    }
+}
+
+/// One warning per variable and process, whichever thread reads first.
+static WARNED_MUTEX: AtomicBool = AtomicBool::new(false);
+static WARNED_RWLOCK: AtomicBool = AtomicBool::new(false);
+static WARNED_SPIN: AtomicBool = AtomicBool::new(false);
+
+fn sleep_var(name: &'static CStr) -> SleepVariant {
+    match env(name) {
+        None | Some(b"klock") => SleepVariant::Osq,
+        Some(b"nospin") => SleepVariant::NoSpin,
+        Some(bad) => {
+            let flag = if name == c"KLOCK_MUTEX" {
+                &WARNED_MUTEX
+            } else {
+                &WARNED_RWLOCK
+            };
+            warn_once(flag, name, bad, "allowed: klock, nospin; using klock");
+            SleepVariant::Osq
+        }
+    }
+}
+
+fn spin_var() -> SpinVariant {
+    match env(c"KLOCK_SPIN") {
+        None | Some(b"tas") => SpinVariant::Glibc,
+        Some(b"unfair") => SpinVariant::Unfair,
+        Some(b"pv") => SpinVariant::Pv,
+        Some(b"pvbase") => SpinVariant::PvBase,
+        Some(b"native") => SpinVariant::Native,
+        Some(v @ (b"ticket" | b"pvticket")) => {
+            warn_once(
+                &WARNED_SPIN,
+                c"KLOCK_SPIN",
+                v,
+                "ticket locks do not fit in the 4-byte pthread_spinlock_t \
+                 (allowed: tas, unfair, pv, pvbase, native); using tas",
+            );
+            SpinVariant::Glibc
+        }
+        Some(bad) => {
+            warn_once(
+                &WARNED_SPIN,
+                c"KLOCK_SPIN",
+                bad,
+                "allowed: tas, unfair, pv, pvbase, native; using tas",
+            );
+            SpinVariant::Glibc
+        }
+    }
+}
+
+fn warn_once(flag: &AtomicBool, name: &CStr, value: &[u8], what: &str) {
+    // Relaxed: only decides which thread prints.
+    if flag.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let mut b = Line::new();
+    b.push(b"klock-preload: ");
+    b.push(name.to_bytes());
+    b.push(b"=");
+    b.push(value);
+    b.push(b": ");
+    b.push(what.as_bytes());
+    b.push(b"\n");
+    b.emit();
+}
+
+/// One line for stderr, built in a fixed stack buffer (longer input is cut)
+/// and written with one `write(2)` with cancellation disabled (`write` is a
+/// cancellation point, and this may run inside a lock call).
+pub struct Line {
+    buf: [u8; 256],
+    len: usize,
+}
+
+impl Default for Line {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Line {
+    /// An empty line.
+    pub const fn new() -> Self {
+        Line {
+            buf: [0; 256],
+            len: 0,
+        }
+    }
+
+    /// Append bytes (cut at the buffer's end, keeping room for a newline).
+    pub fn push(&mut self, s: &[u8]) {
+        let room = self.buf.len() - 1 - self.len;
+        let n = s.len().min(room);
+        self.buf[self.len..self.len + n].copy_from_slice(&s[..n]);
+        self.len += n;
+    }
+
+    /// Write the line to fd 2 (a cut line still ends with a newline).
+    pub fn emit(mut self) {
+        if self.len > 0 && self.buf[self.len - 1] != b'\n' {
+            self.buf[self.len] = b'\n';
+            self.len += 1;
+        }
+        let mut old = 0;
+        // SAFETY: plain libc calls on valid pointers; the buffer outlives
+        // the write. Errors (closed stderr) are ignored: diagnostics only.
+        unsafe {
+            crate::sys::pthread_setcancelstate(crate::sys::PTHREAD_CANCEL_DISABLE, &mut old);
+            libc::write(2, self.buf.as_ptr().cast(), self.len);
+            crate::sys::pthread_setcancelstate(old, &mut old);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pack_roundtrips() {
+        for mutex in [SleepVariant::Osq, SleepVariant::NoSpin] {
+            for rwlock in [SleepVariant::Osq, SleepVariant::NoSpin] {
+                for spin in [
+                    SpinVariant::Glibc,
+                    SpinVariant::Unfair,
+                    SpinVariant::Pv,
+                    SpinVariant::PvBase,
+                    SpinVariant::Native,
+                ] {
+                    let c = Config {
+                        mutex,
+                        rwlock,
+                        spin,
+                    };
+                    assert_eq!(unpack(pack(c)), c);
+                    assert_ne!(pack(c), 0);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn line_is_cut_and_terminated() {
+        let mut l = Line::new();
+        l.push(&[b'x'; 400]);
+        assert_eq!(l.len, 255);
+    }
+}

@@ -1,0 +1,448 @@
+//! `pthread_mutex_*`: a [`KMutex`] in place in the 40-byte `pthread_mutex_t`.
+//!
+//! ```text
+//! offset  0  KMutex: klock RawMutex (owner word, wait list, OSQ tail)  12 bytes
+//! offset 12  KMutex: recursion depth                                    4 bytes
+//! offset 16  KMutex: kind = glibc's __kind (0 normal, 1 recursive,      4 bytes
+//!            2 errorcheck, 3 adaptive, -1 destroyed)
+//! offset 20  unused (zeroed by init)                                    20 bytes
+//! ```
+//!
+//! The all-zero `PTHREAD_MUTEX_INITIALIZER` and glibc's `_NP` initialisers
+//! (1/2/3 in `__kind`) are valid KMutexes as they stand: no init call is
+//! needed, and none of the side table LiTL keeps.
+//!
+//! **Passed to glibc:** robust, priority-inherit, priority-protect and
+//! process-shared mutexes. Their `pthread_mutex_init` goes to the real one,
+//! which records the protocol in `__kind`'s flag bits
+//! ([`sys::MUTEX_KIND_GLIBC_FLAGS`]); every later operation on an object
+//! with such a `__kind` goes to glibc too (the kernel interprets their lock
+//! word: robust list, PI futexes; other processes use them without klock).
+
+use crate::config::{self, SleepVariant};
+use crate::real;
+use crate::stats::{self, Family};
+use crate::sys;
+use klock::mutex::{SpinOff, SpinOsq, SpinPolicy};
+use klock_c::core::mutex::{KMutex, Kind};
+use libc::{
+    CLOCK_REALTIME, EBUSY, EINVAL, c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec,
+};
+use std::sync::atomic::{AtomicI32, Ordering};
+
+const _: () = assert!(std::mem::size_of::<KMutex<SpinOsq>>() <= 40);
+const _: () = assert!(std::mem::size_of::<KMutex<SpinOff>>() == std::mem::size_of::<KMutex>());
+const _: () = assert!(std::mem::align_of::<KMutex<SpinOff>>() <= 8);
+
+/// Calls `$f::<S>(args)` with `S` the configured mutex variant.
+macro_rules! by_mutex_variant {
+    ($f:ident ( $($a:expr),* )) => {
+        match $crate::config::get().mutex {
+            $crate::config::SleepVariant::Osq => $f::<klock::mutex::SpinOsq>($($a),*),
+            $crate::config::SleepVariant::NoSpin => $f::<klock::mutex::SpinOff>($($a),*),
+        }
+    };
+}
+pub(crate) use by_mutex_variant;
+
+/// glibc's `__kind` word of `m`.
+///
+/// # Safety
+///
+/// `m` points to a live `pthread_mutex_t` (or `mtx_t`, the same union).
+#[inline]
+unsafe fn kind_word<'a>(m: *const pthread_mutex_t) -> &'a AtomicI32 {
+    // SAFETY: offset 16 of a 40-byte, 8-aligned object is an aligned i32
+    // inside it; glibc and KMutex both access it atomically except at
+    // init/destroy, which the program does not run concurrently with use.
+    unsafe {
+        &*m.cast::<u8>()
+            .add(sys::MUTEX_KIND_OFFSET)
+            .cast::<AtomicI32>()
+    }
+}
+
+/// Is `m` one of the mutexes glibc serves (robust, PI, PP, pshared)?
+///
+/// # Safety
+///
+/// As for [`kind_word`].
+#[inline]
+pub(crate) unsafe fn is_glibc(m: *const pthread_mutex_t) -> bool {
+    // Relaxed: written by init before the mutex is shared (the program's
+    // publication of the mutex orders it).
+    // SAFETY: forwarded.
+    let k = unsafe { kind_word(m) }.load(Ordering::Relaxed);
+    k > 0 && k & sys::MUTEX_KIND_GLIBC_FLAGS != 0
+}
+
+/// `m` as a klock mutex.
+///
+/// # Safety
+///
+/// `m` points to a live `pthread_mutex_t` that is not one of glibc's
+/// ([`is_glibc`]), valid for `'a`.
+#[inline]
+pub(crate) unsafe fn km<'a, S: SpinPolicy>(m: *mut pthread_mutex_t) -> &'a KMutex<S> {
+    // SAFETY: KMutex (20 bytes, align 4, all atomics) fits the 40-byte,
+    // 8-aligned object; every thread reaches it through shared references
+    // to atomics, which is how klock's locks are meant to be shared.
+    unsafe { &*m.cast::<KMutex<S>>() }
+}
+
+/// How an acquisition waits.
+#[derive(Clone, Copy)]
+enum How {
+    Block,
+    Try,
+    Until(clockid_t, *const timespec),
+}
+
+/// One acquisition of a klock mutex, with the statistics hooks.
+fn acquire<S: SpinPolicy>(m: *mut pthread_mutex_t, how: How) -> c_int {
+    // SAFETY: the caller (an entry point) checked `m` is non-null and not
+    // glibc's; pthread's contract makes it a live mutex.
+    let k = unsafe { km::<S>(m) };
+    let run = |how: How| match how {
+        How::Block => k.lock(),
+        How::Try => k.trylock(),
+        // SAFETY: `abstime` comes from the program, null or a timespec
+        // (core checks null).
+        How::Until(clock, abstime) => unsafe { k.timedlock(clock, abstime) },
+    };
+    if !stats::enabled() {
+        return run(how);
+    }
+    let first = k.trylock();
+    if first != EBUSY || matches!(how, How::Try) {
+        if first == 0 {
+            stats::acquired(m as usize, Family::Mutex, false, 0);
+        }
+        return first;
+    }
+    let t0 = klock::wait::now_ns();
+    let r = run(how);
+    if r == 0 {
+        stats::acquired(
+            m as usize,
+            Family::Mutex,
+            true,
+            klock::wait::now_ns().saturating_sub(t0),
+        );
+    }
+    r
+}
+
+fn unlock<S: SpinPolicy>(m: *mut pthread_mutex_t) -> c_int {
+    if stats::enabled() {
+        stats::released(m as usize, Family::Mutex);
+    }
+    // SAFETY: as in `acquire`.
+    unsafe { km::<S>(m) }.unlock()
+}
+
+fn destroy<S: SpinPolicy>(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: as in `acquire`.
+    unsafe { km::<S>(m) }.destroy()
+}
+
+/// Write a fresh klock mutex of `kind` over the whole object.
+fn init_klock<S: SpinPolicy>(m: *mut pthread_mutex_t, kind: Kind) {
+    // SAFETY: `m` is non-null (checked by the entry point) and, by
+    // pthread_mutex_init's contract, points to writable storage for a
+    // pthread_mutex_t that no other thread uses during init.
+    unsafe {
+        std::ptr::write_bytes(m.cast::<u8>(), 0, std::mem::size_of::<pthread_mutex_t>());
+        std::ptr::write(m.cast::<KMutex<S>>(), KMutex::new(kind));
+    }
+}
+
+/// Initialise `m` as a klock mutex of `kind` (for `mtx_init`).
+///
+/// # Safety
+///
+/// `m` is non-null and points to writable storage for a mutex.
+pub(crate) unsafe fn init_kind(m: *mut pthread_mutex_t, kind: Kind) {
+    by_mutex_variant!(init_klock(m, kind))
+}
+
+/// What an attribute object asks for.
+enum AttrKind {
+    Klock(Kind),
+    Glibc,
+}
+
+/// Read `attr` with glibc's own (not interposed) attribute getters.
+///
+/// # Safety
+///
+/// `attr` is non-null and points to an initialised attribute object.
+unsafe fn read_attr(attr: *const pthread_mutexattr_t) -> Result<AttrKind, c_int> {
+    let (mut ty, mut proto, mut robust, mut pshared) = (0, 0, 0, 0);
+    // SAFETY: caller's contract; the out-pointers are locals.
+    let bad = unsafe {
+        sys::pthread_mutexattr_gettype(attr, &mut ty) != 0
+            || sys::pthread_mutexattr_getprotocol(attr, &mut proto) != 0
+            || sys::pthread_mutexattr_getrobust(attr, &mut robust) != 0
+            || sys::pthread_mutexattr_getpshared(attr, &mut pshared) != 0
+    };
+    if bad {
+        return Err(EINVAL);
+    }
+    if proto != libc::PTHREAD_PRIO_NONE
+        || robust != libc::PTHREAD_MUTEX_STALLED
+        || pshared != libc::PTHREAD_PROCESS_PRIVATE
+    {
+        return Ok(AttrKind::Glibc);
+    }
+    Kind::from_raw(ty).map(AttrKind::Klock).ok_or(EINVAL)
+}
+
+/// Calls the real function, or answers for an unavailable one.
+macro_rules! call_real {
+    ($get:ident ( $($a:expr),* ), trivially_ok = $ok:expr) => {
+        match real::$get() {
+            // SAFETY: the real glibc function, called with the program's
+            // own arguments.
+            Ok(f) => unsafe { f($($a),*) },
+            Err(why) => real::unavailable(why, $ok),
+        }
+    };
+}
+pub(crate) use call_real;
+
+/// `pthread_mutex_init`: a klock mutex of the attribute's type, or glibc's
+/// for robust, PI, PP and process-shared attributes. EINVAL for a null
+/// mutex or a bad attribute.
+///
+/// # Safety
+///
+/// pthread's contract: `m` points to storage for a `pthread_mutex_t`,
+/// `attr` is null or an initialised attribute object.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_init(
+    m: *mut pthread_mutex_t,
+    attr: *const pthread_mutexattr_t,
+) -> c_int {
+    if m.is_null() {
+        return EINVAL;
+    }
+    let kind = if attr.is_null() {
+        Kind::Normal
+    } else {
+        // SAFETY: non-null attribute from the program.
+        match unsafe { read_attr(attr) } {
+            Ok(AttrKind::Klock(k)) => k,
+            Ok(AttrKind::Glibc) => return call_real!(mutex_init(m, attr), trivially_ok = true),
+            Err(e) => return e,
+        }
+    };
+    by_mutex_variant!(init_klock(m, kind));
+    0
+}
+
+/// `pthread_mutex_destroy`: EBUSY while locked; afterwards every operation
+/// is EINVAL until the next init (glibc's `__kind = -1`).
+///
+/// # Safety
+///
+/// pthread's contract: `m` is null or points to a mutex.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int {
+    if m.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null mutex from the program.
+    if unsafe { is_glibc(m) } {
+        return call_real!(mutex_destroy(m), trivially_ok = true);
+    }
+    by_mutex_variant!(destroy(m))
+}
+
+/// The dispatch shared by the acquisition entry points.
+///
+/// # Safety
+///
+/// `m` is non-null and points to a mutex.
+#[inline]
+unsafe fn acquire_entry(m: *mut pthread_mutex_t, how: How) -> c_int {
+    match config::get().mutex {
+        SleepVariant::Osq => acquire::<SpinOsq>(m, how),
+        SleepVariant::NoSpin => acquire::<SpinOff>(m, how),
+    }
+}
+
+/// `pthread_mutex_lock`. Normal: relocking by the holder deadlocks (as in
+/// glibc); recursive: counts; errorcheck: EDEADLK.
+///
+/// # Safety
+///
+/// pthread's contract: `m` is null or points to a mutex.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
+    if m.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null mutex from the program.
+    if unsafe { is_glibc(m) } {
+        return call_real!(mutex_lock(m), trivially_ok = true);
+    }
+    // SAFETY: checked above.
+    unsafe { acquire_entry(m, How::Block) }
+}
+
+/// `pthread_mutex_trylock`: EBUSY if held (a recursive holder relocks).
+///
+/// # Safety
+///
+/// pthread's contract: `m` is null or points to a mutex.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int {
+    if m.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null mutex from the program.
+    if unsafe { is_glibc(m) } {
+        return call_real!(mutex_trylock(m), trivially_ok = true);
+    }
+    // SAFETY: checked above.
+    unsafe { acquire_entry(m, How::Try) }
+}
+
+/// `pthread_mutex_timedlock`: until `abstime` on CLOCK_REALTIME
+/// (ETIMEDOUT; EINVAL for a bad `abstime` when the call would block).
+///
+/// # Safety
+///
+/// pthread's contract: `m` is null or points to a mutex; `abstime` is null
+/// or points to a timespec.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_timedlock(
+    m: *mut pthread_mutex_t,
+    abstime: *const timespec,
+) -> c_int {
+    if m.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null mutex from the program.
+    if unsafe { is_glibc(m) } {
+        return call_real!(mutex_timedlock(m, abstime), trivially_ok = true);
+    }
+    // SAFETY: checked above.
+    unsafe { acquire_entry(m, How::Until(CLOCK_REALTIME, abstime)) }
+}
+
+/// `pthread_mutex_clocklock`: as timedlock, on `clock` (CLOCK_REALTIME or
+/// CLOCK_MONOTONIC; EINVAL for any other).
+///
+/// # Safety
+///
+/// As for [`pthread_mutex_timedlock`].
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_clocklock(
+    m: *mut pthread_mutex_t,
+    clock: clockid_t,
+    abstime: *const timespec,
+) -> c_int {
+    if m.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null mutex from the program.
+    if unsafe { is_glibc(m) } {
+        return call_real!(mutex_clocklock(m, clock, abstime), trivially_ok = true);
+    }
+    if !klock_c::core::time::valid_clock(clock) {
+        // glibc checks the clock before anything else.
+        return EINVAL;
+    }
+    // SAFETY: checked above.
+    unsafe { acquire_entry(m, How::Until(clock, abstime)) }
+}
+
+/// `pthread_mutex_unlock`: EPERM if unlocked, or (recursive, errorcheck)
+/// not held by the caller. A normal mutex may be unlocked by any thread.
+///
+/// # Safety
+///
+/// pthread's contract: `m` is null or points to a mutex.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int {
+    if m.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null mutex from the program.
+    if unsafe { is_glibc(m) } {
+        return call_real!(mutex_unlock(m), trivially_ok = true);
+    }
+    by_mutex_variant!(unlock(m))
+}
+
+/// `pthread_mutex_consistent`: glibc's (EINVAL unless a robust mutex whose
+/// owner died, which only glibc's mutexes can be).
+///
+/// # Safety
+///
+/// pthread's contract.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_consistent(m: *mut pthread_mutex_t) -> c_int {
+    if m.is_null() {
+        return EINVAL;
+    }
+    call_real!(mutex_consistent(m), trivially_ok = false)
+}
+
+/// `pthread_mutex_getprioceiling`: glibc's (EINVAL unless a
+/// priority-protect mutex, which only glibc's mutexes can be).
+///
+/// # Safety
+///
+/// pthread's contract.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_getprioceiling(
+    m: *const pthread_mutex_t,
+    prioceiling: *mut c_int,
+) -> c_int {
+    if m.is_null() || prioceiling.is_null() {
+        return EINVAL;
+    }
+    call_real!(mutex_getprioceiling(m, prioceiling), trivially_ok = false)
+}
+
+/// `pthread_mutex_setprioceiling`: glibc's (see getprioceiling).
+///
+/// # Safety
+///
+/// pthread's contract.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_mutex_setprioceiling(
+    m: *mut pthread_mutex_t,
+    prioceiling: c_int,
+    old: *mut c_int,
+) -> c_int {
+    if m.is_null() {
+        return EINVAL;
+    }
+    call_real!(
+        mutex_setprioceiling(m, prioceiling, old),
+        trivially_ok = false
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_sits_at_glibc_kind_offset_for_both_variants() {
+        let mut m: pthread_mutex_t = unsafe { std::mem::zeroed() };
+        init_klock::<SpinOff>(&mut m, Kind::Recursive);
+        assert_eq!(unsafe { kind_word(&m) }.load(Ordering::Relaxed), 1);
+        init_klock::<SpinOsq>(&mut m, Kind::ErrorCheck);
+        assert_eq!(unsafe { kind_word(&m) }.load(Ordering::Relaxed), 2);
+        assert!(!unsafe { is_glibc(&m) });
+        unsafe { kind_word(&m) }.store(0x90, Ordering::Relaxed);
+        assert!(unsafe { is_glibc(&m) });
+        unsafe { kind_word(&m) }.store(-1, Ordering::Relaxed);
+        assert!(!unsafe { is_glibc(&m) });
+    }
+}

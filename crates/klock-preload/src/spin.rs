@@ -1,0 +1,352 @@
+//! `pthread_spin_*` on the 4-byte `pthread_spinlock_t`.
+//!
+//! # Default (`KLOCK_SPIN` unset or `tas`): glibc's word protocol
+//!
+//! glibc on x86_64 (2.36, disassembled): the word is 1 when free and 0 or
+//! below when held; `pthread_spin_init` and `pthread_spin_unlock` store 1;
+//! lock is `lock decl` (it got the lock iff the word went 1 -> 0), then
+//! spins on plain loads while the word is <= 0; trylock is a CAS 1 -> 0
+//! (EBUSY otherwise). We keep that protocol exactly (take = CAS 1 -> 0,
+//! release = store 1), so a process-shared spinlock keeps working between
+//! processes with and without the preload, and any thread or process may
+//! release it. Only the waiting changes: klock's bounded spin with
+//! exponential backoff (`KLOCK_TAS_BACKOFF_MIN_NS`/`_MAX_NS`) for
+//! `KLOCK_SPIN_NS`, then `sched_yield` between polls. No futex: a glibc
+//! unlocker in another process would never wake us.
+//!
+//! # `KLOCK_SPIN=unfair|pv|pvbase|native`: a klock queued spinlock
+//!
+//! The word is a [`RawQSpinLock`] (all zero = free, so init stores 0).
+//! Faster under contention and under overcommit (waiters queue; PV waiters
+//! sleep), but **process-private only**: its queue names per-process nodes.
+//! Initialising a process-shared spinlock in this mode prints a warning
+//! once. A PV unlock may owe a sleeping successor a wake-up (klock's
+//! "kick at unlock" token); pthread's unlock takes no token, so the locking
+//! thread keeps it in a small thread-local table keyed by the lock's
+//! address (POSIX: only the holder unlocks a spinlock). When the table is
+//! full (more than [`STASH`] such locks held at once), the lock is passed
+//! on and taken again instead, until it comes without a debt.
+
+use crate::config::{self, SpinVariant};
+use crate::stats::{self, Family};
+use klock::spin::{Native, Pv, PvBase, RawQSpinLock, Token, Unfair, WaitPolicy};
+use klock::wait::{Backoff, SpinBudget, spin_until, yield_now};
+use libc::{EBUSY, EINVAL, EPERM, c_int, pthread_spinlock_t};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+
+/// glibc's free value.
+const FREE: i32 = 1;
+/// glibc's taken value (after our CAS; glibc's own lockers may drive the
+/// word below 0 while they wait).
+const TAKEN: i32 = 0;
+
+const _: () = assert!(std::mem::size_of::<RawQSpinLock<Pv>>() == 4);
+
+/// The word as glibc sees it.
+///
+/// # Safety
+///
+/// `l` points to a live `pthread_spinlock_t`, valid for `'a`.
+#[inline]
+unsafe fn word<'a>(l: *mut pthread_spinlock_t) -> &'a AtomicI32 {
+    // SAFETY: a pthread_spinlock_t is an aligned int; glibc accesses it
+    // only atomically (and the program only through pthread_spin_*).
+    unsafe { &*l.cast::<AtomicI32>() }
+}
+
+/// The word as a klock queued spinlock.
+///
+/// # Safety
+///
+/// As for [`word`], in queued mode.
+#[inline]
+unsafe fn qs<'a, P: WaitPolicy>(l: *mut pthread_spinlock_t) -> &'a RawQSpinLock<P> {
+    // SAFETY: RawQSpinLock is a transparent AtomicU32: same size and
+    // alignment as the int.
+    unsafe { &*l.cast::<RawQSpinLock<P>>() }
+}
+
+// ---------------------------------------------------------------------------
+// glibc protocol
+// ---------------------------------------------------------------------------
+
+#[inline]
+fn g_try(w: &AtomicI32) -> bool {
+    // Acquire pairs with the Release store of the unlock (ours, or glibc's
+    // plain store, a release on x86_64 and an atomic release in its C code).
+    w.load(Ordering::Relaxed) == FREE
+        && w.compare_exchange(FREE, TAKEN, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+}
+
+#[cold]
+fn g_lock_slow(w: &AtomicI32) {
+    let t = klock::tune::get();
+    let mut backoff = Backoff::new(t.tas_backoff_min_ns, t.tas_backoff_max_ns);
+    let mut budget = SpinBudget::new(t.spin_ns);
+    // Relaxed polls (test before test-and-set); `g_try` acquires.
+    while !budget.expired() {
+        if backoff.wait_until(|| w.load(Ordering::Relaxed) > 0) && g_try(w) {
+            return;
+        }
+    }
+    // The holder may be descheduled: give the CPU away between polls.
+    loop {
+        yield_now();
+        let mut b = SpinBudget::new(t.tas_backoff_max_ns);
+        if spin_until(&mut b, || w.load(Ordering::Relaxed) > 0) && g_try(w) {
+            return;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Queued mode: the kick-at-unlock token table
+// ---------------------------------------------------------------------------
+
+/// Slots in the per-thread token table.
+pub const STASH: usize = 8;
+
+thread_local! {
+    /// (lock address, token) pairs of held queued spinlocks whose unlock
+    /// owes a wake-up; address 0 = empty. Const-initialised, no destructor.
+    static TOKENS: [Cell<(usize, Token)>; STASH] =
+        const { [const { Cell::new((0, Token::NONE)) }; STASH] };
+    /// Occupied slots (the unlock fast path checks only this).
+    static STASHED: Cell<u8> = const { Cell::new(0) };
+}
+
+/// Keep `t` for the unlock of `addr`; false if the table is full.
+fn stash_put(addr: usize, t: Token) -> bool {
+    TOKENS
+        .try_with(|slots| {
+            for s in slots {
+                if s.get().0 == 0 {
+                    s.set((addr, t));
+                    let _ = STASHED.try_with(|n| n.set(n.get() + 1));
+                    return true;
+                }
+            }
+            false
+        })
+        .unwrap_or(false)
+}
+
+/// The token kept for `addr`, if any.
+#[inline]
+fn stash_take(addr: usize) -> Token {
+    if STASHED.try_with(Cell::get).unwrap_or(0) == 0 {
+        return Token::NONE;
+    }
+    TOKENS
+        .try_with(|slots| {
+            for s in slots {
+                let (a, t) = s.get();
+                if a == addr {
+                    s.set((0, Token::NONE));
+                    let _ = STASHED.try_with(|n| n.set(n.get() - 1));
+                    return t;
+                }
+            }
+            Token::NONE
+        })
+        .unwrap_or(Token::NONE)
+}
+
+fn q_lock<P: WaitPolicy>(l: *mut pthread_spinlock_t) {
+    // SAFETY: the entry point checked `l` non-null; queued mode.
+    let q = unsafe { qs::<P>(l) };
+    loop {
+        let t = q.lock();
+        if t.is_none() || stash_put(l as usize, t) {
+            return;
+        }
+        // No room for the debt: pass the lock on (paying it) and retry.
+        // SAFETY: we hold the lock with token `t`.
+        unsafe { q.unlock(t) };
+        yield_now();
+    }
+}
+
+fn q_trylock<P: WaitPolicy>(l: *mut pthread_spinlock_t) -> bool {
+    // SAFETY: as in `q_lock`. A successful try_lock owes nothing
+    // (it never queues).
+    unsafe { qs::<P>(l) }.try_lock().is_some()
+}
+
+fn q_unlock<P: WaitPolicy>(l: *mut pthread_spinlock_t) -> c_int {
+    // SAFETY: as in `q_lock`.
+    let q = unsafe { qs::<P>(l) };
+    // The locked byte (bits 0-7): 0 = not held. Unlocking a free lock
+    // would corrupt the word: EPERM instead.
+    if q.word() & 0xff == 0 {
+        return EPERM;
+    }
+    let t = stash_take(l as usize);
+    // SAFETY: the lock is held (checked) and, by POSIX, by the caller,
+    // whose table held its token (if any).
+    unsafe { q.unlock(t) };
+    0
+}
+
+/// Calls `$f::<P>(args)` for the configured queued variant, `$g` in glibc mode.
+macro_rules! by_spin_variant {
+    ($glibc:expr, $f:ident ( $($a:expr),* )) => {
+        match config::get().spin {
+            SpinVariant::Glibc => $glibc,
+            SpinVariant::Unfair => $f::<Unfair>($($a),*),
+            SpinVariant::Pv => $f::<Pv>($($a),*),
+            SpinVariant::PvBase => $f::<PvBase>($($a),*),
+            SpinVariant::Native => $f::<Native>($($a),*),
+        }
+    };
+}
+
+static WARNED_PSHARED: AtomicBool = AtomicBool::new(false);
+
+// ---------------------------------------------------------------------------
+// Entry points
+// ---------------------------------------------------------------------------
+
+/// `pthread_spin_init`: a free lock (glibc mode: 1; queued mode: 0).
+///
+/// # Safety
+///
+/// pthread's contract: `l` points to storage for a spinlock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_spin_init(l: *mut pthread_spinlock_t, pshared: c_int) -> c_int {
+    if l.is_null() {
+        return EINVAL;
+    }
+    let queued = config::get().spin != SpinVariant::Glibc;
+    if queued
+        && pshared != libc::PTHREAD_PROCESS_PRIVATE
+        // Relaxed: only decides who prints.
+        && !WARNED_PSHARED.swap(true, Ordering::Relaxed)
+    {
+        let mut line = crate::config::Line::new();
+        line.push(
+            b"klock-preload: KLOCK_SPIN selects a queued spinlock, which is process-private \
+              only; a PTHREAD_PROCESS_SHARED spinlock will not work across processes \
+              (unset KLOCK_SPIN for glibc-compatible spinlocks)\n",
+        );
+        line.emit();
+    }
+    // Relaxed: init happens before the lock is shared (the program
+    // publishes it).
+    // SAFETY: non-null storage for a spinlock.
+    unsafe { word(l) }.store(if queued { 0 } else { FREE }, Ordering::Relaxed);
+    0
+}
+
+/// `pthread_spin_destroy`: nothing to release (as in glibc).
+///
+/// # Safety
+///
+/// pthread's contract.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_spin_destroy(l: *mut pthread_spinlock_t) -> c_int {
+    if l.is_null() { EINVAL } else { 0 }
+}
+
+/// `pthread_spin_lock`.
+///
+/// # Safety
+///
+/// pthread's contract: `l` is null or points to an initialised spinlock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_spin_lock(l: *mut pthread_spinlock_t) -> c_int {
+    if l.is_null() {
+        return EINVAL;
+    }
+    let on = stats::enabled();
+    // SAFETY: non-null spinlock from the program.
+    if on && unsafe { pthread_spin_trylock(l) } == 0 {
+        return 0;
+    }
+    let t0 = if on { klock::wait::now_ns() } else { 0 };
+    by_spin_variant!(
+        {
+            // SAFETY: non-null spinlock from the program, glibc mode.
+            let w = unsafe { word(l) };
+            if !g_try(w) {
+                g_lock_slow(w);
+            }
+        },
+        q_lock(l)
+    );
+    if on {
+        let waited = klock::wait::now_ns().saturating_sub(t0);
+        stats::acquired(l as usize, Family::Spin, true, waited);
+    }
+    0
+}
+
+/// `pthread_spin_trylock`: EBUSY if held.
+///
+/// # Safety
+///
+/// pthread's contract: `l` is null or points to an initialised spinlock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_spin_trylock(l: *mut pthread_spinlock_t) -> c_int {
+    if l.is_null() {
+        return EINVAL;
+    }
+    // SAFETY: non-null spinlock from the program, glibc mode.
+    let got = by_spin_variant!(g_try(unsafe { word(l) }), q_trylock(l));
+    if !got {
+        return EBUSY;
+    }
+    if stats::enabled() {
+        stats::acquired(l as usize, Family::Spin, false, 0);
+    }
+    0
+}
+
+/// `pthread_spin_unlock`. glibc mode: store 1 (any thread or process may
+/// release, as with glibc). Queued mode: EPERM if the lock is free.
+///
+/// # Safety
+///
+/// pthread's contract: `l` is null or points to an initialised spinlock.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_spin_unlock(l: *mut pthread_spinlock_t) -> c_int {
+    if l.is_null() {
+        return EINVAL;
+    }
+    if stats::enabled() {
+        stats::released(l as usize, Family::Spin);
+    }
+    by_spin_variant!(
+        {
+            // Release pairs with the Acquire CAS of the next locker (ours
+            // or glibc's `lock decl`, a full barrier).
+            // SAFETY: non-null spinlock from the program, glibc mode.
+            unsafe { word(l) }.store(FREE, Ordering::Release);
+            0
+        },
+        q_unlock(l)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stash_keeps_tokens_per_address() {
+        assert_eq!(stash_take(0x1000), Token::NONE);
+        // Token::NONE is the only token constructible here; a stored NONE
+        // still occupies its slot until taken.
+        for i in 0..STASH {
+            assert!(stash_put(0x1000 + i * 8, Token::NONE));
+        }
+        assert!(!stash_put(0x9000, Token::NONE));
+        assert_eq!(STASHED.with(Cell::get) as usize, STASH);
+        for i in 0..STASH {
+            let _ = stash_take(0x1000 + i * 8);
+        }
+        assert_eq!(STASHED.with(Cell::get), 0);
+    }
+}

@@ -1,0 +1,60 @@
+//! glibc declarations the `libc` crate does not carry (or not for this
+//! target), and the glibc layout facts the interposer relies on, each
+//! verified on glibc 2.36 / x86_64 with a C program (`offsetof`, and the
+//! `__kind`/`__wrefs`/`__shared` values real initialisation writes).
+
+use libc::{c_int, clockid_t, pthread_condattr_t, pthread_mutexattr_t, pthread_rwlockattr_t};
+
+/// `PTHREAD_CANCEL_DISABLE` (glibc: 1).
+pub const PTHREAD_CANCEL_DISABLE: c_int = 1;
+
+/// `pthread_mutex_t.__kind` (offset 16) flag bits of the mutexes passed to
+/// glibc: robust 0x10, priority-inherit 0x20, priority-protect 0x40,
+/// process-shared 0x80 (a robust mutex shows 0x90: glibc also sets the
+/// pshared bit). klock's kinds are 0..=3, and -1 is "destroyed".
+pub const MUTEX_KIND_GLIBC_FLAGS: i32 = 0x10 | 0x20 | 0x40 | 0x80;
+/// Offset of `pthread_mutex_t.__kind`.
+pub const MUTEX_KIND_OFFSET: usize = 16;
+/// Offset of `pthread_cond_t.__wrefs` (u32): bit 0 = process-shared (set by
+/// glibc's init, kept by every glibc operation, which moves `__wrefs` in
+/// steps of 8), bit 1 = CLOCK_MONOTONIC. klock's `KCond` ends at 24.
+pub const COND_WREFS_OFFSET: usize = 36;
+/// `__wrefs` bit of a process-shared condvar.
+pub const COND_WREFS_PSHARED: u32 = 1;
+/// Offset of `pthread_rwlock_t.__shared` (i32, nonzero = process-shared;
+/// written by glibc's init only). klock's `KRwLock` ends at 20.
+pub const RWLOCK_SHARED_OFFSET: usize = 28;
+
+const _: () = assert!(std::mem::size_of::<libc::pthread_mutex_t>() == 40);
+const _: () = assert!(std::mem::size_of::<libc::pthread_cond_t>() == 48);
+const _: () = assert!(std::mem::size_of::<libc::pthread_rwlock_t>() == 56);
+const _: () = assert!(std::mem::size_of::<libc::pthread_spinlock_t>() == 4);
+
+unsafe extern "C" {
+    pub fn pthread_setcancelstate(state: c_int, oldstate: *mut c_int) -> c_int;
+    pub fn pthread_mutexattr_gettype(attr: *const pthread_mutexattr_t, kind: *mut c_int) -> c_int;
+    pub fn pthread_mutexattr_getprotocol(
+        attr: *const pthread_mutexattr_t,
+        protocol: *mut c_int,
+    ) -> c_int;
+    pub fn pthread_mutexattr_getrobust(
+        attr: *const pthread_mutexattr_t,
+        robust: *mut c_int,
+    ) -> c_int;
+    pub fn pthread_mutexattr_getpshared(
+        attr: *const pthread_mutexattr_t,
+        pshared: *mut c_int,
+    ) -> c_int;
+    pub fn pthread_condattr_getclock(
+        attr: *const pthread_condattr_t,
+        clock: *mut clockid_t,
+    ) -> c_int;
+    pub fn pthread_condattr_getpshared(
+        attr: *const pthread_condattr_t,
+        pshared: *mut c_int,
+    ) -> c_int;
+    pub fn pthread_rwlockattr_getpshared(
+        attr: *const pthread_rwlockattr_t,
+        pshared: *mut c_int,
+    ) -> c_int;
+}
