@@ -952,6 +952,26 @@ struct LiveStacks<'a> {
     own_base: usize,
     /// Base address of the main program (symbolized from /proc/self/exe).
     main_base: usize,
+    /// The main program's path (`readlink /proc/self/exe`; empty if unknown), shown
+    /// instead of the loader's name for it (`argv[0]`).
+    exe: &'a [u8],
+}
+
+/// `readlink("/proc/self/exe")` into `buf`; the bytes written (empty on failure).
+fn self_exe(buf: &mut [u8]) -> &[u8] {
+    // SAFETY: a NUL-terminated path and a writable buffer of buf.len() bytes.
+    let n = unsafe {
+        libc::readlink(
+            c"/proc/self/exe".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n > 0 && (n as usize) < buf.len() {
+        &buf[..n as usize]
+    } else {
+        &[]
+    }
 }
 
 fn dl_info(addr: usize) -> Option<libc::Dl_info> {
@@ -977,12 +997,13 @@ impl StackSource for LiveStacks<'_> {
         let base = info.dli_fbase as usize;
         // A return address: look up the call instruction's byte.
         let pc = addr.saturating_sub(1);
-        let fname = cstr_bytes(info.dli_fname);
-        let path: &[u8] = if base == self.main_base {
-            b"/proc/self/exe\0"
+        let main = base == self.main_base;
+        let fname = if main && !self.exe.is_empty() {
+            self.exe
         } else {
-            fname
+            cstr_bytes(info.dli_fname)
         };
+        let path: &[u8] = if main { b"/proc/self/exe\0" } else { fname };
         let mut found = false;
         if !path.is_empty() {
             found = elf_symbolize(path, base, pc, out);
@@ -1154,8 +1175,12 @@ fn elf_lookup(data: &[u8], base: usize, pc: usize) -> Option<(usize, usize, usiz
 
 /// 0 = off, 1 = report, 2 = report with stacks. Set last by `init`.
 static LEVEL: AtomicU8 = AtomicU8::new(0);
-/// 0 = not initialised, 1 = initialising, 2 = done.
+/// 0 = not initialised, 1 = initialising, 2 = done with statistics off, 3 = done
+/// with statistics on.
 static INIT: AtomicU8 = AtomicU8::new(0);
+const INIT_BUSY: u8 = 1;
+const INIT_OFF: u8 = 2;
+const INIT_ON: u8 = 3;
 static FLUSHED: AtomicBool = AtomicBool::new(false);
 static TABLE: Table = Table::new();
 static START_NS: AtomicU64 = AtomicU64::new(0);
@@ -1171,8 +1196,9 @@ static STDERR_INO: AtomicU64 = AtomicU64::new(0);
 
 /// `KLOCK_STATS_FILE`, copied at init (the program may change its environment).
 struct PathCell(UnsafeCell<[u8; 4096]>);
-// SAFETY: written only by `configure` before INIT becomes 2 (Release) and read only
-// after an Acquire load of INIT == 2 (in `flush`).
+// SAFETY: written only by `configure` while it owns INIT == INIT_BUSY, before the
+// Release store of INIT_ON, and read only after an Acquire load of INIT == INIT_ON
+// (in `flush`); INIT never leaves INIT_ON.
 unsafe impl Sync for PathCell {}
 static STATS_FILE: PathCell = PathCell(UnsafeCell::new([0; 4096]));
 
@@ -1302,6 +1328,7 @@ fn fd_identity(fd: libc::c_int) -> Option<(u64, u64)> {
 }
 
 /// Reads the configuration from the environment, once (later calls do nothing).
+/// The interposer calls it from its constructor and lazily from its entry points.
 /// With statistics on: maps the table, registers [`flush`] with `atexit` and a
 /// `fork` child handler, and (level 2) warms up `backtrace()` so its one-time
 /// `dlopen` of libgcc_s does not happen inside a lock.
@@ -1309,18 +1336,27 @@ pub fn init() {
     configure(&Config::from_env());
 }
 
-/// [`init`] with an explicit configuration (tests, embedders). Only the first call
-/// of either has an effect; returns whether statistics are on afterwards.
+/// [`init`] with an explicit configuration (tests, embedders). The first call of
+/// either decides, except that a configuration turning statistics on may follow one
+/// that left them off (an interposer entry point may have called [`init`] with
+/// `KLOCK_STATS` unset first). Returns whether statistics are on afterwards.
 pub fn configure(cfg: &Config<'_>) -> bool {
     // Acquire/Relaxed: only elects the initialiser; publication is by the Release
-    // store of INIT below.
-    if INIT.compare_exchange(0, 1, Acquire, Relaxed).is_err() {
+    // store of INIT below. From INIT_OFF nothing was published that we overwrite.
+    let won = INIT
+        .compare_exchange(0, INIT_BUSY, Acquire, Relaxed)
+        .is_ok()
+        || (cfg.level > 0
+            && INIT
+                .compare_exchange(INIT_OFF, INIT_BUSY, Acquire, Relaxed)
+                .is_ok());
+    if !won {
         return enabled();
     }
     if cfg.level > 0 {
         if let Some(f) = cfg.file {
-            // SAFETY: INIT == 1: we are the only writer and no reader runs before
-            // INIT == 2 (see PathCell).
+            // SAFETY: INIT == INIT_BUSY: we are the only writer and no reader runs
+            // before INIT == INIT_ON (see PathCell).
             let dst = unsafe { &mut *STATS_FILE.0.get() };
             let n = f.len().min(dst.len() - 1);
             dst[..n].copy_from_slice(&f[..n]);
@@ -1355,9 +1391,10 @@ pub fn configure(cfg: &Config<'_>) -> bool {
             warn(b"klock-stats: cannot map the statistics table; statistics are off\n");
         }
     }
+    let on = enabled();
     // Release: pairs with the Acquire load in `flush` (the file path and settings).
-    INIT.store(2, Release);
-    enabled()
+    INIT.store(if on { INIT_ON } else { INIT_OFF }, Release);
+    on
 }
 
 extern "C" fn at_exit() {
@@ -1444,7 +1481,7 @@ pub fn released(addr: usize, f: Family) {
 /// exit and from the `_exit`/`_Exit` wrappers). No-op when statistics are off.
 pub fn flush() {
     // Acquire: pairs with the Release store in `configure` (path, settings, table).
-    if INIT.load(Acquire) != 2 || !enabled() {
+    if INIT.load(Acquire) != INIT_ON {
         return;
     }
     // SAFETY: getpid has no preconditions.
@@ -1511,10 +1548,12 @@ pub fn report_into(w: &mut Buf<'_>) {
         let phdr = unsafe { libc::getauxval(libc::AT_PHDR) } as usize;
         dl_info(phdr).map_or(0, |i| i.dli_fbase as usize)
     };
+    let mut exe = [0u8; 4096];
     let mut src = LiveStacks {
         table: &TABLE,
         own_base: dl_info(flush as *const () as usize).map_or(0, |i| i.dli_fbase as usize),
         main_base,
+        exe: self_exe(&mut exe),
     };
     format_report(w, &h, &totals, &top[..n], &mut src);
 }
@@ -1522,7 +1561,7 @@ pub fn report_into(w: &mut Buf<'_>) {
 /// Writes `bytes` to `KLOCK_STATS_FILE` (appending; `%p` = pid) or to fd 2 if it is
 /// still the file it was at init.
 fn emit(bytes: &[u8]) {
-    // SAFETY: read-only after INIT == 2 (Acquire in `flush`).
+    // SAFETY: read-only after INIT == INIT_ON (Acquire in `flush`).
     let path = unsafe { &*STATS_FILE.0.get() };
     if path[0] != 0 {
         let mut p = [0u8; 4096 + 16];
@@ -1916,6 +1955,7 @@ mod tests {
         let mut src = LiveStacks {
             table: &TABLE,
             own_base: 1, // nothing is dropped
+            exe: b"/the/exe",
             main_base: {
                 // SAFETY: no preconditions.
                 let phdr = unsafe { libc::getauxval(libc::AT_PHDR) } as usize;
@@ -1927,6 +1967,9 @@ mod tests {
         src.symbolize(addr, &mut w);
         let s = String::from_utf8_lossy(w.bytes()).into_owned();
         assert!(s.contains("probe_target"), "{s}");
+        assert!(s.ends_with("(/the/exe)"), "the main program's path: {s}");
+        let mut b = [0u8; 4096];
+        assert!(self_exe(&mut b).starts_with(b"/"));
     }
 
     /// The one test that touches the process-wide state: configure, count, flush

@@ -227,7 +227,6 @@ fn check_report(r: &str, level2: bool) {
 }
 
 #[test]
-#[ignore = "needs the interposer's lock wrappers calling the stats hooks (not wired yet)"]
 fn stats_report_to_stderr_file_and_after_exit() {
     let d = scratch("stats");
     let Some(exe) = compile(&d) else { return };
