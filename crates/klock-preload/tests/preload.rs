@@ -1,0 +1,122 @@
+//! The C/C++ test programs in `tests/c/` under the interposer.
+//!
+//! Every `*.c` / `*.cpp` file there is a self-checking program: it exits 0
+//! and prints a `PASS` line on stdout on success, and exits non-zero with a
+//! `FAIL ...` message on stderr otherwise. Each test here compiles one of
+//! them (`gcc`/`g++ -O2 -Wall -Wextra -Werror -pthread`, C++ with
+//! `-std=c++17`; binaries under `CARGO_TARGET_TMPDIR`) and runs it twice
+//! under a 60 s watchdog: plain (glibc's own locks, which validates the
+//! program itself) and with `LD_PRELOAD=<target>/<profile>/libklock_preload.so`.
+//!
+//! Load-check contract (see `tests/common/mod.rs`): preloaded runs set
+//! `KLOCK_PRELOAD_CHECK=1`, and the interposer must then print the line
+//! `klock-preload: active` to stderr when it is loaded. A preloaded run
+//! without that line fails, so a silently not-loaded interposer cannot pass.
+//!
+//! A missing gcc/g++ is a failure (CI installs them; see `tests/packages.txt`).
+
+mod common;
+
+use common::{Mode, RUN_TIMEOUT};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn source_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join("c")
+}
+
+fn is_program(p: &Path) -> bool {
+    matches!(p.extension().and_then(|e| e.to_str()), Some("c" | "cpp"))
+}
+
+/// Compiles `tests/c/<file>` and runs it plain and preloaded.
+fn check_program(file: &str) {
+    let src = source_dir().join(file);
+    assert!(src.is_file(), "{} is missing", src.display());
+    let stem = Path::new(file).file_stem().unwrap().to_string_lossy();
+    let bin = common::tmp_subdir("bin").join(format!("{stem}-{}", std::process::id()));
+    if let Err(e) = common::compile(&src, &bin, &[]) {
+        panic!("{file}: {e}");
+    }
+
+    let mut failures = Vec::new();
+    for mode in Mode::BOTH {
+        let r = common::run(&mut Command::new(&bin), mode, RUN_TIMEOUT);
+        let problem = if !r.success() {
+            Some(match mode {
+                Mode::Plain => "failed WITHOUT the interposer (plain glibc): the test \
+                                program itself is wrong"
+                    .to_string(),
+                Mode::Preload => "failed under the interposer".to_string(),
+            })
+        } else if !r.stdout.contains("PASS") {
+            Some(format!(
+                "exited 0 without printing its PASS line ({})",
+                mode.name()
+            ))
+        } else {
+            mode.check_marker(&r.stderr).err()
+        };
+        if let Some(p) = problem {
+            failures.push(r.report(&format!("{file}: {p}")));
+        }
+    }
+    if let Some(last) = failures.last_mut() {
+        last.push_str(&format!("\n(binary kept for debugging: {})", bin.display()));
+    } else {
+        let _ = std::fs::remove_file(&bin);
+    }
+    common::finish(file, failures);
+}
+
+macro_rules! c_programs {
+    ($($test:ident => $file:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                check_program($file);
+            }
+        )*
+
+        /// Every program in tests/c, as listed above.
+        const LISTED: &[&str] = &[$($file),*];
+    };
+}
+
+c_programs! {
+    c11_threads => "c11_threads.c",
+    cancel_condwait => "cancel_condwait.c",
+    cond_basic => "cond_basic.c",
+    cxx_sync => "cxx_sync.cpp",
+    destroy_after_broadcast => "destroy_after_broadcast.c",
+    exit_from_thread => "exit_from_thread.c",
+    exit_while_blocked => "exit_while_blocked.c",
+    fork => "fork.c",
+    mutex_attrs => "mutex_attrs.c",
+    mutex_types => "mutex_types.c",
+    nonowner_unlock => "nonowner_unlock.c",
+    rwlock => "rwlock.c",
+    small_stack => "small_stack.c",
+    spin => "spin.c",
+    timed => "timed.c",
+}
+
+/// A program added to tests/c must also get a test above (and vice versa).
+#[test]
+fn every_program_has_a_test() {
+    let mut found: Vec<String> = std::fs::read_dir(source_dir())
+        .expect("read tests/c")
+        .map(|e| e.expect("dir entry").path())
+        .filter(|p| is_program(p))
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    let mut listed: Vec<String> = LISTED.iter().map(|s| s.to_string()).collect();
+    listed.sort();
+    assert_eq!(
+        found, listed,
+        "tests/c and the c_programs! list in tests/preload.rs differ"
+    );
+}
