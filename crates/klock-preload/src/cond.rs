@@ -253,11 +253,10 @@ unsafe extern "C" fn wait_begin<S: SpinPolicy>(
 ) -> c_int {
     // SAFETY: caller's contract.
     let (cv, mx) = unsafe { (kc::<S>(c.cast()), mutex::km::<S>(m.cast())) };
-    // klock panics (before unlocking anything) if the condvar is in use
-    // with another mutex at the same time: undefined in POSIX, EINVAL here.
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cv.begin(mx)));
-    match r {
-        Ok(Ok(w)) => {
+    // Core answers EINVAL when the condvar is in use with another mutex at
+    // the same time (undefined in POSIX), before unlocking anything.
+    match cv.begin(mx) {
+        Ok(w) => {
             // SAFETY: caller's contract: room and alignment for a Wait
             // (asserted above), uninitialised before.
             unsafe { std::ptr::write(ticket.cast::<Wait>(), w) };
@@ -266,8 +265,7 @@ unsafe extern "C" fn wait_begin<S: SpinPolicy>(
             }
             0
         }
-        Ok(Err(e)) => e,
-        Err(_) => EINVAL,
+        Err(e) => e,
     }
 }
 
