@@ -4,8 +4,9 @@
 //! klockrun [--stats[=1|2]] [--stats-file FILE] [--mutex V] [--rwlock V] [--spin V] [--] PROG [ARGS...]
 //! ```
 //!
-//! Finds `libklock_preload.so` next to its own executable (the same cargo target
-//! directory), or in `../lib`, or at `$KLOCK_PRELOAD_LIB`; prepends it to
+//! Finds `libklock_preload.so` next to its own executable or in its `deps/` (the
+//! same cargo target directory; the newer of the two), or in `../lib`, or at
+//! `$KLOCK_PRELOAD_LIB`; prepends it to
 //! `LD_PRELOAD` (keeping what is there); sets `KLOCK_STATS`, `KLOCK_STATS_FILE`,
 //! `KLOCK_MUTEX`, `KLOCK_RWLOCK`, `KLOCK_SPIN` from the flags given (unset flags leave
 //! the environment alone); then `exec`s PROG, so its exit status and signals pass
@@ -153,8 +154,19 @@ fn parse(args: &[OsString]) -> Result<Opts, String> {
     Ok(o)
 }
 
-/// Where the preload library is: `$KLOCK_PRELOAD_LIB`, else next to `exe`, else in
-/// `exe`'s `../lib`.
+/// The newest existing file among `cands` (by modification time).
+fn newest(cands: &[PathBuf]) -> Option<PathBuf> {
+    cands
+        .iter()
+        .filter_map(|p| Some((p.metadata().ok()?.modified().ok()?, p)))
+        .max_by_key(|(t, _)| *t)
+        .map(|(_, p)| p.clone())
+}
+
+/// Where the preload library is: `$KLOCK_PRELOAD_LIB`; else next to `exe` or in
+/// its `deps/` (the newer of the two: when cargo builds the library only as a
+/// dependency, e.g. for `cargo test`, the fresh copy is in `deps/` and the one next
+/// to the binaries may be stale or missing); else in `exe`'s `../lib`.
 fn find_lib(exe: Option<&Path>, env: Option<OsString>) -> Result<PathBuf, String> {
     if let Some(p) = env.filter(|p| !p.is_empty()) {
         let p = PathBuf::from(p);
@@ -169,12 +181,17 @@ fn find_lib(exe: Option<&Path>, env: Option<OsString>) -> Result<PathBuf, String
     }
     let mut tried = Vec::new();
     if let Some(dir) = exe.and_then(Path::parent) {
-        for cand in [dir.join(LIB), dir.join("../lib").join(LIB)] {
-            if cand.is_file() {
-                return Ok(std::fs::canonicalize(&cand).unwrap_or(cand));
-            }
-            tried.push(cand.to_string_lossy().into_owned());
+        let near = [dir.join(LIB), dir.join("deps").join(LIB)];
+        let installed = dir.join("../lib").join(LIB);
+        let found = newest(&near).or_else(|| installed.is_file().then(|| installed.clone()));
+        if let Some(p) = found {
+            return Ok(std::fs::canonicalize(&p).unwrap_or(p));
         }
+        tried.extend(
+            near.iter()
+                .chain([&installed])
+                .map(|p| p.to_string_lossy().into_owned()),
+        );
     }
     Err(format!(
         "cannot find {LIB} (tried: {}); build it with `cargo build --release -p klock-preload` \
@@ -339,6 +356,22 @@ mod tests {
             preload_value(lib, Some(OsStr::new("/a.so:/x/libklock_preload.so"))),
             OsString::from("/a.so:/x/libklock_preload.so")
         );
+    }
+
+    #[test]
+    fn library_lookup_prefers_the_newest_build() {
+        let d = std::env::temp_dir().join(format!("klockrun-lookup-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("deps")).unwrap();
+        let exe = d.join("klockrun");
+        std::fs::write(d.join("deps").join(LIB), b"new").unwrap();
+        let old = std::fs::File::create(d.join(LIB)).unwrap();
+        old.set_modified(std::time::SystemTime::UNIX_EPOCH).unwrap();
+        let got = find_lib(Some(&exe), None).unwrap();
+        assert!(got.ends_with(format!("deps/{LIB}")), "{}", got.display());
+        std::fs::remove_file(d.join("deps").join(LIB)).unwrap();
+        assert!(find_lib(Some(&exe), None).unwrap().ends_with(LIB));
+        let _ = std::fs::remove_dir_all(&d);
     }
 
     #[test]

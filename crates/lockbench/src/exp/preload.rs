@@ -136,7 +136,8 @@ pub struct PreloadArgs {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub runs: u32,
     /// The interposer; default: $KLOCK_PRELOAD_LIB, else libklock_preload.so next to
-    /// lockbench, else built with `cargo build --release -p klock-preload`.
+    /// lockbench (or in its deps/, the newer), else built with
+    /// `cargo build --release -p klock-preload`.
     #[arg(long, value_name = "PATH")]
     pub lib: Option<PathBuf>,
     /// Write the records as a lockbench JSON report to FILE (`lockbench render` makes
@@ -244,8 +245,13 @@ pub fn find_lib(explicit: Option<&Path>) -> Result<PathBuf, CliError> {
         .ok()
         .and_then(|e| e.parent().map(Path::to_path_buf))
     {
-        let p = dir.join(LIB);
-        if p.is_file() {
+        // Next to lockbench, or in deps/ when cargo built the library only as a
+        // dependency (then the copy next to lockbench may be stale): the newer.
+        let newest = [dir.join(LIB), dir.join("deps").join(LIB)]
+            .into_iter()
+            .filter_map(|p| Some((p.metadata().ok()?.modified().ok()?, p)))
+            .max_by_key(|(t, _)| *t);
+        if let Some((_, p)) = newest {
             return Ok(p);
         }
     }
