@@ -399,7 +399,7 @@ mod imp {
     fn register_report() {
         static ONCE: std::sync::Once = std::sync::Once::new();
         ONCE.call_once(|| {
-            if crate::tune::get().stats_report == 1 {
+            if crate::tune::get().stats_report != 0 {
                 // SAFETY: registering a plain extern "C" fn with no captured
                 // state; it only reads the global counters.
                 unsafe { libc::atexit(report_at_exit) };

@@ -24,7 +24,7 @@
 //! | `KLOCK_MUTEX_SPIN_NS` | [`Tunables::mutex_spin_ns`] | 20000 | 0..=10000000 | mutex: optimistic spinning budget |
 //! | `KLOCK_MUTEX_SPIN` | [`Tunables::mutex_spin`] | 1 | 0..=1 | mutex: optimistic spinning on (1) / off (0) |
 //! | `KLOCK_SPIN` | [`Tunables::spin_kind`] | `unfair` | `native`, `pv`, `pvbase`, `unfair`, `ticket`, `pvticket`, `tas` | variant behind the runtime-selected spinlock |
-//! | `KLOCK_STATS` | [`Tunables::stats_report`] | 0 | 0..=1 | print the lock-event report at exit (feature `stats`) |
+//! | `KLOCK_STATS` | [`Tunables::stats_report`] | 0 | 0..=2 | print the lock-event report at exit (feature `stats`; 2 is the interposer's level with call stacks, the same here) |
 //! | `KLOCK_MUTEX_SPIN_MAX_NS` | [`Tunables::mutex_spin_max_ns`] | 200000 | 0..=100000000 | mutex: cap on one spinning episode |
 //! | `KLOCK_OSQ_STALE_NS` | [`Tunables::osq_stale_ns`] | 50000 | 0..=100000000 | OSQ: predecessor heartbeat age that looks descheduled (0 = off) |
 //! | `KLOCK_MUTEX_MAX_SPINNERS` | [`Tunables::mutex_max_spinners`] | 0 | 0..=4096 | mutex: most concurrent spinners (0 = effective CPUs - 1) |
@@ -468,8 +468,10 @@ tunables! {
     // ---- add new mutex tunables above this line -----------------------------
     // ---- reporting ---------------------------------------------------------
     /// `KLOCK_STATS`: print the lock-event report to stderr at process exit
+    /// (any non-zero value; the interposer's per-lock report reads the same
+    /// variable and gives 2 a meaning of its own: call stacks)
     /// (only with the `stats` feature).
-    stats_report: u32 = 0, "KLOCK_STATS", 0..=1;
+    stats_report: u32 = 0, "KLOCK_STATS", 0..=2;
     // ---- testing (feature `chaos`) -----------------------------------------
     /// `KLOCK_CHAOS_PERMILLE`: feature `chaos` only: how many of 1000 passes
     /// through a marked preemption window inject a delay (a yield, or one time
