@@ -20,6 +20,8 @@
 //! semantics themselves (kinds, recursion, EDEADLK/EPERM, deadlines) come
 //! from `klock_c::core`. See `docs/preload.md`.
 
+#![warn(missing_docs)]
+
 pub mod c11;
 pub mod cond;
 pub mod config;

@@ -31,28 +31,36 @@ const _: () = assert!(std::mem::size_of::<libc::pthread_rwlock_t>() == 56);
 const _: () = assert!(std::mem::size_of::<libc::pthread_spinlock_t>() == 4);
 
 unsafe extern "C" {
+    /// `pthread_setcancelstate(3)`.
     pub fn pthread_setcancelstate(state: c_int, oldstate: *mut c_int) -> c_int;
+    /// `pthread_mutexattr_gettype(3)` (glibc's, not interposed).
     pub fn pthread_mutexattr_gettype(attr: *const pthread_mutexattr_t, kind: *mut c_int) -> c_int;
+    /// `pthread_mutexattr_getprotocol(3)`.
     pub fn pthread_mutexattr_getprotocol(
         attr: *const pthread_mutexattr_t,
         protocol: *mut c_int,
     ) -> c_int;
+    /// `pthread_mutexattr_getrobust(3)`.
     pub fn pthread_mutexattr_getrobust(
         attr: *const pthread_mutexattr_t,
         robust: *mut c_int,
     ) -> c_int;
+    /// `pthread_mutexattr_getpshared(3)`.
     pub fn pthread_mutexattr_getpshared(
         attr: *const pthread_mutexattr_t,
         pshared: *mut c_int,
     ) -> c_int;
+    /// `pthread_condattr_getclock(3)`.
     pub fn pthread_condattr_getclock(
         attr: *const pthread_condattr_t,
         clock: *mut clockid_t,
     ) -> c_int;
+    /// `pthread_condattr_getpshared(3)`.
     pub fn pthread_condattr_getpshared(
         attr: *const pthread_condattr_t,
         pshared: *mut c_int,
     ) -> c_int;
+    /// `pthread_rwlockattr_getpshared(3)`.
     pub fn pthread_rwlockattr_getpshared(
         attr: *const pthread_rwlockattr_t,
         pshared: *mut c_int,
