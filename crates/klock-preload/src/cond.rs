@@ -351,88 +351,148 @@ pub(crate) enum Timeout {
     Clock(clockid_t, *const timespec),
 }
 
-/// The klock deadline of a wait (`Ok(None)`: untimed), or EINVAL.
-fn deadline<S: SpinPolicy>(c: *mut pthread_cond_t, t: Timeout) -> Result<Option<u64>, c_int> {
-    // SAFETY (all three): `abstime` is the program's, null or a timespec
-    // (core checks null); `c` is a klock condvar (entry point).
-    match t {
-        Timeout::None => Ok(None),
-        Timeout::CondClock(abstime) => {
-            let clock = unsafe { kc::<S>(c) }.clock();
-            unsafe { time::deadline(clock, abstime) }.map(Some)
-        }
-        Timeout::Clock(clock, abstime) => unsafe { time::deadline(clock, abstime) }.map(Some),
-    }
+/// Where a wait goes, decided by [`plan`].
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Plan {
+    /// One of the `ROUTE_*` values.
+    route: c_int,
+    /// `ROUTE_ERROR`: the errno value.
+    err: c_int,
+    /// Klock routes: 1 if `deadline` applies.
+    timed: c_int,
+    /// Klock routes: the deadline in klock time.
+    deadline: u64,
+    /// Statistics on: the wait's start time, else 0.
+    t0: u64,
 }
 
-/// A klock wait. No value with a destructor is live across the C call
-/// (a cancellation unwinds through this frame).
+const ROUTE_OSQ: c_int = 0;
+const ROUTE_NOSPIN: c_int = 1;
+const ROUTE_GLIBC: c_int = 2;
+const ROUTE_ERROR: c_int = 3;
+
+/// Timeout kinds as plain integers for [`plan`].
+const T_NONE: c_int = 0;
+const T_COND_CLOCK: c_int = 1;
+const T_CLOCK: c_int = 2;
+
+/// Everything a wait decides before it sleeps: validation, routing,
+/// deadline. `extern "C"`: the exported waits are `C-unwind` (cancellation
+/// unwinds through them), so the Rust work they do lives in non-unwinding
+/// functions, where a panic aborts instead of unwinding into C.
 ///
 /// # Safety
 ///
-/// `c` and `m` are non-null, klock's, live.
-#[inline(always)]
-unsafe fn wait_klock<S: SpinPolicy>(
+/// pthread's contract for the wait functions (`c`, `m`, `abstime` null or
+/// valid).
+unsafe extern "C" fn plan(
     c: *mut pthread_cond_t,
     m: *mut pthread_mutex_t,
-    t: Timeout,
-    ops: &'static WaitOps,
-) -> c_int {
-    let d = match deadline::<S>(c, t) {
-        Ok(d) => d,
-        Err(e) => return e,
+    tkind: c_int,
+    clock: clockid_t,
+    abstime: *const timespec,
+) -> Plan {
+    let mut p = Plan {
+        route: ROUTE_ERROR,
+        err: EINVAL,
+        timed: 0,
+        deadline: 0,
+        t0: 0,
     };
-    let t0 = stats::enabled().then(klock::wait::now_ns);
-    // SAFETY: `ops` matches the variant `S` of both objects; the C side
-    // follows the begin/sleep_word/end protocol (see c/condwait.c).
-    let r = unsafe {
-        klock_preload_cond_wait(
-            ops,
-            c.cast(),
-            m.cast(),
-            d.is_some() as c_int,
-            d.unwrap_or(0),
-        )
+    if c.is_null() || m.is_null() {
+        return p;
+    }
+    // SAFETY: non-null objects from the program.
+    let (cg, mg) = unsafe { (is_glibc(c), mutex::is_glibc(m)) };
+    match (cg, mg) {
+        (true, true) => {
+            p.route = ROUTE_GLIBC;
+            return p;
+        }
+        (false, false) => {}
+        // glibc's condvar cannot use klock's mutex, nor the other way round.
+        _ => return p,
+    }
+    let route = match crate::config::get().mutex {
+        crate::config::SleepVariant::Osq => ROUTE_OSQ,
+        crate::config::SleepVariant::NoSpin => ROUTE_NOSPIN,
     };
-    if let Some(t0) = t0 {
+    let clock = match tkind {
+        T_NONE => None,
+        T_COND_CLOCK => Some(match route {
+            // SAFETY: a klock condvar (checked above).
+            ROUTE_OSQ => unsafe { kc::<SpinOsq>(c) }.clock(),
+            _ => unsafe { kc::<SpinOff>(c) }.clock(),
+        }),
+        _ => Some(clock),
+    };
+    if let Some(clock) = clock {
+        // SAFETY: `abstime` from the program, null or a timespec (checked
+        // for null by core).
+        match unsafe { time::deadline(clock, abstime) } {
+            Ok(d) => {
+                p.timed = 1;
+                p.deadline = d;
+            }
+            Err(e) => {
+                p.err = e;
+                return p;
+            }
+        }
+    }
+    if stats::enabled() {
+        p.t0 = klock::wait::now_ns().max(1);
+    }
+    p.route = route;
+    p
+}
+
+/// After a klock wait returned normally: the condvar statistics.
+extern "C" fn finish(c: *mut pthread_cond_t, r: c_int, t0: u64) {
+    if t0 != 0 {
         let waited = klock::wait::now_ns().saturating_sub(t0);
         stats::acquired(c as usize, Family::Cond, r == ETIMEDOUT, waited);
     }
-    r
 }
 
-/// The common wait: routes glibc pairs to glibc, rejects mixed pairs.
+/// The common wait. Nothing with a destructor is live here and every Rust
+/// step runs in an `extern "C"` helper: a cancellation may unwind through
+/// this frame (out of the C sleep, after its cleanup re-locked the mutex,
+/// or out of glibc's own wait).
 ///
 /// # Safety
 ///
 /// pthread's contract for the wait functions.
 #[inline(always)]
 pub(crate) unsafe fn wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, t: Timeout) -> c_int {
-    if c.is_null() || m.is_null() {
-        return EINVAL;
-    }
-    // SAFETY: non-null objects from the program.
-    let (cg, mg) = unsafe { (is_glibc(c), mutex::is_glibc(m)) };
-    match (cg, mg) {
-        (false, false) => match crate::config::get().mutex {
-            // SAFETY: both klock's, checked above.
-            crate::config::SleepVariant::Osq => unsafe { wait_klock::<SpinOsq>(c, m, t, &OPS_OSQ) },
-            crate::config::SleepVariant::NoSpin => unsafe {
-                wait_klock::<SpinOff>(c, m, t, &OPS_NOSPIN)
-            },
-        },
-        (true, true) => match t {
-            Timeout::None => call_real!(cond_wait(c, m), trivially_ok = false),
-            Timeout::CondClock(abstime) => {
-                call_real!(cond_timedwait(c, m, abstime), trivially_ok = false)
-            }
-            Timeout::Clock(clock, abstime) => {
-                call_real!(cond_clockwait(c, m, clock, abstime), trivially_ok = false)
-            }
-        },
-        // glibc's condvar cannot use klock's mutex, nor the other way round.
-        _ => EINVAL,
-    }
+    let (tkind, clock, abstime) = match t {
+        Timeout::None => (T_NONE, CLOCK_REALTIME, std::ptr::null()),
+        Timeout::CondClock(a) => (T_COND_CLOCK, CLOCK_REALTIME, a),
+        Timeout::Clock(k, a) => (T_CLOCK, k, a),
+    };
+    // SAFETY: forwarded contract.
+    let p = unsafe { plan(c, m, tkind, clock, abstime) };
+    let ops: &'static WaitOps = match p.route {
+        ROUTE_OSQ => &OPS_OSQ,
+        ROUTE_NOSPIN => &OPS_NOSPIN,
+        ROUTE_GLIBC => {
+            return match t {
+                Timeout::None => call_real!(cond_wait(c, m), trivially_ok = false),
+                Timeout::CondClock(a) => call_real!(cond_timedwait(c, m, a), trivially_ok = false),
+                Timeout::Clock(k, a) => {
+                    call_real!(cond_clockwait(c, m, k, a), trivially_ok = false)
+                }
+            };
+        }
+        _ => return p.err,
+    };
+    // SAFETY: `plan` checked both objects are klock's and chose `ops` for
+    // their variant; the C side follows the begin/sleep_word/end protocol
+    // (see c/condwait.c).
+    let r = unsafe { klock_preload_cond_wait(ops, c.cast(), m.cast(), p.timed, p.deadline) };
+    finish(c, r, p.t0);
+    r
 }
 
 /// `pthread_cond_wait`: unlock `m`, wait for a signal, re-lock. EPERM if
