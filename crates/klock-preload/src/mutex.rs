@@ -99,6 +99,7 @@ enum How {
 }
 
 /// One acquisition of a klock mutex, with the statistics hooks.
+#[inline(always)]
 fn acquire<S: SpinPolicy>(m: *mut pthread_mutex_t, how: How) -> c_int {
     // SAFETY: the caller (an entry point) checked `m` is non-null and not
     // glibc's; pthread's contract makes it a live mutex.
@@ -113,6 +114,19 @@ fn acquire<S: SpinPolicy>(m: *mut pthread_mutex_t, how: How) -> c_int {
     if !stats::enabled() {
         return run(how);
     }
+    acquire_counted(m, k, how, run)
+}
+
+/// [`acquire`] with statistics on: a first try tells contended from not,
+/// and the wait is timed.
+#[cold]
+#[inline(never)]
+fn acquire_counted<S: SpinPolicy>(
+    m: *mut pthread_mutex_t,
+    k: &KMutex<S>,
+    how: How,
+    run: impl Fn(How) -> c_int,
+) -> c_int {
     let first = k.trylock();
     if first != EBUSY || matches!(how, How::Try) {
         if first == 0 {
@@ -133,6 +147,7 @@ fn acquire<S: SpinPolicy>(m: *mut pthread_mutex_t, how: How) -> c_int {
     r
 }
 
+#[inline(always)]
 fn unlock<S: SpinPolicy>(m: *mut pthread_mutex_t) -> c_int {
     if stats::enabled() {
         stats::released(m as usize, Family::Mutex);
@@ -264,7 +279,7 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int
 /// # Safety
 ///
 /// `m` is non-null and points to a mutex.
-#[inline]
+#[inline(always)]
 unsafe fn acquire_entry(m: *mut pthread_mutex_t, how: How) -> c_int {
     match config::get().mutex {
         SleepVariant::Osq => acquire::<SpinOsq>(m, how),

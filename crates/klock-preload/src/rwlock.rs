@@ -85,10 +85,20 @@ enum How {
     Until(clockid_t, *const timespec),
 }
 
+#[inline(always)]
 fn acquire<S: SpinPolicy>(l: *mut pthread_rwlock_t, op: Op) -> c_int {
     // SAFETY: the entry point checked `l` non-null and klock's.
     let k = unsafe { kr::<S>(l) };
-    let run = |op: Op| match op {
+    if !stats::enabled() {
+        return run(k, op);
+    }
+    acquire_counted(l, k, op)
+}
+
+/// One klock operation.
+#[inline(always)]
+fn run<S: SpinPolicy>(k: &KRwLock<S>, op: Op) -> c_int {
+    match op {
         Op::Read(How::Block) => k.rdlock(),
         Op::Read(How::Try) => k.tryrdlock(),
         // SAFETY: `abstime` from the program, null or a timespec.
@@ -97,15 +107,19 @@ fn acquire<S: SpinPolicy>(l: *mut pthread_rwlock_t, op: Op) -> c_int {
         Op::Write(How::Try) => k.trywrlock(),
         // SAFETY: as above.
         Op::Write(How::Until(c, t)) => unsafe { k.timedwrlock(c, t) },
-    };
-    if !stats::enabled() {
-        return run(op);
     }
+}
+
+/// [`acquire`] with statistics on: a first try tells contended from not,
+/// and the wait is timed.
+#[cold]
+#[inline(never)]
+fn acquire_counted<S: SpinPolicy>(l: *mut pthread_rwlock_t, k: &KRwLock<S>, op: Op) -> c_int {
     let (fam, try_op, is_try) = match op {
         Op::Read(h) => (Family::RwRead, Op::Read(How::Try), matches!(h, How::Try)),
         Op::Write(h) => (Family::RwWrite, Op::Write(How::Try), matches!(h, How::Try)),
     };
-    let first = run(try_op);
+    let first = run(k, try_op);
     if first != EBUSY || is_try {
         if first == 0 {
             stats::acquired(l as usize, fam, false, 0);
@@ -113,7 +127,7 @@ fn acquire<S: SpinPolicy>(l: *mut pthread_rwlock_t, op: Op) -> c_int {
         return first;
     }
     let t0 = klock::wait::now_ns();
-    let r = run(op);
+    let r = run(k, op);
     if r == 0 {
         let waited = klock::wait::now_ns().saturating_sub(t0);
         stats::acquired(l as usize, fam, true, waited);
@@ -121,6 +135,7 @@ fn acquire<S: SpinPolicy>(l: *mut pthread_rwlock_t, op: Op) -> c_int {
     r
 }
 
+#[inline(always)]
 fn unlock<S: SpinPolicy>(l: *mut pthread_rwlock_t) -> c_int {
     // SAFETY: as in `acquire`.
     let k = unsafe { kr::<S>(l) };
