@@ -13,6 +13,15 @@
 //! `klock-preload: active` to stderr when it is loaded. A preloaded run
 //! without that line fails, so a silently not-loaded interposer cannot pass.
 //!
+//! The programs that leave through `_exit` or through `exit` with threads
+//! blocked (`STATS_PROGRAMS`) get a third, preloaded run with
+//! `KLOCK_STATS=1` and `KLOCK_STATS_FILE`, and must leave a statistics
+//! report (docs/preload.md, "Statistics").
+//!
+//! Other interposer variables (`KLOCK_MUTEX`, `KLOCK_RWLOCK`, `KLOCK_SPIN`)
+//! are passed through from the environment, so the whole suite can be run
+//! against a variant, e.g. `KLOCK_MUTEX=nospin cargo test -p klock-preload`.
+//!
 //! A missing gcc/g++ is a failure (CI installs them; see `tests/packages.txt`).
 
 mod common;
@@ -63,12 +72,85 @@ fn check_program(file: &str) {
             failures.push(r.report(&format!("{file}: {p}")));
         }
     }
+    if STATS_PROGRAMS.contains(&file)
+        && let Err(e) = check_stats_flush(file, &bin)
+    {
+        failures.push(e);
+    }
     if let Some(last) = failures.last_mut() {
         last.push_str(&format!("\n(binary kept for debugging: {})", bin.display()));
     } else {
         let _ = std::fs::remove_file(&bin);
     }
     common::finish(file, failures);
+}
+
+/// Programs that leave through `_exit` (from a thread) or `exit` with threads
+/// blocked in locks: the interposer's statistics (`KLOCK_STATS=1`, see
+/// docs/preload.md) must still be written on these paths.
+const STATS_PROGRAMS: &[&str] = &["exit_from_thread.c", "exit_while_blocked.c"];
+
+/// One more preloaded run with `KLOCK_STATS=1` and `KLOCK_STATS_FILE`: the
+/// program must pass as before, and a report with a positive acquisition
+/// count must have been written (`klock-stats: <exe> (pid N) | ... | <n>
+/// acquisitions, ...`).
+fn check_stats_flush(file: &str, bin: &Path) -> Result<(), String> {
+    let dir = common::tmp_subdir("stats");
+    let prefix = format!(
+        "{}-{}-",
+        Path::new(file).file_stem().unwrap().to_string_lossy(),
+        std::process::id()
+    );
+    let mut cmd = Command::new(bin);
+    cmd.env("KLOCK_STATS", "1")
+        .env("KLOCK_STATS_FILE", dir.join(format!("{prefix}%p.txt")));
+    let r = common::run(&mut cmd, Mode::Preload, RUN_TIMEOUT);
+    let what = format!(
+        "{file} with KLOCK_STATS=1 KLOCK_STATS_FILE={}/{prefix}%p.txt",
+        dir.display()
+    );
+    if !r.success() || !r.stdout.contains("PASS") {
+        return Err(r.report(&format!("{what}: failed")));
+    }
+    let reports: Vec<(PathBuf, String)> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("read {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&prefix))
+        })
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            (p, text)
+        })
+        .collect();
+    for (p, _) in &reports {
+        let _ = std::fs::remove_file(p);
+    }
+    let acquisitions = |text: &str| -> Option<u64> {
+        let first = text.lines().find(|l| l.starts_with("klock-stats:"))?;
+        let before = &first[..first.find(" acquisitions")?];
+        let n = before.rsplit(['|', ' ']).find(|t| !t.is_empty())?;
+        n.replace(',', "").parse().ok()
+    };
+    match reports.as_slice() {
+        [] => Err(r.report(&format!(
+            "{what}: no statistics report was written (exit path not flushed?)"
+        ))),
+        [(p, text)] => match acquisitions(text) {
+            Some(n) if n > 0 => Ok(()),
+            _ => Err(r.report(&format!(
+                "{what}: report {} has no positive acquisition count:\n{}",
+                p.display(),
+                common::tail(text, 10)
+            ))),
+        },
+        many => Err(r.report(&format!(
+            "{what}: {} reports for one process: {:?}",
+            many.len(),
+            many.iter().map(|(p, _)| p).collect::<Vec<_>>()
+        ))),
+    }
 }
 
 macro_rules! c_programs {

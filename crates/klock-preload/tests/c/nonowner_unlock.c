@@ -6,7 +6,7 @@
 #include "common.h"
 #include <stdatomic.h>
 
-#define ROUNDS 20000
+#define ROUNDS 5000
 
 /* ---- 1. the simplest case ---------------------------------------------- */
 
