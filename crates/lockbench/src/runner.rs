@@ -226,7 +226,16 @@ fn worker<L: BenchLock>(
         lat,
         usage,
     };
-    ctl.results.lock().unwrap_or_else(|e| e.into_inner())[idx] = Some(r);
+    // A worker detached after a collapse finishes after the main thread took the
+    // results: its slot is gone and its result is dropped.
+    if let Some(slot) = ctl
+        .results
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get_mut(idx)
+    {
+        *slot = Some(r);
+    }
     // Release: publishes our result (and our counter writes) to the main thread's
     // Acquire load of `done`.
     ctl.done.fetch_add(1, Ordering::Release);

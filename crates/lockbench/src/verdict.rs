@@ -73,6 +73,14 @@ pub const FAMILIES: &[Family] = &[
         kind: Some(LockKind::RwLock),
         spinning_peers: false,
     },
+    Family {
+        name: "preload",
+        api: "LD_PRELOAD=libklock_preload.so",
+        default: "klock_preload",
+        variants: &[],
+        kind: None,
+        spinning_peers: true,
+    },
 ];
 
 /// Whether `lock` is one of klock's (default or variant).
@@ -170,6 +178,12 @@ pub fn samples(report: &Report) -> Vec<Sample> {
                     r.runs_mops.iter().map(|m| 1e3 / m.max(1e-12)).collect(),
                     false,
                     "ns/op",
+                ),
+                None if r.experiment == "preload" => (
+                    r.throughput_mops,
+                    r.runs_mops.clone(),
+                    true,
+                    "M/s (program's metric)",
                 ),
                 None => (r.throughput_mops, r.runs_mops.clone(), true, "Mops/s"),
             };

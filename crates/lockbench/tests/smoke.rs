@@ -177,7 +177,9 @@ fn html_report_is_self_contained_and_balanced() {
     assert_eq!(
         html.matches("http://").count(),
         html.matches("xmlns=\"http://www.w3.org/2000/svg\"").count()
-            + html.matches("xmlns=\"http://www.w3.org/1999/xhtml\"").count(),
+            + html
+                .matches("xmlns=\"http://www.w3.org/1999/xhtml\"")
+                .count(),
         "the only URLs are the SVG and XHTML namespaces"
     );
     assert!(!html.contains("<script"), "no scripts");

@@ -314,8 +314,17 @@ pub fn cells(runs: &[FioRun], locks: &[String], threads: &[usize]) -> Vec<FioCel
     v
 }
 
-/// The tables: MB/s (median) per lock × threads, the spread, and the seed's numbers.
+/// The tables as terminal text: MB/s (median) per lock × threads, the spread, and
+/// the seed's numbers.
 pub fn render(cells: &[FioCell], locks: &[String], threads: &[usize], a: &FioArgs) -> String {
+    tables(cells, locks, threads, a)
+        .iter()
+        .map(Table::to_text)
+        .collect()
+}
+
+/// The tables of [`render`].
+pub fn tables(cells: &[FioCell], locks: &[String], threads: &[usize], a: &FioArgs) -> Vec<Table> {
     let mut header = vec!["lock".to_string()];
     header.extend(threads.iter().map(|t| format!("T={t}")));
     let get = |l: &str, t: usize| cells.iter().find(|c| c.lock == l && c.threads == t);
@@ -346,8 +355,6 @@ pub fn render(cells: &[FioCell], locks: &[String], threads: &[usize], a: &FioArg
         bw.rows.push(r1);
         sp.rows.push(r2);
     }
-    let mut s = bw.to_text();
-    s.push_str(&sp.to_text());
     let mut seed = Table {
         title: "seed 003, 2-socket 36-core, 4.14: fio randrw, 36 threads, xfs on a ramdisk (quoted for shape, not measured here)".into(),
         header: vec!["kernel".into(), "MB/s".into()],
@@ -360,8 +367,7 @@ pub fn render(cells: &[FioCell], locks: &[String], threads: &[usize], a: &FioArg
         "patched / unpatched".into(),
         format!("{:.1}x", SEED[0].1 / SEED[1].1),
     ]);
-    s.push_str(&seed.to_text());
-    s
+    vec![bw, sp, seed]
 }
 
 fn to_csv(runs: &[FioRun]) -> String {
@@ -401,19 +407,22 @@ pub fn select(names: &[String]) -> Result<Vec<(&'static str, FioFn)>, CliError> 
     Ok(v)
 }
 
-/// Runs `lockbench fio`; returns the exit status.
-pub fn run(a: &FioArgs) -> Result<i32, CliError> {
+/// Planned progress units of a whole `fio` run.
+pub fn planned_units(a: &FioArgs) -> u64 {
+    (a.runs as usize * a.threads.0.len() * a.locks.len()) as u64
+        * crate::progress::run_units(Duration::from_secs_f64(a.duration))
+}
+
+/// Runs every (lock, threads) `--runs` times, interleaved; progress on `prog`.
+pub fn measure(a: &FioArgs, prog: &crate::progress::Progress) -> Result<Vec<FioRun>, CliError> {
     let locks = select(&a.locks)?;
-    let names: Vec<String> = locks.iter().map(|l| l.0.to_string()).collect();
     let mut gate = GateConfig::from_env();
     if a.no_idle_gate {
         gate.enabled = false;
     }
     let file = Arc::new(FileBuf::new(a.file_mib as usize));
-    let progress = !a.quiet && crate::sys::stderr_is_tty();
-    let total = a.runs as usize * a.threads.0.len() * locks.len();
     let mut runs: Vec<FioRun> = Vec::new();
-    for _ in 0..a.runs {
+    for rep in 0..a.runs {
         for &t in &a.threads.0 {
             for (name, f) in &locks {
                 wait_idle(&gate);
@@ -429,15 +438,104 @@ pub fn run(a: &FioArgs) -> Result<i32, CliError> {
                 noise.stop();
                 r.lock = name.to_string();
                 runs.push(r);
-                if progress {
-                    eprint!("\r\x1b[2K{}/{} fio {name} T={t}", runs.len(), total);
-                }
+                prog.inc(
+                    crate::progress::run_units(Duration::from_secs_f64(a.duration)),
+                    &format!("fio {name} T={t} run {}/{}", rep + 1, a.runs),
+                );
             }
         }
     }
-    if progress {
-        eprintln!("\r\x1b[2K");
+    Ok(runs)
+}
+
+/// Verdict samples: MB/s per lock and thread count.
+pub fn samples(
+    runs: &[FioRun],
+    locks: &[String],
+    threads: &[usize],
+) -> Vec<crate::verdict::Sample> {
+    let mut v = Vec::new();
+    for l in locks {
+        for &t in threads {
+            let m: Vec<f64> = runs
+                .iter()
+                .filter(|r| &r.lock == l && r.threads == t)
+                .map(|r| r.mbps)
+                .collect();
+            if m.is_empty() {
+                continue;
+            }
+            v.push(crate::verdict::Sample {
+                scenario: "fio randrw".into(),
+                point: format!("T={t}"),
+                order: t,
+                lock: l.clone(),
+                median: median(&m),
+                runs: m,
+                higher_better: true,
+                unit: "MB/s".into(),
+            });
+        }
     }
+    v
+}
+
+/// The report section: the tables (with the seed's result) and MB/s against threads.
+pub fn section(runs: &[FioRun], locks: &[String], a: &FioArgs) -> crate::table::Section {
+    let threads = &a.threads.0;
+    let ss = samples(runs, locks, threads);
+    let x_labels: Vec<String> = threads.iter().map(|t| t.to_string()).collect();
+    let charts = crate::html::groups(locks)
+        .iter()
+        .map(|g| {
+            crate::chart::line(&crate::chart::LineChart {
+                title: format!("fio randrw: {}", g.title),
+                x_desc: "threads".into(),
+                y_desc: "MB/s (median, bars: runs' min-max)".into(),
+                x_labels: x_labels.clone(),
+                series: g
+                    .locks
+                    .iter()
+                    .zip(crate::html::styles(&g.locks))
+                    .map(|(l, st)| crate::chart::Series {
+                        name: l.clone(),
+                        points: threads
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(i, t)| {
+                                ss.iter()
+                                    .find(|s| &s.lock == l && s.order == *t)
+                                    .map(|s| (i, crate::chart::Value::with_runs(s.median, &s.runs)))
+                            })
+                            .collect(),
+                        bold: crate::verdict::family_of_default(l).is_some(),
+                        style: st,
+                    })
+                    .collect(),
+                scale: crate::chart::Scale::Auto,
+            })
+        })
+        .collect();
+    crate::table::Section {
+        title: "fio (seed 003): randrw on an in-memory file behind one rw lock".into(),
+        notes: vec![format!(
+            "{} KiB I/Os at random offsets, {}% reads, {} MiB file, {} s windows. The seed's figure is a 36-thread fio job on xfs on a ramdisk: compare the ratio between locks, not MB/s.",
+            BLOCK / 1024,
+            a.read_pct,
+            a.file_mib,
+            a.duration
+        )],
+        tables: tables(&cells(runs, locks, threads), locks, threads, a),
+        charts,
+    }
+}
+
+/// Runs `lockbench fio`; returns the exit status.
+pub fn run(a: &FioArgs) -> Result<i32, CliError> {
+    let names: Vec<String> = select(&a.locks)?.iter().map(|l| l.0.to_string()).collect();
+    let prog = crate::progress::Progress::new(planned_units(a), !a.quiet);
+    let runs = measure(a, &prog)?;
+    prog.finish();
     let cs = cells(&runs, &names, &a.threads.0);
     let m = crate::sys::Machine::probe();
     super::out(&format!(

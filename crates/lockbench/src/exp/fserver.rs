@@ -98,6 +98,9 @@ pub struct FserverArgs {
     /// Disable the idle gate (same as LOCKBENCH_NO_IDLE_GATE=1).
     #[arg(long)]
     pub no_idle_gate: bool,
+    /// No progress output.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// File contents: a block and a version; `busy` detects two holders.
@@ -367,8 +370,16 @@ fn pct(ns: u64, users: usize, elapsed: Duration) -> f64 {
     100.0 * ns as f64 / (users as f64 * elapsed.as_nanos().max(1) as f64)
 }
 
-/// Runs `lockbench fserver`; returns the exit status.
-pub fn run(args: &FserverArgs) -> Result<i32, CliError> {
+/// Planned progress units of a whole `fserver` run.
+pub fn planned_units(args: &FserverArgs) -> u64 {
+    args.runs as u64
+        * args.users.0.len() as u64
+        * args.locks.len() as u64
+        * crate::progress::run_units(Duration::from_secs_f64(args.duration))
+}
+
+/// Validates the arguments and runs every configuration; progress on `prog`.
+pub fn measure(args: &FserverArgs, prog: &crate::progress::Progress) -> Result<FsReport, CliError> {
     let allowed: Vec<&str> = VARIANTS.iter().map(|v| v.0).collect();
     for l in &args.locks {
         if !allowed.contains(&l.as_str()) {
@@ -394,7 +405,7 @@ pub fn run(args: &FserverArgs) -> Result<i32, CliError> {
         runs: Vec::new(),
     };
     let noise = (args.noise > 0).then(|| Noise::start(args.noise as usize));
-    for _ in 0..args.runs {
+    for rep in 0..args.runs {
         for &users in &args.users.0 {
             for lock in &args.locks {
                 wait_idle(&gate);
@@ -428,12 +439,24 @@ pub fn run(args: &FserverArgs) -> Result<i32, CliError> {
                         Vec::new()
                     },
                 });
+                prog.inc(
+                    crate::progress::run_units(Duration::from_secs_f64(args.duration)),
+                    &format!("fserver {lock} users={users} run {}/{}", rep + 1, args.runs),
+                );
             }
         }
     }
     if let Some(n) = noise {
         n.stop();
     }
+    Ok(report)
+}
+
+/// Runs `lockbench fserver`; returns the exit status.
+pub fn run(args: &FserverArgs) -> Result<i32, CliError> {
+    let prog = crate::progress::Progress::new(planned_units(args), !args.quiet);
+    let report = measure(args, &prog)?;
+    prog.finish();
     super::out(&render(&report, &args.locks, &args.users.0));
     if let Some(p) = &args.json {
         let j = serde_json::to_string_pretty(&report)
@@ -447,6 +470,81 @@ pub fn run(args: &FserverArgs) -> Result<i32, CliError> {
     }
     Ok(0)
 }
+
+/// Seed 004's JPM table (8-node 80-core Westmere, 3.7.10): configuration, user
+/// range, mean JPM without the patches, with patch 1 (MCS queue), with patches 1&2
+/// (queued spinning), % change 1 -> 1&2.
+pub const SEED_JPM: &[(&str, &str, u64, u64, u64, &str)] = &[
+    (
+        "8 nodes, HT off",
+        "1100-2000",
+        227_972,
+        227_237,
+        305_043,
+        "+34.2%",
+    ),
+    (
+        "4 nodes, HT off",
+        "1100-2000",
+        393_503,
+        381_558,
+        394_650,
+        "+3.4%",
+    ),
+    (
+        "2 nodes, HT off",
+        "1100-2000",
+        334_957,
+        325_240,
+        338_853,
+        "+4.2%",
+    ),
+    (
+        "1 node, HT off",
+        "1100-2000",
+        198_141,
+        197_972,
+        198_075,
+        "+0.1%",
+    ),
+    (
+        "8 nodes, HT off",
+        "200-1000",
+        282_325,
+        312_870,
+        332_185,
+        "+6.2%",
+    ),
+    (
+        "4 nodes, HT off",
+        "200-1000",
+        390_698,
+        378_279,
+        393_419,
+        "+4.0%",
+    ),
+    (
+        "2 nodes, HT off",
+        "200-1000",
+        336_986,
+        326_543,
+        340_260,
+        "+4.2%",
+    ),
+    (
+        "1 node, HT off",
+        "200-1000",
+        197_588,
+        197_622,
+        197_582,
+        "0.0%",
+    ),
+];
+
+/// Seed 004's perf profile at 1500 users, 8 nodes, patches 1&2: % time in the tree
+/// rwlock (`__read_lock_failed` + `__write_lock_failed`), `mutex_spin_on_owner`,
+/// `mspin_lock`, `__mutex_lock_slowpath`.
+pub const SEED_PROFILE: [&str; 4] = ["36.65% (29.14 + 7.51)", "2.33%", "9.90%", "0.14%"];
 
 fn med(
     report: &FsReport,
@@ -464,8 +562,25 @@ fn med(
 }
 
 /// Render the tables: JPM per users, the OSQ ablation, and the contention
-/// profile at the largest user count.
+/// profile at the largest user count (as terminal text).
 pub fn render(report: &FsReport, locks: &[String], users: &[usize]) -> String {
+    let mut s: String = tables(report, locks, users)
+        .iter()
+        .map(Table::to_text)
+        .collect();
+    if !cfg!(feature = "stats") {
+        s.push_str(
+            "\n(contention profile: build with `--features stats` to get the share of time in lock slow paths)\n",
+        );
+    }
+    s
+}
+
+/// The tables: JPM per users, the OSQ ablation beside the seed's % change, the tree
+/// lock's effect, the contention profile (stats builds) beside the seed's perf
+/// profile, and the seed's own JPM table.
+pub fn tables(report: &FsReport, locks: &[String], users: &[usize]) -> Vec<Table> {
+    let mut out = Vec::new();
     let mut header = vec!["lock".to_string()];
     header.extend(users.iter().map(|u| format!("users={u}")));
     let mut t = Table {
@@ -485,7 +600,7 @@ pub fn render(report: &FsReport, locks: &[String], users: &[usize]) -> String {
         }
         t.rows.push(row);
     }
-    let mut s = t.to_text();
+    out.push(t);
     if locks.iter().any(|l| l == "klock_mutex") && locks.iter().any(|l| l == "klock_mutex_noqueue")
     {
         let mut a = Table {
@@ -494,6 +609,8 @@ pub fn render(report: &FsReport, locks: &[String], users: &[usize]) -> String {
             header: header.clone(),
             rows: Vec::new(),
         };
+        a.header
+            .push("seed 004: % change 1 -> 1&2, 8 nodes (1100-2000 / 200-1000 users)".into());
         let mut row = vec!["OSQ vs noqueue".to_string()];
         for &u in users {
             let x = med(report, "klock_mutex", u, |r| Some(r.jpm));
@@ -503,8 +620,9 @@ pub fn render(report: &FsReport, locks: &[String], users: &[usize]) -> String {
                 _ => "-".into(),
             });
         }
+        row.push("+34.2% / +6.2%".into());
         a.rows.push(row);
-        s.push_str(&a.to_text());
+        out.push(a);
     }
     if locks.iter().any(|l| l == "klock_mutex") && locks.iter().any(|l| l == "klock_mutex_pltree") {
         let mut a = Table {
@@ -523,7 +641,7 @@ pub fn render(report: &FsReport, locks: &[String], users: &[usize]) -> String {
             });
         }
         a.rows.push(row);
-        s.push_str(&a.to_text());
+        out.push(a);
     }
     let umax = users.iter().copied().max().unwrap_or(1);
     if cfg!(feature = "stats") {
@@ -533,6 +651,9 @@ pub fn render(report: &FsReport, locks: &[String], users: &[usize]) -> String {
             ),
             header: std::iter::once("where (kernel name in seed 004)".to_string())
                 .chain(locks.iter().cloned())
+                .chain(std::iter::once(
+                    "seed 004, 1500 users, patches 1&2".to_string(),
+                ))
                 .collect(),
             rows: Vec::new(),
         };
@@ -549,20 +670,123 @@ pub fn render(report: &FsReport, locks: &[String], users: &[usize]) -> String {
                 r.slowpath_pct
             }),
         ];
-        for (name, f) in rows {
+        for (k, (name, f)) in rows.into_iter().enumerate() {
             let mut row = vec![name.to_string()];
             for l in locks {
                 row.push(med(report, l, umax, f).map_or("n/a".into(), |x| format!("{x:.2}%")));
             }
+            row.push(SEED_PROFILE[k].to_string());
             p.rows.push(row);
         }
-        s.push_str(&p.to_text());
-    } else {
-        s.push_str(
-            "\n(contention profile: build with `--features stats` to get the share of time in lock slow paths)\n",
-        );
+        out.push(p);
     }
-    s
+    out.push(Table {
+        title: "seed 004, 8-node 80-core Westmere, 3.7.10: mean JPM (quoted for shape, not measured here)".into(),
+        header: [
+            "configuration",
+            "users",
+            "w/o patch",
+            "patch 1",
+            "patches 1&2",
+            "% change 1 -> 1&2",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows: SEED_JPM
+            .iter()
+            .map(|r| {
+                vec![
+                    r.0.to_string(),
+                    r.1.to_string(),
+                    crate::table::group_thousands(r.2 as f64),
+                    crate::table::group_thousands(r.3 as f64),
+                    crate::table::group_thousands(r.4 as f64),
+                    r.5.to_string(),
+                ]
+            })
+            .collect(),
+    });
+    out
+}
+
+/// Verdict samples: jobs per minute per variant and user count.
+pub fn samples(
+    report: &FsReport,
+    locks: &[String],
+    users: &[usize],
+) -> Vec<crate::verdict::Sample> {
+    let mut v = Vec::new();
+    for l in locks {
+        for &u in users {
+            let runs: Vec<f64> = report
+                .runs
+                .iter()
+                .filter(|r| &r.lock == l && r.users == u)
+                .map(|r| r.jpm)
+                .collect();
+            if runs.is_empty() {
+                continue;
+            }
+            v.push(crate::verdict::Sample {
+                scenario: "fserver".into(),
+                point: format!("T={u}"),
+                order: u,
+                lock: l.clone(),
+                median: median(&runs),
+                runs,
+                higher_better: true,
+                unit: "jobs/min".into(),
+            });
+        }
+    }
+    v
+}
+
+/// The report section: tables and a JPM chart per lock group.
+pub fn section(report: &FsReport, locks: &[String], users: &[usize]) -> crate::table::Section {
+    let samples = samples(report, locks, users);
+    let x_labels: Vec<String> = users.iter().map(|u| u.to_string()).collect();
+    let charts = crate::html::groups(locks)
+        .iter()
+        .map(|g| {
+            crate::chart::line(&crate::chart::LineChart {
+                title: format!("fserver: {}", g.title),
+                x_desc: "users (threads)".into(),
+                y_desc: "jobs per minute".into(),
+                x_labels: x_labels.clone(),
+                series: g
+                    .locks
+                    .iter()
+                    .zip(crate::html::styles(&g.locks))
+                    .map(|(l, st)| crate::chart::Series {
+                        name: l.clone(),
+                        points: users
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(i, u)| {
+                                samples
+                                    .iter()
+                                    .find(|s| &s.lock == l && s.order == *u)
+                                    .map(|s| (i, crate::chart::Value::with_runs(s.median, &s.runs)))
+                            })
+                            .collect(),
+                        bold: crate::verdict::family_of_default(l).is_some(),
+                        style: st,
+                    })
+                    .collect(),
+                scale: crate::chart::Scale::Auto,
+            })
+        })
+        .collect();
+    crate::table::Section {
+        title: "fserver (seed 004): file-server job mix, jobs per minute".into(),
+        notes: vec![format!(
+            "{} operations per job; the tree lock is klock's rwsem for the klock variants (parking_lot::RwLock for parking_lot and klock_mutex_pltree). Seed 004 measured AIM7 fserver on an 8-node 80-core machine at 200-2000 users: compare the sign and size of the OSQ ablation, not absolute JPM.",
+            report.ops_per_job
+        )],
+        tables: tables(report, locks, users),
+        charts,
+    }
 }
 
 #[cfg(test)]
@@ -588,6 +812,7 @@ mod tests {
                 noise: 0,
                 json: None,
                 no_idle_gate: true,
+                quiet: true,
             };
             let (jobs, _, bad, _) = run_variant(name, 4, &args);
             assert!(jobs > 0, "{name}: no job completed");

@@ -5,9 +5,16 @@
 //!   T = 1, 2, 4, 8 (0.3 s × 3 runs); every rwlock at 2+2 and 8+8 (0.3 s × 3);
 //!   uncontended (10^6 ops × 3). Idle gate shortened (0.5 s wait, 1 retry, 50 s total
 //!   budget; after that runs are only flagged).
-//! * full (~15 min): `balanced` at T = 1, 2, 4, 8, 32 (2 s × 5), `hot` at the same
+//! * full (~30 min): `balanced` at T = 1, 2, 4, 8, 32 (2 s × 5), `hot` at the same
 //!   thread counts (1 s × 3), rwlock 2+2 and 8+8 (2 s × 5: the writer-starvation check),
-//!   uncontended (10^7 ops × 10). Full idle gate.
+//!   uncontended (10^7 ops × 10); then the seed experiments, each laid out like its
+//!   seed's tables with the seed's numbers beside ours: `spin` (seed 001), `fserver`
+//!   (seed 004), `rwsem` and `fio` (seed 003). Full idle gate.
+//!
+//! Output order, terminal and HTML alike: the verdict ([`crate::verdict`]: klock's
+//! default locks against the best peer, per case), then the charts (HTML) and tables.
+//! `--scale F` multiplies every window (and the spin job's size) by F, to smoke-test
+//! the suite in a fraction of its time; its numbers are then not worth quoting.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -15,8 +22,11 @@ use std::time::{Duration, Instant};
 use super::{CliError, Config, RunOptions, Workload, run_configs};
 use crate::adapter::LockKind;
 use crate::gate::GateConfig;
+use crate::progress::{Progress, Suite, run_units};
 use crate::record::{Record, Report};
 use crate::sys::Machine;
+use crate::table::Section;
+use crate::verdict::Sample;
 
 /// Arguments of `lockbench report`.
 #[derive(clap::Args, Clone, Debug, Default)]
@@ -24,7 +34,8 @@ pub struct ReportArgs {
     /// The quick suite (default): about 3 minutes on 2 CPUs.
     #[arg(long, conflicts_with = "full")]
     pub quick: bool,
-    /// The full suite: all experiments at publication length (10-15 minutes).
+    /// The full suite: all experiments at publication length, plus the seed
+    /// experiments spin, fserver, rwsem and fio (about 30 minutes).
     #[arg(long)]
     pub full: bool,
     /// Output directory for report.json, report.csv, report.html.
@@ -36,6 +47,25 @@ pub struct ReportArgs {
     /// Disable the idle gate (same as LOCKBENCH_NO_IDLE_GATE=1).
     #[arg(long)]
     pub no_idle_gate: bool,
+    /// Multiply every measurement window (and the spin job) by F, 0.01..=10: a
+    /// smoke test of the suite in a fraction of its time, not a measurement.
+    #[arg(long, value_name = "F", value_parser = parse_scale)]
+    pub scale: Option<f64>,
+}
+
+/// Parses `--scale`: a number 0.01..=10.
+///
+/// ```
+/// assert_eq!(lockbench::exp::report::parse_scale("0.1").unwrap(), 0.1);
+/// assert!(lockbench::exp::report::parse_scale("0").unwrap_err().contains("0.01..=10"));
+/// ```
+pub fn parse_scale(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if (0.01..=10.0).contains(&v) => Ok(v),
+        _ => Err(format!(
+            "bad scale '{s}': allowed is a number 0.01..=10 (1 = the suite as designed)"
+        )),
+    }
 }
 
 impl ReportArgs {
@@ -60,12 +90,12 @@ struct Plan {
     gate: GateConfig,
 }
 
-fn plan(full: bool, no_gate: bool) -> Plan {
+fn plan(full: bool, no_gate: bool, scale: f64) -> Plan {
     let mut gate = GateConfig::from_env();
     if no_gate {
         gate.enabled = false;
     }
-    if full {
+    let mut p = if full {
         Plan {
             balanced: (vec![1, 2, 4, 8, 32], 2.0, 5),
             hot: Some((vec![1, 2, 4, 8, 32], 1.0, 3)),
@@ -86,13 +116,385 @@ fn plan(full: bool, no_gate: bool) -> Plan {
             uncontended: (1_000_000, 3),
             gate,
         }
+    };
+    p.balanced.1 *= scale;
+    if let Some(h) = &mut p.hot {
+        h.1 *= scale;
     }
+    p.rw.1 *= scale;
+    p.uncontended.0 = ((p.uncontended.0 as f64 * scale) as u64).max(1000);
+    p
+}
+
+/// The seed experiments' arguments in the full report.
+#[derive(Clone, Debug)]
+pub struct SeedPlan {
+    /// `spin`.
+    pub spin: super::spin::SpinArgs,
+    /// `fserver`.
+    pub fserver: super::fserver::FserverArgs,
+    /// `rwsem`.
+    pub rwsem: super::rwsem::RwsemArgs,
+    /// `fio`.
+    pub fio: super::fio::FioArgs,
+    /// `preload` (run as a child `lockbench preload`; skipped with the reason when
+    /// its programs or the interposer are missing).
+    pub preload: super::preload::PreloadArgs,
+    /// The child's extra arguments (`--quiet`, `--no-idle-gate`, `--duration`).
+    pub preload_argv: Vec<String>,
+}
+
+/// Parses an experiment's arguments from `args` (its defaults when empty).
+fn parse<A: clap::Args>(args: &[&str]) -> A {
+    #[derive(clap::Parser)]
+    struct Wrap<A: clap::Args> {
+        #[command(flatten)]
+        a: A,
+    }
+    <Wrap<A> as clap::Parser>::try_parse_from(
+        std::iter::once("lockbench").chain(args.iter().copied()),
+    )
+    .map(|w| w.a)
+    .expect("the report's own seed arguments parse")
+}
+
+impl SeedPlan {
+    /// The full report's settings: each experiment's defaults, with shorter rwsem
+    /// windows (0.5 s: it has 120 configurations) and a spin timeout of 5 s at 1x, 2x
+    /// and 4x the CPUs (the 16x column mostly measures the timeout).
+    pub fn full(scale: f64, quiet: bool, no_gate: bool) -> SeedPlan {
+        let d = |x: f64| format!("{}", x * scale);
+        let q: &[&str] = if quiet { &["--quiet"] } else { &[] };
+        let g: &[&str] = if no_gate { &["--no-idle-gate"] } else { &[] };
+        let with = |base: Vec<String>| -> Vec<String> {
+            base.into_iter()
+                .chain(q.iter().map(|s| s.to_string()))
+                .collect()
+        };
+        let sections = ((200_000.0 * scale) as u64).max(1000).to_string();
+        let spin: Vec<String> = with(vec![
+            "--mults".into(),
+            "1,2,4".into(),
+            "--timeout".into(),
+            "5".into(),
+            "--sections".into(),
+            sections,
+        ]);
+        let fs: Vec<String> = with(vec!["--duration".into(), d(1.0)])
+            .into_iter()
+            .chain(g.iter().map(|s| s.to_string()))
+            .collect();
+        let rw: Vec<String> = with(vec!["--duration".into(), d(0.5)])
+            .into_iter()
+            .chain(g.iter().map(|s| s.to_string()))
+            .collect();
+        let fio: Vec<String> = with(vec!["--duration".into(), d(1.0)])
+            .into_iter()
+            .chain(g.iter().map(|s| s.to_string()))
+            .collect();
+        fn r(v: &[String]) -> Vec<&str> {
+            v.iter().map(String::as_str).collect()
+        }
+        let pre: Vec<String> = vec!["--quiet".to_string(), "--duration".into(), d(2.0)]
+            .into_iter()
+            .chain(g.iter().map(|s| s.to_string()))
+            .collect();
+        SeedPlan {
+            spin: parse(&r(&spin)),
+            fserver: parse(&r(&fs)),
+            rwsem: parse(&r(&rw)),
+            fio: parse(&r(&fio)),
+            preload: parse(&r(&pre)),
+            preload_argv: pre,
+        }
+    }
+    /// Planned progress units.
+    pub fn units(&self) -> u64 {
+        super::spin::planned_units(&self.spin)
+            + super::fserver::planned_units(&self.fserver)
+            + super::rwsem::planned_units(&self.rwsem)
+            + super::fio::planned_units(&self.fio)
+            + self.preload_units()
+    }
+    fn preload_units(&self) -> u64 {
+        let p = &self.preload;
+        (p.runs as usize * p.workloads.len() * p.threads.0.len() * 2) as u64
+            * (run_units(Duration::from_secs_f64(p.duration)) + 500)
+    }
+}
+
+/// What the seed experiments produced: sections, verdict samples, JSON, violations.
+#[derive(Default)]
+pub struct SeedResults {
+    /// One section per experiment.
+    pub sections: Vec<Section>,
+    /// Verdict samples from them.
+    pub samples: Vec<Sample>,
+    /// Their data, for report.json's `seed` object.
+    pub json: serde_json::Map<String, serde_json::Value>,
+    /// Mutual-exclusion violations found.
+    pub violations: u64,
+}
+
+/// Runs the seed experiments of `plan` (progress on the open [`Suite`], if any).
+/// `preload_dir`: where the `preload` child writes its files; `None` skips it.
+pub fn run_seeds(
+    plan: &SeedPlan,
+    machine: &mut Machine,
+    say: &dyn Fn(&str),
+    preload_dir: Option<&std::path::Path>,
+) -> Result<SeedResults, CliError> {
+    let mut out = SeedResults::default();
+    let j = |v: serde_json::Result<serde_json::Value>| v.unwrap_or(serde_json::Value::Null);
+
+    say("spin (seed 001)");
+    let prog = Progress::new(super::spin::planned_units(&plan.spin), !plan.spin.quiet);
+    let d = super::spin::measure(&plan.spin, &prog)?;
+    prog.finish();
+    out.violations += d
+        .cells
+        .iter()
+        .flat_map(|c| &c.runs)
+        .map(|r| r.violations)
+        .sum::<u64>();
+    out.sections.push(super::spin::section(&d));
+    out.samples.extend(super::spin::samples(&d));
+    out.json.insert("spin".into(), j(serde_json::to_value(&d)));
+
+    say("fserver (seed 004)");
+    let f = &plan.fserver;
+    let prog = Progress::new(super::fserver::planned_units(f), !f.quiet);
+    let fr = super::fserver::measure(f, &prog)?;
+    prog.finish();
+    out.violations += fr.runs.iter().map(|r| r.violations).sum::<u64>();
+    out.sections
+        .push(super::fserver::section(&fr, &f.locks, &f.users.0));
+    out.samples
+        .extend(super::fserver::samples(&fr, &f.locks, &f.users.0));
+    out.json
+        .insert("fserver".into(), j(serde_json::to_value(&fr)));
+
+    say("rwsem (seed 003)");
+    let r = &plan.rwsem;
+    let (recs, slow, names) = super::rwsem::measure(r, machine)?;
+    out.violations += recs.iter().map(|x| x.violations).sum::<u64>();
+    out.sections.push(super::rwsem::section(
+        &recs, &slow, &names, &r.pairs.0, &r.loads.0, r.duration,
+    ));
+    out.samples.extend(crate::verdict::samples(&Report {
+        results: recs.clone(),
+        ..Report::default()
+    }));
+    out.json.insert(
+        "rwsem".into(),
+        serde_json::json!({ "results": j(serde_json::to_value(&recs)), "rwsem_slowpath": j(serde_json::to_value(&slow)) }),
+    );
+
+    say("fio (seed 003)");
+    let fa = &plan.fio;
+    let names: Vec<String> = super::fio::select(&fa.locks)?
+        .iter()
+        .map(|l| l.0.to_string())
+        .collect();
+    let prog = Progress::new(super::fio::planned_units(fa), !fa.quiet);
+    let runs = super::fio::measure(fa, &prog)?;
+    prog.finish();
+    out.violations += runs.iter().map(|r| r.violations).sum::<u64>();
+    out.sections.push(super::fio::section(&runs, &names, fa));
+    out.samples
+        .extend(super::fio::samples(&runs, &names, &fa.threads.0));
+    out.json.insert(
+        "fio".into(),
+        serde_json::json!({ "runs": j(serde_json::to_value(&runs)), "read_pct": fa.read_pct, "file_mib": fa.file_mib }),
+    );
+
+    if let Some(dir) = preload_dir {
+        say("preload (unmodified programs, glibc vs klock's interposer)");
+        let prog = Progress::new(plan.preload_units(), !plan.fio.quiet);
+        let (sec, recs) = run_preload(plan, dir);
+        prog.inc(plan.preload_units(), "preload");
+        prog.finish();
+        out.samples.extend(crate::verdict::samples(&Report {
+            results: recs.clone(),
+            ..Report::default()
+        }));
+        out.json
+            .insert("preload".into(), j(serde_json::to_value(&recs)));
+        out.sections.push(sec);
+    }
+    Ok(out)
+}
+
+/// Runs `lockbench preload` as a child process (its own output goes to
+/// `dir/preload.txt`, its records to `dir/preload.json`) and builds the section: per
+/// workload, glibc against the interposer with their ratio. When the programs or the
+/// interposer are missing, the section says so and there are no records.
+fn run_preload(plan: &SeedPlan, dir: &std::path::Path) -> (Section, Vec<Record>) {
+    let title =
+        "preload: unmodified programs, glibc's locks against klock's interposer".to_string();
+    let skip = |why: String| {
+        (
+            Section {
+                title: title.clone(),
+                notes: vec![format!("Skipped: {why}")],
+                ..Section::default()
+            },
+            Vec::new(),
+        )
+    };
+    let a = &plan.preload;
+    let check = super::preload::select(&a.workloads)
+        .and_then(|ws| super::preload::check_programs(&ws))
+        .and_then(|_| super::preload::find_lib(a.lib.as_deref()).map(|_| ()));
+    if let Err(e) = check {
+        return skip(e.0);
+    }
+    let Ok(exe) = std::env::current_exe() else {
+        return skip("cannot find the lockbench binary to run `lockbench preload`".into());
+    };
+    let json = dir.join("preload.json");
+    let txt = dir.join("preload.txt");
+    if let Err(e) = std::fs::create_dir_all(dir) {
+        return skip(format!("cannot create {}: {e}", dir.display()));
+    }
+    let res = std::process::Command::new(exe)
+        .arg("preload")
+        .args(&plan.preload_argv)
+        .arg("--json")
+        .arg(&json)
+        .stdin(std::process::Stdio::null())
+        .output();
+    let out = match res {
+        Ok(o) => o,
+        Err(e) => return skip(format!("cannot run `lockbench preload`: {e}")),
+    };
+    let mut log = out.stdout.clone();
+    log.extend_from_slice(&out.stderr);
+    let _ = std::fs::write(&txt, &log);
+    let recs = match std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|t| Report::from_json(&t).ok())
+    {
+        Some(r) => r.results,
+        None => {
+            return skip(format!(
+                "`lockbench preload` wrote no report (exit status {}); its output is in {}",
+                out.status,
+                txt.display()
+            ));
+        }
+    };
+    let mut tables = Vec::new();
+    let mut workloads: Vec<String> = Vec::new();
+    for r in &recs {
+        if !workloads.contains(&r.params.workload) {
+            workloads.push(r.params.workload.clone());
+        }
+    }
+    let get = |w: &str, t: usize, side: &str| {
+        recs.iter()
+            .find(|r| r.params.workload == w && r.threads == t && r.lock == side)
+    };
+    let mut series = Vec::new();
+    let mut ts: Vec<usize> = recs.iter().map(|r| r.threads).collect();
+    ts.sort_unstable();
+    ts.dedup();
+    for (wi, w) in workloads.iter().enumerate() {
+        let mut rows = Vec::new();
+        let mut points = Vec::new();
+        for (ti, &t) in ts.iter().enumerate() {
+            let (Some(g), Some(k)) = (
+                get(w, t, super::preload::GLIBC),
+                get(w, t, super::preload::KLOCK),
+            ) else {
+                continue;
+            };
+            let ks = Sample {
+                scenario: String::new(),
+                point: String::new(),
+                order: t,
+                lock: k.lock.clone(),
+                median: k.throughput_mops,
+                runs: k.runs_mops.clone(),
+                higher_better: true,
+                unit: String::new(),
+            };
+            let gs = Sample {
+                lock: g.lock.clone(),
+                median: g.throughput_mops,
+                runs: g.runs_mops.clone(),
+                ..ks.clone()
+            };
+            let (ratio, lo, hi, o) = crate::verdict::compare_samples(&ks, &gs);
+            rows.push(vec![
+                t.to_string(),
+                format!("{:.4}", g.throughput_mops),
+                format!("{:.4}", k.throughput_mops),
+                format!("{ratio:.2}x ({lo:.2}-{hi:.2})"),
+                o.word().to_string(),
+                format!("{:.1}% / {:.1}%", g.spread * 100.0, k.spread * 100.0),
+                format!("{} / {}", g.collapsed_runs, k.collapsed_runs),
+            ]);
+            points.push((
+                ti,
+                crate::chart::Value::Finite {
+                    y: ratio,
+                    lo: lo.min(ratio),
+                    hi: hi.max(ratio),
+                },
+            ));
+        }
+        tables.push(crate::table::Table {
+            title: format!("preload {w}: millions of the program's own metric per second, median"),
+            header: [
+                "T",
+                "glibc",
+                "klock_preload",
+                "klock / glibc (run range)",
+                "verdict",
+                "spread glibc / klock",
+                "failed runs glibc / klock",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        });
+        if wi < crate::chart::MAX_SERIES {
+            series.push(crate::chart::Series {
+                name: w.clone(),
+                points,
+                bold: false,
+                style: wi,
+            });
+        }
+    }
+    let charts = vec![crate::chart::line(&crate::chart::LineChart {
+        title: "preload: klock_preload / glibc per program (> 1: the interposer is faster)".into(),
+        x_desc: "threads".into(),
+        y_desc: "ratio (bars: run range)".into(),
+        x_labels: ts.iter().map(|t| t.to_string()).collect(),
+        series,
+        scale: crate::chart::Scale::Linear,
+    })];
+    (
+        Section {
+            title,
+            notes: vec![format!(
+                "Each program runs with and without LD_PRELOAD=libklock_preload.so, interleaved; the programs' own metrics (events/s, lock ops/s, bogo ops/s, TPS) in millions. The full output of `lockbench preload` is in {}.",
+                txt.display()
+            )],
+            tables,
+            charts,
+        },
+        recs,
+    )
 }
 
 /// Runs the suite; returns the exit status.
 pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
     let t0 = Instant::now();
-    let p = plan(args.full, args.no_idle_gate);
+    let scale = args.scale.unwrap_or(1.0);
+    let p = plan(args.full, args.no_idle_gate, scale);
     let reg = crate::locks::registry();
     let mutexes: Vec<_> = reg
         .iter()
@@ -104,28 +506,9 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
         .copied()
         .filter(|e| e.kind == LockKind::RwLock)
         .collect();
-    let mut machine = Machine::probe();
-    let mut results: Vec<Record> = Vec::new();
-    let opts = |runs| RunOptions {
-        runs,
-        gate: p.gate,
-        progress: !args.quiet,
-    };
-    let chatty = !args.quiet && crate::sys::stderr_is_tty();
-    let say = |s: &str| {
-        if chatty {
-            eprintln!("lockbench report: {s}");
-        }
-    };
-
-    say("uncontended lock+unlock");
-    results.extend(super::uncontended::measure(
-        &reg,
-        p.uncontended.0,
-        p.uncontended.1,
-        false,
-        &p.gate,
-    ));
+    let seeds = args
+        .full
+        .then(|| SeedPlan::full(scale, args.quiet, args.no_idle_gate));
 
     let mut series: Vec<(&str, Workload, &Sweep)> = vec![(
         "mutex",
@@ -135,24 +518,75 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
     if let Some(h) = &p.hot {
         series.push(("mutex", Workload::preset("hot").expect("preset"), h));
     }
-    for (exp, w, (threads, dur, runs)) in series {
-        say(&format!("{exp}, workload {}", w.name));
+    let mut plans: Vec<(String, Vec<Config>, usize)> = Vec::new();
+    for (exp, w, (threads, dur, runs)) in &series {
         let cfgs: Vec<Config> =
-            super::mutex::configs(exp, &mutexes, threads, &w, Duration::from_secs_f64(*dur), 0);
-        results.extend(run_configs(&cfgs, &opts(*runs), &mut machine));
+            super::mutex::configs(exp, &mutexes, threads, w, Duration::from_secs_f64(*dur), 0);
+        plans.push((format!("{exp}, workload {}", w.name), cfgs, *runs));
+    }
+    let (pairs, dur, runs) = &p.rw;
+    plans.push((
+        "rwlock, workload balanced".into(),
+        super::rwlock::configs(
+            "rwlock",
+            &rws,
+            pairs,
+            &Workload::preset("balanced").expect("preset"),
+            Duration::from_secs_f64(*dur),
+            0,
+        ),
+        *runs,
+    ));
+
+    // Planned units: uncontended (~25 ns per op), the series, the seeds.
+    let unc_units = (reg.len() * p.uncontended.1) as u64 * (p.uncontended.0 * 25 / 1_000_000 + 5);
+    let total = unc_units
+        + plans
+            .iter()
+            .map(|(_, c, r)| c.iter().map(|c| run_units(c.duration)).sum::<u64>() * *r as u64)
+            .sum::<u64>()
+        + seeds.as_ref().map_or(0, SeedPlan::units);
+    let suite = Suite::begin(total, !args.quiet);
+    let chatty = !args.quiet && crate::sys::stderr_is_tty();
+    let say = |s: &str| {
+        if suite.visible() {
+            suite.println(&format!("lockbench report: {s}"));
+        } else if chatty {
+            eprintln!("lockbench report: {s}");
+        }
+    };
+
+    let mut machine = Machine::probe();
+    let mut results: Vec<Record> = Vec::new();
+    let opts = |runs| RunOptions {
+        runs,
+        gate: p.gate,
+        progress: !args.quiet,
+    };
+
+    say("uncontended lock+unlock");
+    let prog = Progress::new(unc_units, !args.quiet);
+    prog.message("uncontended lock+unlock");
+    results.extend(super::uncontended::measure(
+        &reg,
+        p.uncontended.0,
+        p.uncontended.1,
+        false,
+        &p.gate,
+    ));
+    prog.inc(unc_units, "uncontended lock+unlock");
+    prog.finish();
+
+    for (title, cfgs, runs) in &plans {
+        say(title);
+        results.extend(run_configs(cfgs, &opts(*runs), &mut machine));
     }
 
-    say("rwlock, workload balanced");
-    let (pairs, dur, runs) = &p.rw;
-    let cfgs = super::rwlock::configs(
-        "rwlock",
-        &rws,
-        pairs,
-        &Workload::preset("balanced").expect("preset"),
-        Duration::from_secs_f64(*dur),
-        0,
-    );
-    results.extend(run_configs(&cfgs, &opts(*runs), &mut machine));
+    let seed = match &seeds {
+        Some(sp) => run_seeds(sp, &mut machine, &say, Some(&args.out))?,
+        None => SeedResults::default(),
+    };
+    drop(suite);
 
     let report = Report {
         machine,
@@ -160,20 +594,159 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
         results,
     };
     let out = &args.out;
-    super::write_file(&out.join("report.json"), &report.to_json())?;
+    let mut json =
+        serde_json::to_value(&report).map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
+    if !seed.json.is_empty() {
+        json["seed"] = serde_json::Value::Object(seed.json.clone());
+    }
+    let text = serde_json::to_string_pretty(&json)
+        .map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
+    super::write_file(&out.join("report.json"), &text)?;
     super::write_file(
         &out.join("report.csv"),
         &crate::record::to_csv(&report.results),
     )?;
-    super::write_file(&out.join("report.html"), &crate::html::render(&report))?;
-    super::out(&crate::table::render(&report));
+    super::write_file(
+        &out.join("report.html"),
+        &crate::html::render_with(&report, &seed.sections, &seed.samples),
+    )?;
+    let color = crate::table::color_stdout();
+    super::out(&crate::table::render_with(
+        &report,
+        &seed.sections,
+        &seed.samples,
+        color,
+    ));
     let discarded: usize = report.results.iter().map(|r| r.discarded_runs).sum();
     let flagged: usize = report.results.iter().map(|r| r.gate_flagged_runs).sum();
+    // The answer again at the end, where the terminal leaves the reader.
+    let mut samples = crate::verdict::samples(&report);
+    samples.extend_from_slice(&seed.samples);
+    let summary: String = crate::verdict::summarize(&crate::verdict::cells(&samples))
+        .iter()
+        .map(|s| format!("* {}\n", s.sentence))
+        .collect();
     super::out(&format!(
         "\nReport written to {} (report.json, report.csv, report.html) in {:.0} s; \
-         runs discarded for foreign CPU use: {discarded}; kept but flagged noisy: {flagged}.\n",
+         runs discarded for foreign CPU use: {discarded}; kept but flagged noisy: {flagged}.\n{}{summary}",
         out.display(),
-        t0.elapsed().as_secs_f64()
+        t0.elapsed().as_secs_f64(),
+        if summary.is_empty() {
+            ""
+        } else {
+            "Verdict (details at the top):\n"
+        },
     ));
+    if seed.violations > 0 {
+        eprintln!(
+            "error: mutual-exclusion violations in the seed experiments ({} in total)",
+            seed.violations
+        );
+        return Ok(1);
+    }
     Ok(super::exit_status(&report))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Tiny seed runs: every section has tables laid out like the seed's (with the
+    /// seed's numbers) and charts with data, and the HTML with them is well-formed.
+    #[test]
+    fn seed_sections_render_with_the_seeds_numbers() {
+        let mut plan = SeedPlan::full(0.01, true, true);
+        plan.spin = parse(&[
+            "--locks",
+            "klock_unfair,klock_pvqspin,std",
+            "--mults",
+            "1,2",
+            "--sections",
+            "2000",
+            "--runs",
+            "1",
+            "--quiet",
+        ]);
+        plan.fserver = parse(&[
+            "--users",
+            "1,2",
+            "--locks",
+            "klock_mutex,klock_mutex_noqueue,parking_lot",
+            "--duration",
+            "0.02",
+            "--runs",
+            "1",
+            "--quiet",
+            "--no-idle-gate",
+        ]);
+        plan.rwsem = parse(&[
+            "--pairs",
+            "1",
+            "--loads",
+            "1,sleep1us",
+            "--locks",
+            "klock_rwsem,std_rw",
+            "--duration",
+            "0.02",
+            "--runs",
+            "2",
+            "--quiet",
+            "--no-idle-gate",
+        ]);
+        plan.fio = parse(&[
+            "--threads",
+            "2",
+            "--locks",
+            "klock_rwsem,parking_lot_rw",
+            "--file-mib",
+            "1",
+            "--duration",
+            "0.02",
+            "--runs",
+            "1",
+            "--quiet",
+            "--no-idle-gate",
+        ]);
+        let mut m = Machine::default();
+        let r = run_seeds(&plan, &mut m, &|_| {}, None).unwrap();
+        assert_eq!(r.violations, 0);
+        assert_eq!(r.sections.len(), 4);
+        let text: String = r.sections.iter().map(Section::to_text).collect();
+        for seed_number in ["2m44.9s", "+34.2%", "-22.7%", "2787"] {
+            assert!(text.contains(seed_number), "{seed_number} missing:\n{text}");
+        }
+        for s in &r.sections {
+            assert!(!s.tables.is_empty(), "{}", s.title);
+            assert!(!s.charts.is_empty(), "{}", s.title);
+        }
+        for k in ["spin", "fserver", "rwsem", "fio"] {
+            assert!(r.json.contains_key(k), "{k}");
+        }
+        assert!(r.samples.iter().any(|s| s.lock == "klock_mutex"));
+        // Well-formed XML, chart by chart and as a page.
+        for c in r.sections.iter().flat_map(|s| &s.charts) {
+            roxmltree::Document::parse(&c.svg)
+                .unwrap_or_else(|e| panic!("chart '{}' is not XML: {e}", c.title));
+            assert!(c.series.iter().any(|(_, n)| *n > 0), "{}", c.title);
+        }
+        let html = crate::html::render_with(&Report::default(), &r.sections, &r.samples);
+        let opts = roxmltree::ParsingOptions {
+            allow_dtd: true,
+            ..roxmltree::ParsingOptions::default()
+        };
+        roxmltree::Document::parse_with_options(&html, opts).expect("HTML is XML");
+        assert!(html.contains("RwLock: "), "the seeds feed the verdict");
+    }
+
+    #[test]
+    fn scale_shrinks_every_window() {
+        let p = plan(true, true, 0.1);
+        assert!((p.balanced.1 - 0.2).abs() < 1e-9);
+        assert!((p.rw.1 - 0.2).abs() < 1e-9);
+        assert_eq!(p.uncontended.0, 1_000_000);
+        let s = SeedPlan::full(0.1, true, true);
+        assert!((s.rwsem.duration - 0.05).abs() < 1e-9);
+        assert_eq!(s.spin.sections, 20_000);
+        assert!(s.units() > 0);
+    }
 }

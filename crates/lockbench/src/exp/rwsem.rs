@@ -453,7 +453,22 @@ pub fn render(
     loads: &[Load],
     duration_s: f64,
 ) -> String {
-    let mut s = String::new();
+    tables(recs, slow, locks, pairs, loads, duration_s)
+        .iter()
+        .map(Table::to_text)
+        .collect()
+}
+
+/// Seed 003's three tables per pair count (see [`render`]), then the seed's own.
+pub fn tables(
+    recs: &[Record],
+    slow: &[SlowPath],
+    locks: &[String],
+    pairs: &[usize],
+    loads: &[Load],
+    duration_s: f64,
+) -> Vec<Table> {
+    let mut s: Vec<Table> = Vec::new();
     for &n in pairs {
         let t = 2 * n;
         // Table 1: ops per thread.
@@ -497,7 +512,7 @@ pub fn render(
                 ]);
             }
         }
-        s.push_str(&t1.to_text());
+        s.push(t1);
         // Table 2: slow-path ops.
         let mut t2 = Table {
             title: format!(
@@ -551,15 +566,21 @@ pub fn render(
             }
         }
         if !klock::stat::ENABLED && locks.iter().any(|l| has_counters(l)) {
-            s.push_str(&format!(
-                "\n### rwsem {n} readers + {n} writers: slow-path locking ops\n\nreader/writer slowpath ops: n/a (build with --features stats)\n"
-            ));
+            s.push(Table {
+                title: format!("rwsem {n} readers + {n} writers: slow-path locking ops"),
+                header: vec!["reader/writer slowpath ops".into()],
+                rows: vec![vec!["n/a (build with --features stats)".into()]],
+            });
         } else if t2.rows.is_empty() {
-            s.push_str(&format!(
-                "\n(slow-path table for {n}+{n}: no klock lock selected; only klock locks have counters)\n"
-            ));
+            s.push(Table {
+                title: format!("rwsem {n} readers + {n} writers: slow-path locking ops"),
+                header: vec!["reader/writer slowpath ops".into()],
+                rows: vec![vec![
+                    "no klock lock selected; only klock locks have counters".into(),
+                ]],
+            });
         } else {
-            s.push_str(&t2.to_text());
+            s.push(t2);
         }
         // Table 3: all writers vs half writers.
         let mut t3 = Table {
@@ -604,16 +625,21 @@ pub fn render(
             }
         }
         if !t3.rows.is_empty() {
-            s.push_str(&t3.to_text());
+            s.push(t3);
         }
     }
-    s.push_str(&seed_tables());
+    s.extend(seed_table_list());
     s
 }
 
-/// The seed's own tables, verbatim numbers (18 readers + 18 writers, 10 s).
+/// The seed's own tables, verbatim numbers (18 readers + 18 writers, 10 s), as text.
 pub fn seed_tables() -> String {
-    let mut s = String::new();
+    seed_table_list().iter().map(Table::to_text).collect()
+}
+
+/// The seed's own tables (patched and unpatched 4.14).
+pub fn seed_table_list() -> Vec<Table> {
+    let mut s = Vec::new();
     for (label, tab) in [
         (SEED_LABEL.to_string(), SEED_PATCHED),
         (
@@ -661,7 +687,7 @@ pub fn seed_tables() -> String {
                 pct_change(r.5 as f64, r.6 as f64),
             ]);
         }
-        s.push_str(&t.to_text());
+        s.push(t);
     }
     s
 }
@@ -678,8 +704,23 @@ fn options(a: &RwsemArgs) -> RunOptions {
     }
 }
 
-/// Runs `lockbench rwsem`; returns the exit status.
-pub fn run(a: &RwsemArgs) -> Result<i32, CliError> {
+/// Planned progress units of a whole `rwsem` run.
+pub fn planned_units(a: &RwsemArgs) -> u64 {
+    let per_lock = a.pairs.0.len() * a.loads.0.len() * if a.no_all_writers { 1 } else { 2 };
+    (per_lock * a.locks.len()) as u64
+        * a.runs as u64
+        * crate::progress::run_units(Duration::from_secs_f64(a.duration))
+}
+
+/// What [`measure`] returns: records, slow-path rows, lock names.
+pub type Measured = (Vec<Record>, Vec<SlowPath>, Vec<String>);
+
+/// Runs every configuration: the records (`rwsem` and `rwsem_allwriters`), the
+/// slow-path rows and the lock names.
+pub fn measure(
+    a: &RwsemArgs,
+    machine: &mut Machine,
+) -> Result<Measured, CliError> {
     let locks = select_locks(&a.locks, &[LockKind::RwLock], &[LockKind::RwLock])?;
     let names: Vec<String> = locks.iter().map(|e| e.name.to_string()).collect();
     let cfgs = configs(
@@ -691,9 +732,75 @@ pub fn run(a: &RwsemArgs) -> Result<i32, CliError> {
         a.noise as usize,
         !a.no_all_writers,
     );
-    let mut machine = Machine::probe();
-    let (results, events) = super::run_configs_with_events(&cfgs, &options(a), &mut machine);
+    let (results, events) = super::run_configs_with_events(&cfgs, &options(a), machine);
     let slow = slowpath(&cfgs, &events);
+    Ok((results, slow, names))
+}
+
+/// The report section: seed 003's tables and, per pair count, total throughput
+/// against the critical-section load.
+pub fn section(
+    recs: &[Record],
+    slow: &[SlowPath],
+    locks: &[String],
+    pairs: &[usize],
+    loads: &[Load],
+    duration_s: f64,
+) -> crate::table::Section {
+    let mut charts = Vec::new();
+    let x_labels: Vec<String> = loads.iter().map(|l| l.label()).collect();
+    for &n in pairs {
+        for g in crate::html::groups(locks) {
+            let series = g
+                .locks
+                .iter()
+                .zip(crate::html::styles(&g.locks))
+                .map(|(l, st)| crate::chart::Series {
+                    name: l.clone(),
+                    points: loads
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, ld)| {
+                            find(recs, EXPERIMENT, l, 2 * n, *ld).map(|r| {
+                                (
+                                    i,
+                                    crate::chart::Value::with_runs(r.throughput_mops, &r.runs_mops),
+                                )
+                            })
+                        })
+                        .collect(),
+                    bold: crate::verdict::family_of_default(l).is_some(),
+                    style: st,
+                })
+                .collect();
+            charts.push(crate::chart::line(&crate::chart::LineChart {
+                title: format!(
+                    "rwsem {n} readers + {n} writers: {}: total throughput",
+                    g.title
+                ),
+                x_desc: "critical-section load (pause instructions, or sleep)".into(),
+                y_desc: "Mops/s (median, bars: runs' min-max)".into(),
+                x_labels: x_labels.clone(),
+                series,
+                scale: crate::chart::Scale::Auto,
+            }));
+        }
+    }
+    crate::table::Section {
+        title: "rwsem (seed 003): N readers + N writers on one rw lock".into(),
+        notes: vec![format!(
+            "{duration_s} s windows; the critical section is a number of pause instructions or a 1 us sleep, nothing outside. The seed ran 18 + 18 threads for 10 s on a 2-socket 36-core machine: compare shapes (R:W ratios, signs of the % change), not absolute counts. Reader policy KLOCK_RWSEM_READER={}.",
+            crate::locks::klock::rwsem_reader_mode()
+        )],
+        tables: tables(recs, slow, locks, pairs, loads, duration_s),
+        charts,
+    }
+}
+
+/// Runs `lockbench rwsem`; returns the exit status.
+pub fn run(a: &RwsemArgs) -> Result<i32, CliError> {
+    let mut machine = Machine::probe();
+    let (results, slow, names) = measure(a, &mut machine)?;
     let report = Report {
         machine,
         command: super::command_line(),

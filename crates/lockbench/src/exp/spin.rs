@@ -70,6 +70,9 @@ pub struct SpinArgs {
     /// Write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
+    /// No progress output.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// One job to run.
@@ -94,7 +97,7 @@ pub struct JobSpec {
 }
 
 /// Outcome of one job.
-#[derive(Clone, Debug, serde::Serialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct JobResult {
     /// Wall time until the last worker finished, seconds.
     pub secs: f64,
@@ -278,29 +281,128 @@ fn fmt_secs(s: f64) -> String {
     }
 }
 
-#[derive(serde::Serialize)]
-struct Cell {
-    lock: String,
-    table: String,
-    threads: usize,
-    noise: usize,
-    pinned: bool,
-    runs: Vec<JobResult>,
-    median_secs: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    events: Option<Vec<(String, u64)>>,
+/// One (group, lock, threads) cell: every run and the median.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Cell {
+    /// Lock name.
+    pub lock: String,
+    /// Title of the table the cell belongs to.
+    pub table: String,
+    /// Worker threads.
+    pub threads: usize,
+    /// Noise threads.
+    pub noise: usize,
+    /// Workers pinned one per CPU.
+    pub pinned: bool,
+    /// Every run.
+    pub runs: Vec<JobResult>,
+    /// Median time to finish, seconds.
+    pub median_secs: f64,
+    /// klock event counters summed over the runs (stats builds).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub events: Option<Vec<(String, u64)>>,
 }
 
-/// Runs `lockbench spin`; returns the exit status.
-pub fn run(a: &SpinArgs) -> Result<i32, CliError> {
+/// One table of the experiment: its title, noise, pinning and thread counts.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Group {
+    /// Table title.
+    pub title: String,
+    /// Noise threads.
+    pub noise: usize,
+    /// Pinned row.
+    pub pinned: bool,
+    /// Thread counts (columns).
+    pub threads: Vec<usize>,
+}
+
+/// Everything `spin` measured (what `--json` writes, plus the settings).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct SpinData {
+    /// Effective CPUs of the machine.
+    pub effective_cpus: usize,
+    /// Critical sections in the job.
+    pub sections: u64,
+    /// Sections per task.
+    pub per_task: u64,
+    /// Shared locks.
+    pub shared_locks: u32,
+    /// CS work, ns.
+    pub cs_ns: f64,
+    /// Work between sections, ns.
+    pub work_ns: f64,
+    /// Runs per cell.
+    pub runs: u32,
+    /// Timeout, seconds.
+    pub timeout: f64,
+    /// Locks, in row order.
+    pub locks: Vec<String>,
+    /// The tables.
+    pub groups: Vec<Group>,
+    /// The cells.
+    pub cells: Vec<Cell>,
+}
+
+/// One seed 001 row: (our lock, seed row, Westmere-EX times, Haswell-EX times,
+/// pinned time).
+pub type SeedRow = (
+    &'static str,
+    &'static str,
+    [&'static str; 3],
+    [&'static str; 3],
+    &'static str,
+);
+
+/// Seed 001's rows: (our lock, seed row, Westmere-EX 32/48/60 vCPUs, Haswell-EX
+/// 32/48/60 vCPUs, Westmere-EX NUMA-pinned 32 vCPUs); 32 physical CPUs each.
+pub const SEED: &[SeedRow] = &[
+    (
+        "klock_pvticket",
+        "pvticketlock (4.1.1)",
+        ["5m02.0s", "13m27.6s", "15m49.9s"],
+        ["1m58.9s", "18m57.0s", "20m46.1s"],
+        "2m47.1s",
+    ),
+    (
+        "klock_pvqspin_base",
+        "pvqspinlock (4.2-rc1)",
+        ["3m39.9s", "11m17.8s", "12m19.9s"],
+        ["1m59.9s", "18m44.2s", "18m57.0s"],
+        "2m45.9s",
+    ),
+    (
+        "klock_pvqspin",
+        "patched pvqspinlock",
+        ["3m38.5s", "9m27.8s", "9m39.4s"],
+        ["2m01.7s", "8m03.7s", "8m29.5s"],
+        "2m45.2s",
+    ),
+    (
+        "klock_tas",
+        "unfair byte lock",
+        ["4m23.8s", "7m14.7s", "8m50.4s"],
+        ["2m04.5s", "2m46.7s", "3m15.6s"],
+        "2m45.4s",
+    ),
+    (
+        "klock_unfair",
+        "unfair queued lock",
+        ["3m03.4s", "3m29.7s", "4m15.4s"],
+        ["1m59.4s", "2m04.9s", "2m18.6s"],
+        "2m44.9s",
+    ),
+];
+
+fn seed_of(
+    lock: &str,
+) -> Option<&'static SeedRow> {
+    SEED.iter().find(|r| r.0 == lock)
+}
+
+/// Validates the arguments and measures every cell; progress on `prog`.
+pub fn measure(a: &SpinArgs, prog: &crate::progress::Progress) -> Result<SpinData, CliError> {
     let table = lock_table();
     let names: Vec<&str> = table.iter().map(|t| t.0).collect();
-    if a.locks.iter().any(|l| l == "help") {
-        for (n, d, _) in &table {
-            out(&format!("{n}\n    {d}\n"));
-        }
-        return Ok(0);
-    }
     let locks: Vec<_> = if a.locks.is_empty() {
         table.clone()
     } else {
@@ -343,55 +445,20 @@ pub fn run(a: &SpinArgs) -> Result<i32, CliError> {
         pinned: false,
         timeout: Duration::from_secs_f64(a.timeout),
     };
-    let threads: Vec<usize> = a
-        .mults
-        .iter()
-        .map(|m| ((cpus as f64 * m).round() as usize).max(1))
-        .collect();
-    // (table title, noise, pinned, thread counts)
-    let mut groups: Vec<(String, usize, bool, Vec<usize>)> = vec![(
-        format!("time to finish, {cpus} effective CPUs, no noise"),
-        0,
-        false,
-        threads.clone(),
-    )];
-    if let Some(n) = a.noise.filter(|&n| n > 0) {
-        groups.push((
-            format!("time to finish, {cpus} effective CPUs, --noise {n}"),
-            n as usize,
-            false,
-            threads.clone(),
-        ));
-    }
-    if !a.no_pinned {
-        groups.push((
-            format!("time to finish, pinned, threads = {cpus} effective CPUs (no overcommit)"),
-            0,
-            true,
-            vec![cpus],
-        ));
-    }
-    out(&format!(
-        "lockbench spin: job of {} critical sections ({} per task) on {} shared locks, \
-         cs {} ns, work {} ns between; {} runs per cell, medians\n",
-        a.sections, a.per_task, a.shared_locks, a.cs_ns, a.work_ns, a.runs
-    ));
+    let groups = groups(a, cpus);
     let mut cells: Vec<Cell> = Vec::new();
-    let mut violations = 0u64;
-    for (title, noise, pinned, tlist) in &groups {
-        let mut rows: Vec<Vec<String>> = locks.iter().map(|l| vec![l.0.to_string()]).collect();
-        let mut events_rows: Vec<Vec<String>> = Vec::new();
-        for &t in tlist {
+    for g in &groups {
+        for &t in &g.threads {
             let spec = JobSpec {
                 threads: t,
-                pinned: *pinned,
+                pinned: g.pinned,
                 ..base.clone()
             };
             let mut results: Vec<Vec<JobResult>> = vec![Vec::new(); locks.len()];
             let mut acc: Vec<Vec<u64>> = vec![vec![0; klock::stat::NUM_EVENTS]; locks.len()];
-            for _ in 0..a.runs {
+            for rep in 0..a.runs {
                 for (i, l) in locks.iter().enumerate() {
-                    let nz = (*noise > 0).then(|| Noise::start(*noise));
+                    let nz = (g.noise > 0).then(|| Noise::start(g.noise));
                     let before = klock::stat::snapshot();
                     let r = (l.2)(&spec);
                     let d = klock::stat::snapshot().delta(&before);
@@ -399,7 +466,10 @@ pub fn run(a: &SpinArgs) -> Result<i32, CliError> {
                         acc[i][k] += v;
                     }
                     drop(nz);
-                    violations += r.violations;
+                    prog.inc(
+                        unit_of(a),
+                        &format!("spin {} {t} threads run {}/{}", l.0, rep + 1, a.runs),
+                    );
                     results[i].push(r);
                 }
             }
@@ -408,16 +478,6 @@ pub fn run(a: &SpinArgs) -> Result<i32, CliError> {
                 let mut secs: Vec<f64> = rs.iter().map(|r| r.secs).collect();
                 secs.sort_by(|x, y| x.total_cmp(y));
                 let med = secs[secs.len() / 2];
-                let cell = if let Some(r) = rs.iter().find(|r| r.timed_out) {
-                    format!(
-                        ">{} ({:.0}%)",
-                        fmt_secs(a.timeout),
-                        100.0 * r.done as f64 / a.sections as f64
-                    )
-                } else {
-                    fmt_secs(med)
-                };
-                rows[i].push(cell);
                 let ev = klock::stat::ENABLED.then(|| {
                     klock::stat::Event::ALL
                         .iter()
@@ -425,16 +485,141 @@ pub fn run(a: &SpinArgs) -> Result<i32, CliError> {
                         .filter(|(_, v)| *v > 0)
                         .collect::<Vec<_>>()
                 });
-                if let Some(ev) = &ev
+                cells.push(Cell {
+                    lock: l.0.to_string(),
+                    table: g.title.clone(),
+                    threads: t,
+                    noise: g.noise,
+                    pinned: g.pinned,
+                    runs: rs.clone(),
+                    median_secs: med,
+                    events: ev,
+                });
+            }
+        }
+    }
+    Ok(SpinData {
+        effective_cpus: cpus,
+        sections: a.sections,
+        per_task: a.per_task,
+        shared_locks: a.shared_locks,
+        cs_ns: a.cs_ns,
+        work_ns: a.work_ns,
+        runs: a.runs,
+        timeout: a.timeout,
+        locks: locks.iter().map(|l| l.0.to_string()).collect(),
+        groups,
+        cells,
+    })
+}
+
+/// Planned progress units of one job: its work divided over the effective CPUs
+/// (a collapsing lock takes longer; the ETA adapts).
+fn unit_of(a: &SpinArgs) -> u64 {
+    let cpus = klock::wait::effective_cpus().max(1) as f64;
+    let ns = a.sections as f64 * (a.work_ns + a.cs_ns) / cpus;
+    (ns / 1e6) as u64 + crate::progress::RUN_OVERHEAD_MS
+}
+
+fn groups(a: &SpinArgs, cpus: usize) -> Vec<Group> {
+    let threads: Vec<usize> = a
+        .mults
+        .iter()
+        .map(|m| ((cpus as f64 * m).round() as usize).max(1))
+        .collect();
+    let mut groups = vec![Group {
+        title: format!("time to finish, {cpus} effective CPUs, no noise"),
+        noise: 0,
+        pinned: false,
+        threads: threads.clone(),
+    }];
+    if let Some(n) = a.noise.filter(|&n| n > 0) {
+        groups.push(Group {
+            title: format!("time to finish, {cpus} effective CPUs, --noise {n}"),
+            noise: n as usize,
+            pinned: false,
+            threads,
+        });
+    }
+    if !a.no_pinned {
+        groups.push(Group {
+            title: format!(
+                "time to finish, pinned, threads = {cpus} effective CPUs (no overcommit)"
+            ),
+            noise: 0,
+            pinned: true,
+            threads: vec![cpus],
+        });
+    }
+    groups
+}
+
+/// Planned progress units of a whole `spin` run.
+pub fn planned_units(a: &SpinArgs) -> u64 {
+    let cpus = klock::wait::effective_cpus();
+    let cells: usize = groups(a, cpus).iter().map(|g| g.threads.len()).sum();
+    let locks = if a.locks.is_empty() {
+        lock_table().len()
+    } else {
+        a.locks.len()
+    };
+    cells as u64 * locks as u64 * a.runs as u64 * unit_of(a)
+}
+
+/// The tables, laid out like the seed's (one row per lock, one column per thread
+/// count, median time to finish), with the seed's own times beside ours for the
+/// locks it measured; then the lock-event tables (stats builds).
+pub fn tables(d: &SpinData) -> Vec<Table> {
+    let mut out = Vec::new();
+    let cpus = d.effective_cpus;
+    for g in &d.groups {
+        let mut header = vec!["lock".to_string()];
+        header.extend(g.threads.iter().map(|t| {
+            if g.pinned {
+                format!("{t} threads")
+            } else {
+                format!("{t} threads ({:.1}x)", *t as f64 / cpus as f64)
+            }
+        }));
+        let seed_cols = !g.pinned && g.noise == 0;
+        if seed_cols {
+            header.push("seed Westmere-EX 32/48/60 vCPUs (1x/1.5x/1.9x)".into());
+            header.push("seed Haswell-EX 32/48/60 vCPUs".into());
+        } else if g.pinned {
+            header.push("seed pinned, Westmere-EX 32 vCPUs".into());
+        }
+        let mut rows = Vec::new();
+        let mut events_rows: Vec<Vec<String>> = Vec::new();
+        for l in &d.locks {
+            let mut row = vec![l.clone()];
+            for &t in &g.threads {
+                let c = d
+                    .cells
+                    .iter()
+                    .find(|c| &c.lock == l && c.table == g.title && c.threads == t);
+                row.push(match c {
+                    None => "-".into(),
+                    Some(c) => match c.runs.iter().find(|r| r.timed_out) {
+                        Some(r) => format!(
+                            ">{} ({:.0}%)",
+                            fmt_secs(d.timeout),
+                            100.0 * r.done as f64 / d.sections as f64
+                        ),
+                        None => fmt_secs(c.median_secs),
+                    },
+                });
+                if let Some(c) = c
+                    && let Some(ev) = &c.events
                     && !ev.is_empty()
                 {
-                    let runs = a.runs as u64;
-                    let lat = {
-                        let n = acc[i][klock::stat::Event::PvKickWake as usize];
-                        (n > 0).then(|| acc[i][klock::stat::Event::PvLatencyWakeNs as usize] / n)
+                    let runs = d.runs.max(1) as u64;
+                    let get = |n: &str| ev.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
+                    let lat = match (get("pv_kick_wake"), get("pv_latency_wake")) {
+                        (Some(n), Some(ns)) if n > 0 => Some(ns / n),
+                        _ => None,
                     };
                     events_rows.push(vec![
-                        l.0.to_string(),
+                        l.clone(),
                         t.to_string(),
                         ev.iter()
                             .filter(|(n, _)| n != "pv_latency_wake")
@@ -444,40 +629,127 @@ pub fn run(a: &SpinArgs) -> Result<i32, CliError> {
                             + &lat.map_or(String::new(), |l| format!(" wake_latency={l}ns")),
                     ]);
                 }
-                cells.push(Cell {
-                    lock: l.0.to_string(),
-                    table: title.clone(),
-                    threads: t,
-                    noise: *noise,
-                    pinned: *pinned,
-                    runs: rs.clone(),
-                    median_secs: med,
-                    events: ev,
-                });
             }
+            let seed = seed_of(l);
+            if seed_cols {
+                row.push(seed.map_or("-".into(), |s| s.2.join(" / ")));
+                row.push(seed.map_or("-".into(), |s| s.3.join(" / ")));
+            } else if g.pinned {
+                row.push(seed.map_or("-".into(), |s| s.4.to_string()));
+            }
+            rows.push(row);
         }
-        let mut header = vec!["lock".to_string()];
-        header.extend(tlist.iter().map(|t| {
-            if *pinned {
-                format!("{t} threads")
-            } else {
-                format!("{t} threads ({:.1}x)", *t as f64 / cpus as f64)
-            }
-        }));
-        out(&Table {
-            title: title.clone(),
+        out.push(Table {
+            title: g.title.clone(),
             header,
             rows,
-        }
-        .to_text());
+        });
         if !events_rows.is_empty() {
-            out(&Table {
-                title: format!("lock events per run (feature stats): {title}"),
+            out.push(Table {
+                title: format!("lock events per run (feature stats): {}", g.title),
                 header: vec!["lock".into(), "threads".into(), "events".into()],
                 rows: events_rows,
-            }
-            .to_text());
+            });
         }
+    }
+    out
+}
+
+/// Verdict samples: time to finish per lock and thread count (smaller is better).
+pub fn samples(d: &SpinData) -> Vec<crate::verdict::Sample> {
+    d.cells
+        .iter()
+        .map(|c| crate::verdict::Sample {
+            scenario: if c.pinned {
+                "spin job, pinned".into()
+            } else if c.noise > 0 {
+                format!("spin job +{} noise", c.noise)
+            } else {
+                "spin job".into()
+            },
+            point: format!("T={}", c.threads),
+            order: c.threads,
+            lock: c.lock.clone(),
+            median: c.median_secs,
+            runs: c.runs.iter().map(|r| r.secs).collect(),
+            higher_better: false,
+            unit: "s".into(),
+        })
+        .collect()
+}
+
+/// The report section: notes, the seed-shaped tables, and a chart per table.
+pub fn section(d: &SpinData) -> crate::table::Section {
+    let mut charts = Vec::new();
+    for g in d.groups.iter().filter(|g| g.threads.len() > 1) {
+        let x_labels: Vec<String> = g.threads.iter().map(|t| t.to_string()).collect();
+        for gr in crate::html::groups(&d.locks) {
+            let series = gr
+                .locks
+                .iter()
+                .zip(crate::html::styles(&gr.locks))
+                .map(|(l, st)| crate::chart::Series {
+                    name: l.clone(),
+                    points: g
+                        .threads
+                        .iter()
+                        .enumerate()
+                        .filter_map(|(i, t)| {
+                            d.cells
+                                .iter()
+                                .find(|c| &c.lock == l && c.table == g.title && c.threads == *t)
+                                .map(|c| {
+                                    let secs: Vec<f64> = c.runs.iter().map(|r| r.secs).collect();
+                                    (i, crate::chart::Value::with_runs(c.median_secs, &secs))
+                                })
+                        })
+                        .collect(),
+                    bold: crate::verdict::family_of_default(l).is_some(),
+                    style: st,
+                })
+                .collect();
+            charts.push(crate::chart::line(&crate::chart::LineChart {
+                title: format!("{}: {} (lower is better)", g.title, gr.title),
+                x_desc: "threads".into(),
+                y_desc: "seconds to finish".into(),
+                x_labels: x_labels.clone(),
+                series,
+                scale: crate::chart::Scale::Auto,
+            }));
+        }
+    }
+    crate::table::Section {
+        title: "spin (seed 001): time to finish a fixed build-like job".into(),
+        notes: vec![
+            format!(
+                "A job of {} critical sections ({} per task) on {} shared locks, cs {} ns, work {} ns between; threads = multiples of the {} effective CPUs; {} runs per cell, medians; a job that does not finish within {} s is shown as >T with the fraction done.",
+                d.sections, d.per_task, d.shared_locks, d.cs_ns, d.work_ns, d.effective_cpus, d.runs, d.timeout
+            ),
+            "The seed's columns are kernel build times (make -j vCPUs) in KVM guests on 32 physical CPUs with 32, 48 and 60 vCPUs: compare shapes (how each lock degrades with overcommit, and the order of the locks), not absolute times.".into(),
+        ],
+        tables: tables(d),
+        charts,
+    }
+}
+
+/// Runs `lockbench spin`; returns the exit status.
+pub fn run(a: &SpinArgs) -> Result<i32, CliError> {
+    if a.locks.iter().any(|l| l == "help") {
+        for (n, d, _) in &lock_table() {
+            out(&format!("{n}\n    {d}\n"));
+        }
+        return Ok(0);
+    }
+    let prog = crate::progress::Progress::new(planned_units(a), !a.quiet);
+    let d = measure(a, &prog)?;
+    prog.finish();
+    out(&format!(
+        "lockbench spin: job of {} critical sections ({} per task) on {} shared locks, \
+         cs {} ns, work {} ns between; {} runs per cell, medians\n",
+        a.sections, a.per_task, a.shared_locks, a.cs_ns, a.work_ns, a.runs
+    ));
+    for t in tables(&d) {
+        out(&t.to_text());
     }
     if !klock::stat::ENABLED {
         out("\n(lock-event counters: build with `--features stats` to see them)\n");
@@ -487,11 +759,17 @@ pub fn run(a: &SpinArgs) -> Result<i32, CliError> {
             "experiment": "spin",
             "command": super::command_line(),
             "machine": crate::sys::Machine::probe(),
-            "effective_cpus": cpus,
-            "cells": cells,
+            "effective_cpus": d.effective_cpus,
+            "cells": d.cells,
         });
         write_file(p, &serde_json::to_string_pretty(&j).unwrap_or_default())?;
     }
+    let violations: u64 = d
+        .cells
+        .iter()
+        .flat_map(|c| &c.runs)
+        .map(|r| r.violations)
+        .sum();
     if violations > 0 {
         eprintln!("error: mutual-exclusion violations detected ({violations} lost updates)");
         return Ok(1);
