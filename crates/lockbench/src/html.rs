@@ -343,7 +343,7 @@ svg{display:block;margin:0.8em 0}.err{color:#b00;font-weight:bold}\
 .same{background:#eeeeee;color:#444}\
 .worse{background:#f8d7da;color:#721c24;font-weight:bold}\
 ul.picks li{margin:0.3em 0}p.meta{color:#555;font-size:13px}\
-table.verdict td:nth-child(2),table.verdict td:nth-child(3){text-align:left}\
+table.verdict td:nth-child(2){text-align:left}\
 pre{background:#f7f7f7;padding:0.6em;font-size:12px;overflow-x:auto}";
 
 fn table_html(
@@ -384,26 +384,29 @@ pub fn verdict_html(report: &Report, extra: &[verdict::Sample]) -> String {
         s.push_str("<p>No klock default lock was measured beside a peer in this report, so there is no verdict.</p>\n");
         return s;
     }
+    let fams = verdict::by_family(&cells);
     s.push_str("<ul class=\"picks\">\n");
-    for sm in verdict::summarize(&cells) {
+    for (sm, _, _) in &fams {
         s.push_str(&format!(
-            "<li><b>{}</b> <span class=\"meta\">({} better, {} same, {} worse)</span></li>\n",
-            esc(&sm.sentence),
+            "<li><b>{}</b> {} <span class=\"meta\">({} better, {} same, {} worse)</span></li>\n",
+            esc(&sm.headline),
+            esc(&sm.detail),
             sm.better,
             sm.same,
             sm.worse
         ));
     }
     s.push_str("</ul>\n");
-    let t = verdict::table(&cells);
-    let class = |i: usize, j: usize| {
-        (j >= 5).then(|| match cells[i].outcome {
-            Outcome::Better => "better",
-            Outcome::Same => "same",
-            Outcome::Worse => "worse",
-        })
-    };
-    s.push_str(&table_html(&t, Some("verdict"), &class));
+    for (_, cs, t) in &fams {
+        let class = |i: usize, j: usize| {
+            (j >= 4).then(|| match cs[i].outcome {
+                Outcome::Better => "better",
+                Outcome::Same => "same",
+                Outcome::Worse => "worse",
+            })
+        };
+        s.push_str(&table_html(t, Some("verdict"), &class));
+    }
     s.push_str(&format!("<p class=\"meta\">{}</p>\n", esc(verdict::LEGEND)));
     s
 }

@@ -458,23 +458,27 @@ pub fn verdict_text(samples: &[crate::verdict::Sample], color: bool) -> String {
     if cells.is_empty() {
         return String::new();
     }
-    let t = verdict::table(&cells);
-    let style = |r: usize, c: usize| {
-        (color && c >= 5).then(|| match cells[r].outcome {
-            Outcome::Better => "\x1b[1;32m",
-            Outcome::Same => "\x1b[2m",
-            Outcome::Worse => "\x1b[1;31m",
-        })
+    let (b, off) = if color {
+        ("\x1b[1m", "\x1b[0m")
+    } else {
+        ("", "")
     };
-    let mut s = t.to_text_styled(&style);
-    s.push_str(&format!("\n{}\n\n", verdict::LEGEND));
-    for sm in verdict::summarize(&cells) {
-        if color {
-            s.push_str(&format!("* \x1b[1m{}\x1b[0m\n", sm.sentence));
-        } else {
-            s.push_str(&format!("* {}\n", sm.sentence));
-        }
+    let mut s = format!("\n## {b}Verdict: which lock, and by how much{off}\n\n");
+    let fams = verdict::by_family(&cells);
+    for (sm, _, _) in &fams {
+        s.push_str(&format!("* {b}{}{off} {}\n", sm.headline, sm.detail));
     }
+    for (_, cs, t) in &fams {
+        let style = |r: usize, c: usize| {
+            (color && c >= 4).then(|| match cs[r].outcome {
+                Outcome::Better => "\x1b[1;32m",
+                Outcome::Same => "\x1b[2m",
+                Outcome::Worse => "\x1b[1;31m",
+            })
+        };
+        s.push_str(&t.to_text_styled(&style));
+    }
+    s.push_str(&format!("\n{}\n", verdict::LEGEND));
     s
 }
 

@@ -357,7 +357,11 @@ pub struct Summary {
     pub worse: usize,
     /// The lock to pick (a Rust type or a peer's lockbench name).
     pub pick: String,
-    /// The sentence.
+    /// The answer: `Mutex: pick parking_lot.`
+    pub headline: String,
+    /// The evidence after it (counts, the largest differences).
+    pub detail: String,
+    /// `headline` and `detail` as one sentence.
     pub sentence: String,
 }
 
@@ -365,12 +369,25 @@ fn case(c: &Cell) -> String {
     format!("{} {}", c.scenario, c.point)
 }
 
+/// Cases grouped by workload: `mutex hot T=2, T=8; spin job T=8` (at most 4
+/// workloads, then a count).
 fn list(cs: &[&Cell]) -> String {
-    let mut v: Vec<String> = cs.iter().take(4).map(|c| case(c)).collect();
-    if cs.len() > 4 {
-        v.push(format!("{} more", cs.len() - 4));
+    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
+    for c in cs {
+        match groups.iter_mut().find(|(s, _)| *s == c.scenario) {
+            Some((_, pts)) => pts.push(&c.point),
+            None => groups.push((&c.scenario, vec![&c.point])),
+        }
     }
-    v.join(", ")
+    let mut v: Vec<String> = groups
+        .iter()
+        .take(4)
+        .map(|(s, pts)| format!("{s} {}", pts.join(", ")))
+        .collect();
+    if groups.len() > 4 {
+        v.push(format!("{} more workloads", groups.len() - 4));
+    }
+    v.join("; ")
 }
 
 fn most_common_peer(cs: &[&Cell]) -> String {
@@ -415,12 +432,13 @@ pub fn summarize(cells: &[Cell]) -> Vec<Summary> {
                 .unwrap_or_default()
         };
         let api = fam.api;
-        let (pick, sentence) = if w.is_empty() && !b.is_empty() {
+        let name = fam.name;
+        let (pick, headline, detail) = if w.is_empty() && !b.is_empty() {
             (
                 api.to_string(),
+                format!("{name}: pick {api}."),
                 format!(
-                    "{}: pick {api}. It beats the best peer in {} of {n} cases (up to {}) and is within noise in the other {}.",
-                    fam.name,
+                    "It beats the best peer in {} of {n} cases (up to {}) and is within noise in the other {}.",
                     b.len(),
                     best(&b),
                     s.len()
@@ -430,29 +448,28 @@ pub fn summarize(cells: &[Cell]) -> Vec<Summary> {
             let p = most_common_peer(&cs);
             (
                 format!("{api} or {p}"),
-                format!(
-                    "{}: pick {api} or {p}: within noise of each other in all {n} cases on this machine.",
-                    fam.name
-                ),
+                format!("{name}: pick {api} or {p}."),
+                format!("They are within noise of each other in all {n} cases on this machine."),
             )
         } else if b.is_empty() {
             let p = most_common_peer(&w);
             (
                 p.clone(),
+                format!("{name}: pick {p}."),
                 format!(
-                    "{}: pick {p}. {api} is behind the best peer in {} of {n} cases (down to {}) and never ahead.",
-                    fam.name,
+                    "{api} is behind the best peer in {} of {n} cases (down to {}), within noise in the other {}, and never ahead.",
                     w.len(),
-                    worst(&w)
+                    worst(&w),
+                    s.len()
                 ),
             )
         } else {
             let p = most_common_peer(&w);
             (
                 format!("{api} or {p}, by load"),
+                format!("{name}: it depends on the load."),
                 format!(
-                    "{}: it depends on the load. Pick {api} for {} (up to {}); {p} for {} ({api} down to {}). Within noise in {} of {n} cases.",
-                    fam.name,
+                    "Pick {api} for {} (up to {}); {p} for {} ({api} down to {}). Within noise in {} of {n} cases.",
                     list(&b),
                     best(&b),
                     list(&w),
@@ -461,21 +478,33 @@ pub fn summarize(cells: &[Cell]) -> Vec<Summary> {
                 ),
             )
         };
+        let sentence = format!("{headline} {detail}");
         out.push(Summary {
             family: fam,
             better: b.len(),
             same: s.len(),
             worse: w.len(),
             pick,
+            headline,
+            detail,
             sentence,
         });
     }
     out
 }
 
-/// Formats a value in its unit with sensible precision.
+/// Formats a value in its unit with sensible precision (`k`/`M` from 10^4).
+///
+/// ```
+/// assert_eq!(lockbench::verdict::fmt_value(55_260_820.0, "jobs/min"), "55.3 M jobs/min");
+/// assert_eq!(lockbench::verdict::fmt_value(3.456, "Mops/s"), "3.46 Mops/s");
+/// ```
 pub fn fmt_value(v: f64, unit: &str) -> String {
-    let num = if v.abs() >= 100.0 {
+    let num = if v.abs() >= 1e6 {
+        format!("{:.1} M", v / 1e6)
+    } else if v.abs() >= 1e4 {
+        format!("{:.1} k", v / 1e3)
+    } else if v.abs() >= 100.0 {
         format!("{v:.0}")
     } else if v.abs() >= 10.0 {
         format!("{v:.1}")
@@ -499,21 +528,16 @@ pub fn fmt_ratio(c: &Cell) -> String {
     format!("{}x ({}-{})", f(c.ratio), f(c.ratio_lo), f(c.ratio_hi))
 }
 
-/// The verdict table (plain cells; the terminal and HTML renderers colour the
-/// outcome column).
-pub fn table(cells: &[Cell]) -> crate::table::Table {
+/// The verdict table of one family (plain cells; the terminal and HTML renderers
+/// colour the last two columns by [`Cell::outcome`]).
+pub fn table(fam: &Family, cells: &[&Cell]) -> crate::table::Table {
     let rows = cells
         .iter()
         .map(|c| {
             vec![
-                c.family.name.to_string(),
                 c.scenario.clone(),
                 c.point.clone(),
-                format!(
-                    "{} {}",
-                    c.klock.lock,
-                    fmt_value(c.klock.median, &c.klock.unit)
-                ),
+                fmt_value(c.klock.median, &c.klock.unit),
                 format!("{} {}", c.peer.lock, fmt_value(c.peer.median, &c.peer.unit)),
                 fmt_ratio(c),
                 c.outcome.word().to_string(),
@@ -521,14 +545,14 @@ pub fn table(cells: &[Cell]) -> crate::table::Table {
         })
         .collect();
     crate::table::Table {
-        title:
-            "Verdict: klock's default locks against the best other lock measured in the same run"
-                .into(),
+        title: format!(
+            "{} ({}, lockbench name {}) against the best other lock in the same run",
+            fam.name, fam.api, fam.default
+        ),
         header: [
-            "family",
             "workload",
             "threads",
-            "klock default (median)",
+            "klock (median)",
             "best peer (median)",
             "klock vs peer (run range)",
             "verdict",
@@ -537,6 +561,18 @@ pub fn table(cells: &[Cell]) -> crate::table::Table {
         .to_vec(),
         rows,
     }
+}
+
+/// Per family with cases: its summary, its cells and its table.
+pub fn by_family(cells: &[Cell]) -> Vec<(Summary, Vec<&Cell>, crate::table::Table)> {
+    summarize(cells)
+        .into_iter()
+        .map(|sm| {
+            let cs: Vec<&Cell> = cells.iter().filter(|c| c.family == sm.family).collect();
+            let t = table(sm.family, &cs);
+            (sm, cs, t)
+        })
+        .collect()
 }
 
 /// How to read the verdict, one line.
@@ -662,6 +698,7 @@ mod tests {
         let sp = get("SpinLock");
         assert_eq!(sp.pick, "klock::SpinLock");
         assert!(sp.sentence.starts_with("SpinLock: pick klock::SpinLock"));
+        assert_eq!(sp.headline, "SpinLock: pick klock::SpinLock.");
         let rw = get("RwLock");
         assert_eq!((rw.better, rw.worse), (1, 0));
         // All-worse and all-same families.
@@ -681,9 +718,23 @@ mod tests {
     #[test]
     fn verdict_table_has_a_row_per_cell() {
         let cs = cells(&samples(&synthetic()));
-        let t = table(&cs);
-        assert_eq!(t.rows.len(), cs.len());
-        assert!(t.rows.iter().all(|r| r.len() == t.header.len()));
-        assert!(t.to_text().contains("2.00x (1.82-2.20)"), "{}", t.to_text());
+        let fams = by_family(&cs);
+        assert_eq!(fams.iter().map(|f| f.2.rows.len()).sum::<usize>(), cs.len());
+        for (_, c, t) in &fams {
+            assert_eq!(t.rows.len(), c.len());
+            assert!(t.rows.iter().all(|r| r.len() == t.header.len()));
+        }
+        let m = fams.iter().find(|f| f.0.family.name == "Mutex").unwrap();
+        assert!(
+            m.2.to_text().contains("2.00x (1.82-2.20)"),
+            "{}",
+            m.2.to_text()
+        );
+        // The mixed sentence groups cases by workload.
+        assert!(
+            m.0.detail.contains("mutex balanced T=8; uncontended T=1"),
+            "{}",
+            m.0.detail
+        );
     }
 }

@@ -162,7 +162,7 @@ fn charts_split_defaults_from_variants() {
 fn verdict_comes_first_in_terminal_and_html() {
     let report = synthetic();
     let text = lockbench::table::render_with(&report, &[], &[], false);
-    let v = text.find("### Verdict").expect("verdict table in text");
+    let v = text.find("## Verdict").expect("verdict in text");
     let first_table = text.find("### uncontended").expect("uncontended table");
     assert!(v < first_table);
     assert!(text.contains("* Mutex: "), "{text}");
