@@ -141,10 +141,26 @@ pub fn dispatch(cmd: Command) -> Result<i32, CliError> {
                     a.input.display()
                 ))
             })?;
+            // A `report --full` keeps its seed experiments under "seed".
+            let seed = serde_json::from_str::<serde_json::Value>(&text)
+                .map(|v| exp::report::seeds_from_json(&v["seed"]))
+                .unwrap_or_default();
             if let Some(p) = &a.html {
-                exp::write_file(p, &crate::html::render(&report))?;
+                exp::write_file(
+                    p,
+                    &crate::html::render_with(&report, &seed.sections, &seed.samples),
+                )?;
             }
-            exp::finish(&report, None, a.csv.as_ref())
+            exp::out(&crate::table::render_with(
+                &report,
+                &seed.sections,
+                &seed.samples,
+                crate::table::color_stdout(),
+            ));
+            if let Some(p) = &a.csv {
+                exp::write_file(p, &crate::record::to_csv(&report.results))?;
+            }
+            Ok(exp::exit_status(&report))
         }
     }
 }

@@ -384,9 +384,21 @@ fn run_preload(plan: &SeedPlan, dir: &std::path::Path) -> (Section, Vec<Record>)
             ));
         }
     };
+    let note = format!(
+        "The full output of `lockbench preload` is in {}.",
+        txt.display()
+    );
+    (preload_section(&recs, &note), recs)
+}
+
+/// The preload section from its records: per workload, glibc against the
+/// interposer with their ratio and verdict, and a chart of the ratios.
+pub fn preload_section(recs: &[Record], note: &str) -> Section {
+    let title =
+        "preload: unmodified programs, glibc's locks against klock's interposer".to_string();
     let mut tables = Vec::new();
     let mut workloads: Vec<String> = Vec::new();
-    for r in &recs {
+    for r in recs {
         if !workloads.contains(&r.params.workload) {
             workloads.push(r.params.workload.clone());
         }
@@ -476,18 +488,14 @@ fn run_preload(plan: &SeedPlan, dir: &std::path::Path) -> (Section, Vec<Record>)
         series,
         scale: crate::chart::Scale::Linear,
     })];
-    (
-        Section {
-            title,
-            notes: vec![format!(
-                "Each program runs with and without LD_PRELOAD=libklock_preload.so, interleaved; the programs' own metrics (events/s, lock ops/s, bogo ops/s, TPS) in millions. The full output of `lockbench preload` is in {}.",
-                txt.display()
-            )],
-            tables,
-            charts,
-        },
-        recs,
-    )
+    Section {
+        title,
+        notes: vec![format!(
+            "Each program runs with and without LD_PRELOAD=libklock_preload.so, interleaved; the programs' own metrics (events/s, lock ops/s, bogo ops/s, TPS) in millions. {note}"
+        )],
+        tables,
+        charts,
+    }
 }
 
 /// Runs the suite; returns the exit status.
@@ -647,6 +655,107 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
     Ok(super::exit_status(&report))
 }
 
+/// Rebuilds the seed sections and verdict samples from a saved report.json's `seed`
+/// object (what `lockbench render` shows for a `report --full`); parts that do not
+/// parse are left out.
+pub fn seeds_from_json(seed: &serde_json::Value) -> SeedResults {
+    use serde_json::from_value;
+    let mut out = SeedResults::default();
+    let first_seen = |v: Vec<String>| {
+        let mut u: Vec<String> = Vec::new();
+        for x in v {
+            if !u.contains(&x) {
+                u.push(x);
+            }
+        }
+        u
+    };
+    if let Ok(d) = from_value::<super::spin::SpinData>(seed["spin"].clone()) {
+        out.sections.push(super::spin::section(&d));
+        out.samples.extend(super::spin::samples(&d));
+    }
+    if let Ok(fr) = from_value::<super::fserver::FsReport>(seed["fserver"].clone()) {
+        let locks = first_seen(fr.runs.iter().map(|r| r.lock.clone()).collect());
+        let mut users: Vec<usize> = fr.runs.iter().map(|r| r.users).collect();
+        users.sort_unstable();
+        users.dedup();
+        out.sections
+            .push(super::fserver::section(&fr, &locks, &users));
+        out.samples
+            .extend(super::fserver::samples(&fr, &locks, &users));
+    }
+    if let Ok(recs) = from_value::<Vec<Record>>(seed["rwsem"]["results"].clone()) {
+        let slow: Vec<super::rwsem::SlowPath> =
+            from_value(seed["rwsem"]["rwsem_slowpath"].clone()).unwrap_or_default();
+        let locks = first_seen(recs.iter().map(|r| r.lock.clone()).collect());
+        let mut pairs: Vec<usize> = recs
+            .iter()
+            .filter_map(|r| r.readers.as_ref().map(|c| c.threads))
+            .collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        let names = first_seen(recs.iter().map(|r| r.params.workload.clone()).collect());
+        let loads: Vec<super::rwsem::Load> = names
+            .iter()
+            .filter_map(|w| {
+                let spec = w.strip_prefix("pause").unwrap_or(w);
+                super::rwsem::parse_loads(spec).ok().map(|l| l.0[0])
+            })
+            .collect();
+        let dur = recs.first().map_or(0.0, |r| r.params.duration_s);
+        out.sections.push(super::rwsem::section(
+            &recs, &slow, &locks, &pairs, &loads, dur,
+        ));
+        out.samples.extend(crate::verdict::samples(&Report {
+            results: recs,
+            ..Report::default()
+        }));
+    }
+    if let Ok(runs) = from_value::<Vec<super::fio::FioRun>>(seed["fio"]["runs"].clone()) {
+        let locks = first_seen(runs.iter().map(|r| r.lock.clone()).collect());
+        let mut threads: Vec<usize> = runs.iter().map(|r| r.threads).collect();
+        threads.sort_unstable();
+        threads.dedup();
+        let per = runs
+            .iter()
+            .filter(|r| r.lock == locks[0] && r.threads == threads[0])
+            .count()
+            .max(1);
+        let dur = runs
+            .first()
+            .map_or(1.0, |r| (r.secs * 100.0).round() / 100.0);
+        let t: Vec<String> = threads.iter().map(|t| t.to_string()).collect();
+        let rp = seed["fio"]["read_pct"].as_u64().unwrap_or(50).to_string();
+        let fm = seed["fio"]["file_mib"].as_u64().unwrap_or(64).to_string();
+        let (ts, ps, ds) = (t.join(","), per.to_string(), format!("{}", dur.max(0.01)));
+        let fa: super::fio::FioArgs = parse(&[
+            "--threads",
+            &ts,
+            "--runs",
+            &ps,
+            "--duration",
+            &ds,
+            "--read-pct",
+            &rp,
+            "--file-mib",
+            &fm,
+        ]);
+        out.sections.push(super::fio::section(&runs, &locks, &fa));
+        out.samples
+            .extend(super::fio::samples(&runs, &locks, &threads));
+    }
+    if let Ok(recs) = from_value::<Vec<Record>>(seed["preload"].clone())
+        && !recs.is_empty()
+    {
+        out.sections.push(preload_section(&recs, ""));
+        out.samples.extend(crate::verdict::samples(&Report {
+            results: recs,
+            ..Report::default()
+        }));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -736,6 +845,11 @@ mod tests {
         };
         roxmltree::Document::parse_with_options(&html, opts).expect("HTML is XML");
         assert!(html.contains("RwLock: "), "the seeds feed the verdict");
+        // `lockbench render` rebuilds the same sections from report.json's "seed".
+        let back = seeds_from_json(&serde_json::Value::Object(r.json.clone()));
+        let titles = |v: &[Section]| v.iter().map(|s| s.title.clone()).collect::<Vec<_>>();
+        assert_eq!(titles(&back.sections), titles(&r.sections));
+        assert_eq!(back.samples.len(), r.samples.len());
     }
 
     #[test]
