@@ -55,10 +55,12 @@ thread_local! {
     static READS_HELD: Cell<u32> = const { Cell::new(0) };
 }
 
+#[inline]
 fn reads_held() -> u32 {
     READS_HELD.try_with(Cell::get).unwrap_or(0)
 }
 
+#[inline]
 fn add_reads_held(up: bool) {
     let _ = READS_HELD.try_with(|c| {
         c.set(if up {
@@ -107,11 +109,13 @@ impl<S: SpinPolicy> KRwLock<S> {
     }
 
     /// Read lock, blocking.
+    #[inline]
     pub fn rdlock(&self) -> c_int {
         self.read(How::Block)
     }
 
     /// Read lock without waiting (EBUSY).
+    #[inline]
     pub fn tryrdlock(&self) -> c_int {
         self.read(How::Try)
     }
@@ -127,11 +131,13 @@ impl<S: SpinPolicy> KRwLock<S> {
     }
 
     /// Write lock, blocking.
+    #[inline]
     pub fn wrlock(&self) -> c_int {
         self.write(How::Block)
     }
 
     /// Write lock without waiting (EBUSY).
+    #[inline]
     pub fn trywrlock(&self) -> c_int {
         self.write(How::Try)
     }
@@ -145,11 +151,23 @@ impl<S: SpinPolicy> KRwLock<S> {
         self.write(How::Until(clock, abstime))
     }
 
+    #[inline]
     fn read(&self, how: How) -> c_int {
         if let Err(e) = self.check() {
             return e;
         }
-        if self.raw.writer() == current_id() {
+        // The plain fast path first: no thread-local lookup unless it fails
+        // (the count of read locks held is needed only then).
+        if self.raw.try_lock_shared() {
+            add_reads_held(true);
+            return 0;
+        }
+        self.read_slow(how)
+    }
+
+    #[cold]
+    fn read_slow(&self, how: How) -> c_int {
+        if self.is_my_write_lock() {
             return if matches!(how, How::Try) {
                 EBUSY
             } else {
@@ -157,26 +175,23 @@ impl<S: SpinPolicy> KRwLock<S> {
             };
         }
         let recursive = reads_held() > 0;
-        let got = if recursive {
-            self.raw.try_lock_shared_recursive()
-        } else {
-            self.raw.try_lock_shared()
-        } || match how {
-            How::Try => false,
-            How::Block if recursive => {
-                self.raw.lock_shared_recursive();
-                true
-            }
-            How::Block => {
-                self.raw.lock_shared();
-                true
-            }
-            // SAFETY: caller's contract.
-            How::Until(clock, abstime) => match unsafe { time::deadline(clock, abstime) } {
-                Ok(d) => self.raw.lock_shared_until_ns(d),
-                Err(e) => return e,
-            },
-        };
+        let got = (recursive && self.raw.try_lock_shared_recursive())
+            || match how {
+                How::Try => false,
+                How::Block if recursive => {
+                    self.raw.lock_shared_recursive();
+                    true
+                }
+                How::Block => {
+                    self.raw.lock_shared();
+                    true
+                }
+                // SAFETY: caller's contract.
+                How::Until(clock, abstime) => match unsafe { time::deadline(clock, abstime) } {
+                    Ok(d) => self.raw.lock_shared_until_ns(d),
+                    Err(e) => return e,
+                },
+            };
         if got {
             add_reads_held(true);
             0
@@ -187,11 +202,20 @@ impl<S: SpinPolicy> KRwLock<S> {
         }
     }
 
+    /// Does the caller hold the write lock? (The thread-id lookup only when
+    /// a writer holds it.)
+    #[inline]
+    fn is_my_write_lock(&self) -> bool {
+        let w = self.raw.writer();
+        w != 0 && w == current_id()
+    }
+
+    #[inline]
     fn write(&self, how: How) -> c_int {
         if let Err(e) = self.check() {
             return e;
         }
-        if self.raw.writer() == current_id() {
+        if self.is_my_write_lock() {
             return if matches!(how, How::Try) {
                 EBUSY
             } else {
@@ -221,6 +245,7 @@ impl<S: SpinPolicy> KRwLock<S> {
     }
 
     /// Unlock whichever side the caller holds: EPERM if the lock is not held.
+    #[inline]
     pub fn unlock(&self) -> c_int {
         if let Err(e) = self.check() {
             return e;
