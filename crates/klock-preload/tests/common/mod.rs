@@ -327,17 +327,25 @@ impl Spawned {
         };
         self.reaped = true;
         let elapsed = self.started.elapsed();
+        // The logs are read into the result (and printed on failure), so
+        // the files themselves are not kept.
+        let stdout = match self.stdout_path.as_deref() {
+            Some(p) => {
+                let s = read_lossy(p);
+                let _ = fs::remove_file(p);
+                s
+            }
+            None => String::new(),
+        };
+        let stderr = read_lossy(&self.stderr_path);
+        let _ = fs::remove_file(&self.stderr_path);
         RunResult {
             desc: self.desc.clone(),
             status,
             timed_out,
             elapsed,
-            stdout: self
-                .stdout_path
-                .as_deref()
-                .map(read_lossy)
-                .unwrap_or_default(),
-            stderr: read_lossy(&self.stderr_path),
+            stdout,
+            stderr,
         }
     }
 
