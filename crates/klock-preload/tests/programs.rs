@@ -130,9 +130,10 @@ fn is_zero_failed_summary(l: &str) -> bool {
 /// `--mutex-ops` budget (and stop the instance) before the SCHED_OTHER
 /// creating thread gets the CPU back to record that it created a worker.
 /// That instance then prints "could not create any pthreads" and exits with
-/// EXIT_NO_RESOURCE (3). It happens with plain glibc too (from 1 run in 40
-/// alone to 1 in 3 next to other tests), so such a run is repeated (up to
-/// `STRESS_NG_ATTEMPTS` times) rather than failed. Any other failure counts.
+/// EXIT_NO_RESOURCE (3). It happens with plain glibc too (about 1 run in 40
+/// alone, far more often next to other tests), so such a run is repeated
+/// (up to `STRESS_NG_ATTEMPTS` times) rather than failed. Any other failure
+/// counts, and so does hitting the race on every attempt.
 fn is_stress_ng_startup_race(r: &RunResult) -> bool {
     let all = format!("{}\n{}", r.stdout, r.stderr);
     all.contains("could not create any pthreads")
