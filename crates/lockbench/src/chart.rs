@@ -598,8 +598,21 @@ fn draw_line(
             .light_line_style(TRANSPARENT)
             .disable_x_mesh()
             .draw()?;
-        let area = chart.plotting_area();
-        let top_px = area.map_coordinate(&(0.0, top)).1;
+        if has_inf {
+            // One `inf` row at the top of the axis (labels per point would overlap).
+            let area = chart.plotting_area();
+            let (x0, y) = area.map_coordinate(&(-0.4, top));
+            let (x1, _) = area.map_coordinate(&(n as f64 - 0.6, top));
+            root.draw(&PathElement::new(
+                vec![(x0, y), (x1, y)],
+                ShapeStyle::from(&RGBColor(0xBB, 0xBB, 0xBB)).stroke_width(1),
+            ))?;
+            root.draw(&Text::new(
+                "inf",
+                (x0 - 28, y - 7),
+                (FONT, 13).into_font().color(&BLACK),
+            ))?;
+        }
         for (i, s) in series.iter().enumerate() {
             let (col, m) = style(s.style);
             let pts: Vec<(f64, Value)> = s
@@ -614,7 +627,7 @@ fn draw_line(
             };
             let width = if s.bold { 3 } else { 2 };
             // A small horizontal offset per series keeps overlapping error bars apart.
-            let off = (i as f64 - (series.len() as f64 - 1.0) / 2.0) * 0.012;
+            let off = (i as f64 - (series.len() as f64 - 1.0) / 2.0) * 0.03;
             chart.draw_series(LineSeries::new(
                 pts.iter().map(|(x, v)| (x + off, yv(v))),
                 ShapeStyle::from(&col).stroke_width(width),
@@ -635,13 +648,6 @@ fn draw_line(
                 // Markers are drawn in pixels (the same shape on every scale).
                 let p = area.map_coordinate(&(x, yv(v)));
                 draw_marker(&root, m, col, p, 4)?;
-                if *v == Value::Inf {
-                    root.draw(&Text::new(
-                        "inf",
-                        (p.0 + 6, top_px.max(p.1) - 4),
-                        (FONT, 12).into_font().color(&col),
-                    ))?;
-                }
             }
         }
         let names: Vec<(String, bool, usize)> = series

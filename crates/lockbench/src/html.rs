@@ -153,10 +153,37 @@ fn locks_of(recs: &[&Record]) -> Vec<String> {
 /// Chart styles of a group: each klock default keeps its family's colour and
 /// marker in every chart (SpinLock blue circle, Mutex vermillion square, RwLock green
 /// triangle); the other locks take the rest in order.
+///
+/// The other locks take the styles no default owns first, so a blue circle or a
+/// vermillion square means klock's SpinLock or Mutex wherever the chart has room.
+///
+/// ```
+/// let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+/// let s = lockbench::html::styles(&l(&["klock_mutex", "klock_mutex_nospin"]));
+/// assert_eq!(s, vec![1, 4]);
+/// ```
 pub fn styles(locks: &[String]) -> Vec<usize> {
-    chart::assign_styles(locks, |l| {
-        verdict::FAMILIES.iter().position(|f| f.default == l)
-    })
+    let n = verdict::FAMILIES.len().min(MAX_SERIES);
+    let fixed = |l: &str| verdict::FAMILIES.iter().position(|f| f.default == l);
+    let mut used = [false; MAX_SERIES];
+    for l in locks {
+        if let Some(i) = fixed(l).filter(|i| *i < MAX_SERIES) {
+            used[i] = true;
+        }
+    }
+    let order: Vec<usize> = (n..MAX_SERIES).chain(0..n).collect();
+    let mut out = Vec::with_capacity(locks.len());
+    for l in locks {
+        match fixed(l).filter(|i| *i < MAX_SERIES) {
+            Some(i) => out.push(i),
+            None => {
+                let i = order.iter().copied().find(|i| !used[*i]).unwrap_or(0);
+                used[i] = true;
+                out.push(i);
+            }
+        }
+    }
+    out
 }
 
 fn bold(lock: &str) -> bool {
@@ -337,7 +364,7 @@ const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:1240px;col
 h1{margin-bottom:0.2em}h2{border-bottom:2px solid #ddd;padding-bottom:0.2em;margin-top:2em}\
 table{border-collapse:collapse;margin:0.5em 0 1.5em}\
 td,th{border:1px solid #ccc;padding:3px 7px;font-size:13px;text-align:right}\
-th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}\
+th{background:#f4f4f4}td:first-child,th:first-child,td.t{text-align:left}\
 svg{display:block;margin:0.8em 0}.err{color:#b00;font-weight:bold}\
 .better{background:#d4edda;color:#155724;font-weight:bold}\
 .same{background:#eeeeee;color:#444}\
@@ -360,11 +387,13 @@ fn table_html(
         s.push_str(&format!("<th>{}</th>", esc(h)));
     }
     s.push_str("</tr>\n");
+    let text_cols = t.text_columns();
     for (i, r) in t.rows.iter().enumerate() {
         s.push_str("<tr>");
         for (j, c) in r.iter().enumerate() {
             match cell_class(i, j) {
                 Some(k) => s.push_str(&format!("<td class=\"{k}\">{}</td>", esc(c))),
+                None if text_cols[j] => s.push_str(&format!("<td class=\"t\">{}</td>", esc(c))),
                 None => s.push_str(&format!("<td>{}</td>", esc(c))),
             }
         }

@@ -29,6 +29,22 @@ impl Table {
         self.to_text_styled(&|_, _| None)
     }
 
+    /// Per column: whether it holds text (every cell starts with a letter, or is
+    /// `-`), to be left-aligned like the first column.
+    pub fn text_columns(&self) -> Vec<bool> {
+        (0..self.header.len())
+            .map(|i| {
+                i == 0
+                    || (!self.rows.is_empty()
+                        && self.rows.iter().all(|r| {
+                            r.get(i).is_none_or(|c| {
+                                c == "-" || c.chars().next().is_some_and(char::is_alphabetic)
+                            })
+                        }))
+            })
+            .collect()
+    }
+
     /// [`Table::to_text`] with ANSI styles: `style(row, column)` returns the escape
     /// sequence that opens a cell's style (reset after the cell). Widths are computed
     /// on the plain text.
@@ -40,6 +56,7 @@ impl Table {
                 w[i] = w[i].max(c.chars().count());
             }
         }
+        let left = self.text_columns();
         let line = |cells: &[String], row: Option<usize>| {
             let mut s = String::from("|");
             for (i, width) in w.iter().enumerate() {
@@ -49,7 +66,7 @@ impl Table {
                     Some(on) => (on, "\x1b[0m"),
                     None => ("", ""),
                 };
-                if i == 0 {
+                if left[i] {
                     s.push_str(&format!(" {on}{c}{off}{} |", " ".repeat(pad)));
                 } else {
                     s.push_str(&format!(" {}{on}{c}{off} |", " ".repeat(pad)));
@@ -62,7 +79,7 @@ impl Table {
         s.push_str(&line(&self.header, None));
         s.push('|');
         for (i, width) in w.iter().enumerate() {
-            s.push_str(&if i == 0 {
+            s.push_str(&if left[i] {
                 format!(":{}|", "-".repeat(width + 1))
             } else {
                 format!("{}:|", "-".repeat(width + 1))

@@ -238,6 +238,8 @@ pub struct Cell {
     pub klock: Sample,
     /// The best peer's sample.
     pub peer: Sample,
+    /// Every eligible peer's sample in this case (the best one included).
+    pub peers: Vec<Sample>,
     /// klock relative to the peer, > 1 = klock better (median ratio).
     pub ratio: f64,
     /// The least favourable ratio the runs allow.
@@ -307,7 +309,7 @@ pub fn cells(samples: &[Sample]) -> Vec<Cell> {
                 let Some(k) = here.clone().find(|s| s.lock == fam.default) else {
                     continue;
                 };
-                let peer = here
+                let peers: Vec<&Sample> = here
                     .filter(|s| !is_klock(&s.lock))
                     .filter(|s| fam.spinning_peers || !is_spinning_peer(&s.lock))
                     .filter(|s| match (fam.kind, kind_of(&s.lock)) {
@@ -315,13 +317,14 @@ pub fn cells(samples: &[Sample]) -> Vec<Cell> {
                         _ => true,
                     })
                     .filter(|s| s.median.is_finite() && s.median > 0.0)
-                    .max_by(|a, b| {
-                        if k.higher_better {
-                            a.median.total_cmp(&b.median)
-                        } else {
-                            b.median.total_cmp(&a.median)
-                        }
-                    });
+                    .collect();
+                let peer = peers.iter().copied().max_by(|a, b| {
+                    if k.higher_better {
+                        a.median.total_cmp(&b.median)
+                    } else {
+                        b.median.total_cmp(&a.median)
+                    }
+                });
                 let Some(p) = peer else {
                     continue;
                 };
@@ -333,6 +336,7 @@ pub fn cells(samples: &[Sample]) -> Vec<Cell> {
                     order,
                     klock: k.clone(),
                     peer: p.clone(),
+                    peers: peers.iter().map(|s| (*s).clone()).collect(),
                     ratio,
                     ratio_lo,
                     ratio_hi,
@@ -433,6 +437,25 @@ pub fn summarize(cells: &[Cell]) -> Vec<Summary> {
         };
         let api = fam.api;
         let name = fam.name;
+        // klock against one peer in every case where both were measured.
+        let h2h = |peer: &str| {
+            let mut ahead: Vec<(&Cell, f64)> = Vec::new();
+            let mut behind: Vec<(&Cell, f64)> = Vec::new();
+            for c in &cs {
+                if let Some(p) = c.peers.iter().find(|p| p.lock == peer) {
+                    let (r, _, _, o) = compare_samples(&c.klock, p);
+                    match o {
+                        Outcome::Better => ahead.push((c, r)),
+                        Outcome::Worse => behind.push((c, r)),
+                        Outcome::Same => {}
+                    }
+                }
+            }
+            (ahead, behind)
+        };
+        fn cells_of<'a>(v: &[(&'a Cell, f64)]) -> Vec<&'a Cell> {
+            v.iter().map(|x| x.0).collect()
+        }
         let (pick, headline, detail) = if w.is_empty() && !b.is_empty() {
             (
                 api.to_string(),
@@ -446,37 +469,65 @@ pub fn summarize(cells: &[Cell]) -> Vec<Summary> {
             )
         } else if w.is_empty() {
             let p = most_common_peer(&cs);
-            (
-                format!("{api} or {p}"),
-                format!("{name}: pick {api} or {p}."),
-                format!("They are within noise of each other in all {n} cases on this machine."),
-            )
-        } else if b.is_empty() {
-            let p = most_common_peer(&w);
-            (
-                p.clone(),
-                format!("{name}: pick {p}."),
-                format!(
-                    "{api} is behind the best peer in {} of {n} cases (down to {}), within noise in the other {}, and never ahead.",
-                    w.len(),
-                    worst(&w),
-                    s.len()
-                ),
-            )
+            let (ahead, _) = h2h(&p);
+            if ahead.is_empty() {
+                (
+                    format!("{api} or {p}"),
+                    format!("{name}: pick {api} or {p}."),
+                    format!(
+                        "{api} is within noise of the best peer in all {n} cases, and of {p} wherever both ran."
+                    ),
+                )
+            } else {
+                (
+                    api.to_string(),
+                    format!("{name}: pick {api}."),
+                    format!(
+                        "It is within noise of the best peer in all {n} cases, and no single other lock keeps up everywhere: {p}, the most frequent best peer, is behind {api} at {}.",
+                        list(&cells_of(&ahead))
+                    ),
+                )
+            }
         } else {
             let p = most_common_peer(&w);
-            (
-                format!("{api} or {p}, by load"),
-                format!("{name}: it depends on the load."),
-                format!(
-                    "Pick {api} for {} (up to {}); {p} for {} ({api} down to {}). Within noise in {} of {n} cases.",
-                    list(&b),
-                    best(&b),
-                    list(&w),
-                    worst(&w),
-                    s.len()
-                ),
-            )
+            let (ahead, behind) = h2h(&p);
+            if ahead.is_empty() {
+                (
+                    p.clone(),
+                    format!("{name}: pick {p}."),
+                    format!(
+                        "{api} is behind the best peer in {} of {n} cases (down to {}), within noise in {}, ahead in {}, and never ahead of {p}.",
+                        w.len(),
+                        worst(&w),
+                        s.len(),
+                        b.len()
+                    ),
+                )
+            } else {
+                let up = ahead.iter().map(|x| x.1).fold(f64::NEG_INFINITY, f64::max);
+                let down = behind.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+                (
+                    format!("{api} or {p}, by load"),
+                    format!("{name}: it depends on the load."),
+                    format!(
+                        "Against {p}: pick {api} for {} (up to {up:.2}x), {p} for {}{}. Against the best peer of each case: {} better, {} within noise, {} worse of {n}.",
+                        list(&cells_of(&ahead)),
+                        if behind.is_empty() {
+                            "none".to_string()
+                        } else {
+                            list(&cells_of(&behind))
+                        },
+                        if behind.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" ({api} down to {down:.2}x)")
+                        },
+                        b.len(),
+                        s.len(),
+                        w.len()
+                    ),
+                )
+            }
         };
         let sentence = format!("{headline} {detail}");
         out.push(Summary {
@@ -701,18 +752,64 @@ mod tests {
         assert_eq!(sp.headline, "SpinLock: pick klock::SpinLock.");
         let rw = get("RwLock");
         assert_eq!((rw.better, rw.worse), (1, 0));
-        // All-worse and all-same families.
-        let mut bad = cs.clone();
-        for c in &mut bad {
-            c.outcome = Outcome::Worse;
-        }
-        let s = summarize(&bad);
-        assert!(s[0].sentence.contains("never ahead"), "{}", s[0].sentence);
-        for c in &mut bad {
-            c.outcome = Outcome::Same;
-        }
-        let s = summarize(&bad);
-        assert!(s[0].sentence.contains("within noise"), "{}", s[0].sentence);
+        let summary = |recs: Vec<Record>| {
+            summarize(&cells(&samples(&Report {
+                results: recs,
+                ..Report::default()
+            })))
+            .remove(0)
+        };
+        // Behind parking_lot everywhere, never ahead of it: pick parking_lot.
+        let m = summary(vec![
+            rec("mutex", "klock_mutex", 1, &[1.0, 1.1]),
+            rec("mutex", "parking_lot", 1, &[2.0, 2.1]),
+            rec("mutex", "klock_mutex", 8, &[1.0, 1.1]),
+            rec("mutex", "parking_lot", 8, &[2.0, 2.1]),
+        ]);
+        assert_eq!(m.headline, "Mutex: pick parking_lot.");
+        assert!(
+            m.detail.contains("never ahead of parking_lot"),
+            "{}",
+            m.detail
+        );
+        // Behind std at T=1 (std best there), but far ahead of std at T=8, where
+        // parking_lot is the best peer and within noise: it depends.
+        let m = summary(vec![
+            rec("mutex", "klock_mutex", 1, &[1.0, 1.1]),
+            rec("mutex", "std", 1, &[2.0, 2.1]),
+            rec("mutex", "klock_mutex", 8, &[2.0, 2.2]),
+            rec("mutex", "std", 8, &[0.1, 0.1]),
+            rec("mutex", "parking_lot", 8, &[2.1, 2.3]),
+        ]);
+        assert_eq!(m.headline, "Mutex: it depends on the load.");
+        assert!(
+            m.detail.contains("klock::Mutex for mutex balanced T=8"),
+            "{}",
+            m.detail
+        );
+        // Within noise of the best peer everywhere, and of that peer everywhere.
+        let m = summary(vec![
+            rec("mutex", "klock_mutex", 1, &[1.0, 1.2]),
+            rec("mutex", "std", 1, &[1.1, 1.3]),
+        ]);
+        assert_eq!(m.headline, "Mutex: pick klock::Mutex or std.");
+        // Within noise of each case's best peer, but the usual best peer collapses
+        // somewhere: klock alone.
+        let m = summary(vec![
+            rec("mutex", "klock_mutex", 1, &[1.0, 1.2]),
+            rec("mutex", "std", 1, &[1.1, 1.3]),
+            rec("mutex", "klock_mutex", 2, &[1.0, 1.2]),
+            rec("mutex", "std", 2, &[1.1, 1.3]),
+            rec("mutex", "klock_mutex", 8, &[1.0, 1.2]),
+            rec("mutex", "std", 8, &[0.1, 0.2]),
+            rec("mutex", "parking_lot", 8, &[1.1, 1.2]),
+        ]);
+        assert_eq!(m.headline, "Mutex: pick klock::Mutex.");
+        assert!(
+            m.detail.contains("std, the most frequent best peer"),
+            "{}",
+            m.detail
+        );
     }
 
     #[test]
