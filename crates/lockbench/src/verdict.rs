@@ -496,11 +496,15 @@ pub fn summarize(cells: &[Cell]) -> Vec<Summary> {
                     p.clone(),
                     format!("{name}: pick {p}."),
                     format!(
-                        "{api} is behind the best peer in {} of {n} cases (down to {}), within noise in {}, ahead in {}, and never ahead of {p}.",
+                        "{api} is behind the best peer in {} of {n} cases (down to {}), within noise in {}{}, and never ahead of {p}.",
                         w.len(),
                         worst(&w),
                         s.len(),
-                        b.len()
+                        if b.is_empty() {
+                            String::new()
+                        } else {
+                            format!(", ahead in {}", b.len())
+                        }
                     ),
                 )
             } else {
