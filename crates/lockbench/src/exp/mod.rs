@@ -425,6 +425,7 @@ pub fn run_configs_with_events(
         for (i, c) in configs.iter().enumerate() {
             let spec = c.spec();
             let mut tries = 0u32;
+            prog.message(&format!("{} run {}/{runs}", c.label(), rep + 1));
             loop {
                 let quiet = wait_idle(&opts.gate);
                 let noise = Noise::start(c.noise);
@@ -458,7 +459,7 @@ pub fn run_configs_with_events(
             };
             prog.inc(
                 crate::progress::run_units(c.duration),
-                &format!("{} run {}/{runs}{note}", c.label(), rep + 1),
+                &format!("{} run {}/{runs} done{note}", c.label(), rep + 1),
             );
         }
     }
