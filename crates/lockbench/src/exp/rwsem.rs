@@ -717,10 +717,7 @@ pub type Measured = (Vec<Record>, Vec<SlowPath>, Vec<String>);
 
 /// Runs every configuration: the records (`rwsem` and `rwsem_allwriters`), the
 /// slow-path rows and the lock names.
-pub fn measure(
-    a: &RwsemArgs,
-    machine: &mut Machine,
-) -> Result<Measured, CliError> {
+pub fn measure(a: &RwsemArgs, machine: &mut Machine) -> Result<Measured, CliError> {
     let locks = select_locks(&a.locks, &[LockKind::RwLock], &[LockKind::RwLock])?;
     let names: Vec<String> = locks.iter().map(|e| e.name.to_string()).collect();
     let cfgs = configs(

@@ -393,9 +393,7 @@ pub const SEED: &[SeedRow] = &[
     ),
 ];
 
-fn seed_of(
-    lock: &str,
-) -> Option<&'static SeedRow> {
+fn seed_of(lock: &str) -> Option<&'static SeedRow> {
     SEED.iter().find(|r| r.0 == lock)
 }
 
