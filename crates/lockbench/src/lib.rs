@@ -5,8 +5,10 @@
 //!   [`locks`] the registry; [`runner`] the generic contended runner;
 //! * [`gate`] idle gate; [`noise`] CPU-hog threads; [`sys`] rusage, /proc, machine;
 //! * [`stats`] statistics; [`record`] the JSON/CSV record; [`table`] terminal tables;
-//!   [`html`] the HTML report; [`exp`] experiments (mutex, rwlock, uncontended, report);
-//!   [`cli`] the command line.
+//!   [`html`] the HTML report, [`chart`] its plotters charts; [`verdict`] klock's
+//!   defaults against the best peer; [`compare`] two reports side by side;
+//!   [`progress`] the progress bar; [`exp`] experiments (mutex, rwlock, uncontended,
+//!   spin, fserver, rwsem, fio, preload, report); [`cli`] the command line.
 
 pub mod adapter;
 pub mod chart;
