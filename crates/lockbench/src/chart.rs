@@ -172,6 +172,8 @@ pub struct LineChart {
     pub series: Vec<Series>,
     /// Y scale.
     pub scale: Scale,
+    /// A dashed horizontal reference line at this value (e.g. 1 on a ratio chart).
+    pub reference: Option<f64>,
 }
 
 /// One row of a [`RowChart`]: a label and one optional value per series.
@@ -598,6 +600,25 @@ fn draw_line(
             .light_line_style(TRANSPARENT)
             .disable_x_mesh()
             .draw()?;
+        if let Some(r) = c
+            .reference
+            .filter(|r| r.is_finite() && (!axis.log || *r > 0.0))
+        {
+            let area = chart.plotting_area();
+            let y = axis.to_axis(r);
+            if y >= axis.lo && y <= top {
+                let (x0, py) = area.map_coordinate(&(-0.4, y));
+                let (x1, _) = area.map_coordinate(&(n as f64 - 0.6, y));
+                let mut x = x0;
+                while x < x1 {
+                    root.draw(&PathElement::new(
+                        vec![(x, py), ((x + 6).min(x1), py)],
+                        ShapeStyle::from(&RGBColor(0x66, 0x66, 0x66)).stroke_width(1),
+                    ))?;
+                    x += 10;
+                }
+            }
+        }
         if has_inf {
             // One `inf` row at the top of the axis (labels per point would overlap).
             let area = chart.plotting_area();
@@ -893,6 +914,7 @@ mod tests {
                 })
                 .collect(),
             scale: Scale::Auto,
+            reference: None,
         };
         let ch = line(&c);
         assert_eq!(ch.series.len(), MAX_SERIES);

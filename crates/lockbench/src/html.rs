@@ -272,6 +272,7 @@ pub fn series_charts(s: &Series) -> Vec<Chart> {
                 })
                 .collect(),
             scale: Scale::Auto,
+            reference: None,
         }));
     }
     let main: Vec<String> = gs
@@ -298,6 +299,7 @@ pub fn series_charts(s: &Series) -> Vec<Chart> {
                 })
                 .collect(),
             scale: Scale::Log,
+            reference: None,
         }));
     }
     let Some(last) = pts.last() else {

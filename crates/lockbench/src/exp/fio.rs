@@ -513,6 +513,7 @@ pub fn section(runs: &[FioRun], locks: &[String], a: &FioArgs) -> crate::table::
                     })
                     .collect(),
                 scale: crate::chart::Scale::Auto,
+                reference: None,
             })
         })
         .collect();

@@ -775,6 +775,7 @@ pub fn section(report: &FsReport, locks: &[String], users: &[usize]) -> crate::t
                     })
                     .collect(),
                 scale: crate::chart::Scale::Auto,
+                reference: None,
             })
         })
         .collect();

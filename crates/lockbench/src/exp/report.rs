@@ -486,7 +486,8 @@ pub fn preload_section(recs: &[Record], note: &str) -> Section {
         y_desc: "ratio (bars: run range)".into(),
         x_labels: ts.iter().map(|t| t.to_string()).collect(),
         series,
-        scale: crate::chart::Scale::Linear,
+        scale: crate::chart::Scale::Auto,
+        reference: Some(1.0),
     })];
     Section {
         title,

@@ -780,6 +780,7 @@ pub fn section(
                 x_labels: x_labels.clone(),
                 series,
                 scale: crate::chart::Scale::Auto,
+                reference: None,
             }));
         }
     }

@@ -713,6 +713,7 @@ pub fn section(d: &SpinData) -> crate::table::Section {
                 x_labels: x_labels.clone(),
                 series,
                 scale: crate::chart::Scale::Auto,
+                reference: None,
             }));
         }
     }
