@@ -83,11 +83,15 @@ pub struct Row {
 
 /// Matches and compares two reports; `threshold` in percent.
 pub fn compare(a: &Report, b: &Report, threshold: f64) -> (Vec<Row>, Vec<String>) {
-    let sa = samples(a);
-    let sb = samples(b);
+    compare_lists(&samples(a), &samples(b), threshold)
+}
+
+/// [`compare`] on sample lists (a report's records plus, for `report --full`, its
+/// seed experiments).
+pub fn compare_lists(sa: &[Sample], sb: &[Sample], threshold: f64) -> (Vec<Row>, Vec<String>) {
     let mut rows = Vec::new();
     let mut unmatched = Vec::new();
-    for x in &sa {
+    for x in sa {
         let Some(y) = sb
             .iter()
             .find(|y| y.scenario == x.scenario && y.point == x.point && y.lock == x.lock)
@@ -129,7 +133,7 @@ pub fn compare(a: &Report, b: &Report, threshold: f64) -> (Vec<Row>, Vec<String>
             change,
         });
     }
-    for y in &sb {
+    for y in sb {
         if !sa
             .iter()
             .any(|x| y.scenario == x.scenario && y.point == x.point && y.lock == x.lock)
@@ -207,22 +211,33 @@ pub fn tables(rows: &[Row], a_name: &str, b_name: &str, flagged_only: bool) -> V
         .collect()
 }
 
-fn load(p: &PathBuf) -> Result<Report, CliError> {
+/// A report and its samples: the records', plus the seed experiments' of a
+/// `report --full` (its `seed` object).
+fn load(p: &PathBuf) -> Result<(Report, Vec<Sample>), CliError> {
     let text = std::fs::read_to_string(p)
         .map_err(|e| CliError(format!("cannot read {}: {e}", p.display())))?;
-    Report::from_json(&text).map_err(|e| {
+    let r = Report::from_json(&text).map_err(|e| {
         CliError(format!(
             "{} is not a lockbench JSON report (write one with --json or `lockbench report`): {e}",
             p.display()
         ))
-    })
+    })?;
+    let mut s = samples(&r);
+    if let Ok(v) = serde_json::from_str::<serde_json::Value>(&text)
+        && v.get("seed").is_some()
+    {
+        // Seed records (rwsem, preload) and the other seed data.
+        let seed = crate::exp::report::seeds_from_json(&v["seed"]);
+        s.extend(seed.samples);
+    }
+    Ok((r, s))
 }
 
 /// Runs `lockbench compare`; returns the exit status (0; 2 for unreadable inputs).
 pub fn run(args: &CompareArgs) -> Result<i32, CliError> {
-    let a = load(&args.a)?;
-    let b = load(&args.b)?;
-    let (rows, unmatched) = compare(&a, &b, args.threshold);
+    let (a, sa) = load(&args.a)?;
+    let (b, sb) = load(&args.b)?;
+    let (rows, unmatched) = compare_lists(&sa, &sb, args.threshold);
     let color = crate::table::color_stdout();
     let mut s = String::new();
     for (n, p, r) in [("A", &args.a, &a), ("B", &args.b, &b)] {
