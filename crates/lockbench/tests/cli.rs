@@ -175,3 +175,45 @@ fn fio_bad_flags_say_what_is_allowed() {
         &["allowed", "klock_rwsem", "pthread_rw_wpref"],
     );
 }
+
+#[test]
+fn report_and_compare_bad_flags_say_what_is_allowed() {
+    assert_usage_error(&["report", "--scale", "0"], &["0.01..=10"]);
+    assert_usage_error(&["report", "--quick", "--full"], &["--full"]);
+    assert_usage_error(&["compare", "a.json"], &["<B>"]);
+    assert_usage_error(
+        &["compare", "a.json", "b.json", "--threshold", "x"],
+        &["0..=1000"],
+    );
+    assert_usage_error(
+        &["compare", "/nonexistent/a.json", "/nonexistent/b.json"],
+        &["cannot read"],
+    );
+}
+
+#[test]
+fn compare_of_a_report_with_itself_flags_nothing() {
+    let f = std::env::temp_dir().join(format!("lockbench-cmp-{}.json", std::process::id()));
+    let out = lockbench(&[
+        "mutex",
+        "--locks",
+        "std,klock_mutex",
+        "--threads",
+        "2",
+        "--duration",
+        "0.02",
+        "--runs",
+        "2",
+        "--quiet",
+        "--json",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Verdict"), "{text}");
+    let out = lockbench(&["compare", f.to_str().unwrap(), f.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("0 improved, 0 regressed"), "{text}");
+    let _ = std::fs::remove_file(f);
+}
