@@ -11,6 +11,11 @@
 //!   **worse** when klock's fastest run loses to the peer's slowest, else **same**
 //!   (the runs' min-max ranges overlap: the difference is within noise).
 //!
+//! A reader/writer peer that starved a class in the run (a thread of it under
+//! [`STARVED_MIN_AVG`] of its class mean: glibc's default rwlock starves writers,
+//! std's does at 18+18) is not eligible as the best peer, because total throughput
+//! rewards starving writers; the tables beside the verdict show every lock's shares.
+//!
 //! [`summarize`] turns a family's cases into one sentence naming the lock to pick.
 
 use crate::adapter::LockKind;
@@ -132,6 +137,27 @@ pub struct Sample {
     pub higher_better: bool,
     /// Unit of `median`, e.g. `Mops/s`.
     pub unit: String,
+    /// The class this reader/writer lock starved in the run (a thread of it
+    /// got under [`STARVED_MIN_AVG`] of its class mean), if any. Such a peer
+    /// is not "the best peer": total throughput rewards starving writers.
+    pub starves: Option<&'static str>,
+}
+
+/// A reader/writer record whose slowest thread of a class did less than this
+/// fraction of that class's mean starved the class (the no-starvation
+/// criterion is 0.5; 0.1 keeps merely unfair locks eligible as peers).
+pub const STARVED_MIN_AVG: f64 = 0.1;
+
+/// The class a reader/writer record starved, if any (see [`Sample::starves`]).
+fn starved_class(r: &Record) -> Option<&'static str> {
+    let low = |c: &crate::record::ClassMetrics| {
+        c.ops_per_thread.min < STARVED_MIN_AVG * c.ops_per_thread.avg
+    };
+    match (&r.readers, &r.writers) {
+        (_, Some(w)) if low(w) => Some("writers"),
+        (Some(rd), _) if low(rd) => Some("readers"),
+        _ => None,
+    }
 }
 
 impl Sample {
@@ -196,6 +222,7 @@ pub fn samples(report: &Report) -> Vec<Sample> {
                 runs,
                 higher_better: higher,
                 unit: unit.into(),
+                starves: starved_class(r),
             }
         })
         .collect()
@@ -256,7 +283,7 @@ pub struct Cell {
 /// use lockbench::verdict::{Outcome, Sample, compare_samples};
 /// let s = |m: f64, runs: Vec<f64>| Sample {
 ///     scenario: "x".into(), point: "T=2".into(), order: 2, lock: "l".into(),
-///     median: m, runs, higher_better: true, unit: "Mops/s".into(),
+///     median: m, runs, higher_better: true, unit: "Mops/s".into(), starves: None,
 /// };
 /// let (r, lo, hi, o) = compare_samples(&s(2.0, vec![1.9, 2.1]), &s(1.0, vec![0.9, 1.1]));
 /// assert_eq!(o, Outcome::Better);
@@ -317,6 +344,7 @@ pub fn cells(samples: &[Sample]) -> Vec<Cell> {
                         _ => true,
                     })
                     .filter(|s| s.median.is_finite() && s.median > 0.0)
+                    .filter(|s| s.starves.is_none())
                     .collect();
                 let peer = peers.iter().copied().max_by(|a, b| {
                     if k.higher_better {
@@ -699,6 +727,43 @@ mod tests {
             results,
             ..Report::default()
         }
+    }
+
+    #[test]
+    fn a_peer_that_starves_a_class_is_not_the_best_peer() {
+        use crate::record::ClassMetrics;
+        let class = |min: f64, avg: f64| ClassMetrics {
+            threads: 4,
+            ops_per_thread: crate::stats::MinAvgMax {
+                min,
+                avg,
+                max: avg * 2.0,
+            },
+            ..ClassMetrics::default()
+        };
+        let rw = |lock: &str, mops: f64, wmin: f64| {
+            let mut r = rec("rwlock", lock, 8, &[mops, mops, mops]);
+            r.readers = Some(class(90.0, 100.0));
+            r.writers = Some(class(wmin, 100.0));
+            r
+        };
+        let report = Report {
+            results: vec![
+                rw("klock_rwsem", 5.0, 80.0),
+                rw("pthread_rw", 6.5, 0.0),
+                rw("parking_lot_rw", 6.0, 60.0),
+            ],
+            ..Report::default()
+        };
+        let ss = samples(&report);
+        assert_eq!(
+            ss.iter().find(|s| s.lock == "pthread_rw").unwrap().starves,
+            Some("writers")
+        );
+        let c = cells(&ss);
+        let c = c.iter().find(|c| c.family.name == "RwLock").unwrap();
+        assert_eq!(c.peer.lock, "parking_lot_rw");
+        assert!(c.peers.iter().all(|p| p.lock != "pthread_rw"));
     }
 
     #[test]

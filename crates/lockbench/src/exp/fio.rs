@@ -474,6 +474,7 @@ pub fn samples(
                 runs: m,
                 higher_better: true,
                 unit: "MB/s".into(),
+                starves: None,
             });
         }
     }

@@ -736,6 +736,7 @@ pub fn samples(
                 runs,
                 higher_better: true,
                 unit: "jobs/min".into(),
+                starves: None,
             });
         }
     }

@@ -430,6 +430,7 @@ pub fn preload_section(recs: &[Record], note: &str) -> Section {
                 runs: k.runs_mops.clone(),
                 higher_better: true,
                 unit: String::new(),
+                starves: None,
             };
             let gs = Sample {
                 lock: g.lock.clone(),

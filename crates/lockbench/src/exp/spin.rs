@@ -672,6 +672,7 @@ pub fn samples(d: &SpinData) -> Vec<crate::verdict::Sample> {
             runs: c.runs.iter().map(|r| r.secs).collect(),
             higher_better: false,
             unit: "s".into(),
+            starves: None,
         })
         .collect()
 }
