@@ -128,6 +128,12 @@ events! {
     MutexSpinSkip = "mutex_spin_skip",
     /// The yield rounds were skipped because waiters were queued (INV-QUEUE-FIRST).
     MutexYieldSkip = "mutex_yield_skip",
+    /// The adaptive spinning hint sent a slow path to the wait list without
+    /// spinning or yielding (this thread's recent spins mostly failed).
+    MutexSpinAdaptSkip = "mutex_spin_adapt_skip",
+    /// A slow path spun despite a low adaptive score (every
+    /// `KLOCK_MUTEX_ADAPT_PROBE`-th), so that the score can recover.
+    MutexSpinAdaptProbe = "mutex_spin_adapt_probe",
     /// A spinner left the OSQ before reaching its head (cancellable MCS unqueue).
     OsqUnqueue = "osq_unqueue",
     /// A mutex waiter slept on its node's futex word.

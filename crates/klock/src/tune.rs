@@ -40,6 +40,10 @@
 //! | `KLOCK_CHAOS_PERMILLE` | [`Tunables::chaos_permille`] | 100 | 0..=1000 | feature `chaos`: per-mille of marked windows that inject a delay |
 //! | `KLOCK_CHAOS_SEED` | [`Tunables::chaos_seed`] | 0 | 0..=2^64-1 | feature `chaos`: seed of the injected delays (0 = from the clock) |
 //! | `KLOCK_MUTEX_POLL_MAX_NS` | [`Tunables::mutex_poll_max_ns`] | 16000 | 0..=100000 | mutex: owner-poll backoff cap while one owner keeps the lock (0 = poll continuously) |
+//! | `KLOCK_MUTEX_ADAPT` | [`Tunables::mutex_adapt`] | 1 | 0..=1 | mutex: adaptive spinning hint on (1) / off (0) |
+//! | `KLOCK_MUTEX_ADAPT_PCT` | [`Tunables::mutex_adapt_pct`] | 25 | 0..=100 | mutex: recent spin success rate (%) below which a thread queues at once |
+//! | `KLOCK_MUTEX_ADAPT_PROBE` | [`Tunables::mutex_adapt_probe`] | 16 | 1..=65536 | mutex: below it, every N-th slow path spins anyway |
+//! | `KLOCK_MUTEX_ADAPT_PROBE_MAX` | [`Tunables::mutex_adapt_probe_max`] | 256 | 1..=65536 | mutex: cap of the probe interval, doubled by each failed probe |
 //!
 //! ```
 //! let t = klock::tune::get();
@@ -465,6 +469,25 @@ tunables! {
     /// (parking_lot 40-45): continuous polling catches a hot lock's
     /// few-ns free window and moves the line; `balanced` T=2-128 within noise.
     mutex_poll_grace_ns: u64 = 0, "KLOCK_MUTEX_POLL_GRACE_NS", 0..=100_000;
+    /// `KLOCK_MUTEX_ADAPT`: mutex: the adaptive spinning hint on (1) or off
+    /// (0): a thread whose recent spins mostly failed (the owner kept the lock
+    /// past the budget) skips spinning and the yield rounds and sleeps at
+    /// once (`mutex::adapt`), so that an owner that yields or is preempted
+    /// inside its critical section gets its CPU back.
+    mutex_adapt: u32 = 1, "KLOCK_MUTEX_ADAPT", 0..=1;
+    /// `KLOCK_MUTEX_ADAPT_PCT`: mutex: spin while at least this percentage of
+    /// the thread's recent spins (EWMA over about 8) took the lock; below it,
+    /// queue at once. 25: a failed spin costs a budget of CPU and keeps the
+    /// owner's CPU contended, a won one saves a sleep and a wake-up.
+    mutex_adapt_pct: u32 = 25, "KLOCK_MUTEX_ADAPT_PCT", 0..=100;
+    /// `KLOCK_MUTEX_ADAPT_PROBE`: mutex: below the threshold, every this-many-th
+    /// slow path spins anyway (a probe), so the score can recover when the
+    /// owners become quick again (1 = always spin).
+    mutex_adapt_probe: u32 = 16, "KLOCK_MUTEX_ADAPT_PROBE", 1..=65_536;
+    /// `KLOCK_MUTEX_ADAPT_PROBE_MAX`: mutex: each failed probe doubles the
+    /// probe interval up to this cap (a success resets it), so that a thread
+    /// whose owners keep yielding spends almost nothing on probes.
+    mutex_adapt_probe_max: u32 = 256, "KLOCK_MUTEX_ADAPT_PROBE_MAX", 1..=65_536;
     // ---- add new mutex tunables above this line -----------------------------
     // ---- reporting ---------------------------------------------------------
     /// `KLOCK_STATS`: print the lock-event report to stderr at process exit

@@ -96,6 +96,28 @@ fn mutex_two_lockers_osq() {
     });
 }
 
+/// The adaptive spinning hint's skip path beside a spinner: the main thread
+/// starts with a score of 0, so its slow path skips spinning and the yield
+/// rounds and queues at once (`mutex::adapt`), while the other thread spins
+/// through the OSQ and takes the lock from it or wakes it. No lost wake-up,
+/// no overlap.
+#[test]
+fn mutex_adapt_skip_beside_spinner() {
+    model(|| {
+        let s = Arc::new(Shared::<SpinOsq>::new());
+        let s2 = s.clone();
+        let h = loom::thread::spawn(move || {
+            s2.incr();
+            s2.incr();
+        });
+        klock::mutex::set_adapt_score(0);
+        s.incr();
+        h.join().unwrap();
+        assert_eq!(s.get(), 3);
+        assert_eq!(s.m.owner_word(), 0);
+    });
+}
+
 fn osq_model(threads: u64, preemption_bound: usize) {
     model_bounded(preemption_bound, move || {
         let q = Arc::new(Osq::new());

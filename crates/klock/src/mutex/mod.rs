@@ -64,7 +64,10 @@
 //! # Waiting
 //!
 //! Slow path: try, then **optimistic spinning** (if the policy allows it,
-//! `KLOCK_MUTEX_SPIN=1`, and the OSQ position is at most
+//! `KLOCK_MUTEX_SPIN=1`, this thread's adaptive spinning score says its
+//! recent spins mostly succeeded (`mutex/adapt.rs`: otherwise it skips
+//! spinning and the yield rounds and queues at once, except for a periodic
+//! probe), and the OSQ position is at most
 //! `KLOCK_MUTEX_MAX_SPINNERS` or effective CPUs - 1): only the OSQ head polls
 //! the owner word; it stops when the lock is free (takes it), when HANDOFF or
 //! PICKUP appear, when one owner holds the lock longer than
@@ -134,9 +137,11 @@
 //!   of attempts, the `lock_api` impls and the unit tests;
 //! * `mutex/word.rs`: the owner-word encoding (constants, predicates,
 //!   transitions);
-//! * `mutex/spin.rs`: optimistic spinning (`spin_on_owner`,
+//! * `mutex/spin.rs`: optimistic spinning (`spin_phase`, `spin_on_owner`,
 //!   `optimistic_spin`, `yield_rounds`) and the unqueued fallback
 //!   (`wait_unqueued`);
+//! * `mutex/adapt.rs`: the adaptive spinning hint (a per-thread score of
+//!   recent spin outcomes; `KLOCK_MUTEX_ADAPT*`);
 //! * `mutex/sleep.rs`: the wait-list waiter (`wait_queued`,
 //!   `wait_for_pickup`, `request_handoff`, `leave_on_timeout`);
 //! * `mutex/unlock.rs`: the unlock slow path (`unlock_slow`) and the
@@ -151,6 +156,7 @@
 //! assert_eq!(*m.lock(), 1);
 //! ```
 
+mod adapt;
 mod sleep;
 mod spin;
 mod unlock;
@@ -166,6 +172,7 @@ use std::marker::PhantomData;
 use word::{claim, handed_to, is_free, locked_by, owed_to_waiter, owner_id, pick_up, unlock_list};
 
 pub use crate::waitlist::WaiterState;
+pub use adapt::{adapt_score, set_adapt_score};
 pub use word::{FLAGS, HANDOFF, ID_SHIFT, PICKUP, WAITERS, WAKING, WLOCK};
 
 // ---------------------------------------------------------------------------
@@ -585,8 +592,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         stat::inc(Event::MutexSlowpath);
         let t0 = if stat::ENABLED { wait::now_ns() } else { 0 };
         let ok = self.try_acquire(id, false)
-            || self.optimistic_spin(id)
-            || self.yield_rounds(id)
+            || self.spin_phase(id)
             || node::with_node(|q| match q {
                 Some(q) if id != ANON_ID => self.wait_queued(q, id, deadline, false),
                 _ => self.wait_unqueued(id, deadline),

@@ -4,6 +4,8 @@
 //! [`yield_rounds`](RawMutex::yield_rounds)) and the unqueued fallback for a
 //! thread without a node or id ([`wait_unqueued`](RawMutex::wait_unqueued)).
 //! The woken first waiter in `sleep` reuses `spin_on_owner` without the OSQ.
+//! [`spin_phase`](RawMutex::spin_phase) asks the adaptive hint (`adapt`)
+//! first, and `optimistic_spin` tells it how each spin ended ([`SpinEnd`]).
 //!
 //! Its part of the state diagram (module docs): a spinner only ever takes a
 //! free id field, and stops as soon as a waiter is owed the lock.
@@ -18,12 +20,26 @@
 //! [`try_acquire`](RawMutex::try_acquire)'s Acquire CAS.
 
 use super::word::{has_waiters, is_free, owed_to_waiter, owner_id};
-use super::{RawMutex, SpinPolicy};
+use super::{RawMutex, SpinPolicy, adapt};
 use crate::node;
 use crate::osq;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::wait::{self, SpinBudget};
+
+/// How a [`spin_on_owner`](RawMutex::spin_on_owner) ended: what the
+/// adaptive hint (`adapt`) learns from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum SpinEnd {
+    /// The spinner took the lock.
+    Acquired,
+    /// One owner kept the lock past `KLOCK_MUTEX_SPIN_NS`, or the episode
+    /// ran out of `total`: the owner probably is not running (a failure).
+    OwnerSlow,
+    /// HANDOFF or PICKUP appeared: a waiter is owed the lock (no verdict on
+    /// the owner).
+    Owed,
+}
 
 impl<S: SpinPolicy> RawMutex<S> {
     /// Spin on the owner word: take the lock when its id field is 0; keep
@@ -35,13 +51,13 @@ impl<S: SpinPolicy> RawMutex<S> {
         id: u32,
         total: &mut SpinBudget,
         beat: Option<&node::Node>,
-    ) -> bool {
+    ) -> SpinEnd {
         let t0 = if stat::ENABLED { wait::now_ns() } else { 0 };
-        let got = self.spin_on_owner_inner(id, total, beat);
+        let end = self.spin_on_owner_inner(id, total, beat);
         if stat::ENABLED {
             stat::add(Event::MutexSpinOwnerNs, wait::now_ns().saturating_sub(t0));
         }
-        got
+        end
     }
 
     fn spin_on_owner_inner(
@@ -49,12 +65,12 @@ impl<S: SpinPolicy> RawMutex<S> {
         id: u32,
         total: &mut SpinBudget,
         beat: Option<&node::Node>,
-    ) -> bool {
+    ) -> SpinEnd {
         let t = crate::tune::get();
         let mut per_owner = SpinBudget::new(t.mutex_spin_ns);
         // Relaxed (here and in the loop): hints; acquisition is try_acquire's CAS.
         let mut cur = owner_id(self.owner.load(Ordering::Relaxed));
-        let mut got = false;
+        let mut end = SpinEnd::OwnerSlow;
         let mut iter = 0u32;
         // Delay between polls once the same owner has kept the lock for the
         // grace period (the `hot` case): see `wait::PollBackoff`.
@@ -64,13 +80,14 @@ impl<S: SpinPolicy> RawMutex<S> {
             if owed_to_waiter(o) {
                 // A waiter is owed the lock (or has it): spinning is pointless;
                 // a PICKUP addressed to us is taken by the caller's trylock.
+                end = SpinEnd::Owed;
                 return true;
             }
             let owner = owner_id(o);
             let mut delayed = false;
             if is_free(o) {
                 if self.try_acquire(id, false) {
-                    got = true;
+                    end = SpinEnd::Acquired;
                     return true;
                 }
             } else if owner != cur {
@@ -90,10 +107,24 @@ impl<S: SpinPolicy> RawMutex<S> {
             }
             false
         });
-        got
+        end
     }
 
-    /// Optimistic spinning for a thread that is not queued yet.
+    /// The running part of the slow path, between the first trylock and the
+    /// wait list: optimistic spinning, then the yield rounds, unless the
+    /// adaptive hint says this thread's spins keep failing (`adapt`): then
+    /// neither, and the caller queues at once (the `SpinOff` path).
+    #[inline]
+    pub(super) fn spin_phase(&self, id: u32) -> bool {
+        let t = crate::tune::get();
+        if !S::SPIN || t.mutex_spin == 0 || !adapt::should_spin(t) {
+            return false;
+        }
+        self.optimistic_spin(id) || self.yield_rounds(id)
+    }
+
+    /// Optimistic spinning for a thread that is not queued yet. A spin that
+    /// watched the owner tells the adaptive hint how it ended.
     pub(super) fn optimistic_spin(&self, id: u32) -> bool {
         let t = crate::tune::get();
         if !S::SPIN || t.mutex_spin == 0 {
@@ -116,12 +147,12 @@ impl<S: SpinPolicy> RawMutex<S> {
                 if !head {
                     return false;
                 }
-                let got = self.spin_on_owner(id, &mut total, Some(q.node()));
+                let end = self.spin_on_owner(id, &mut total, Some(q.node()));
                 self.osq.unlock(q);
-                got
+                learn(t, end)
             })
         } else {
-            self.spin_on_owner(id, &mut total, None)
+            learn(t, self.spin_on_owner(id, &mut total, None))
         };
         stat::inc(if got {
             Event::MutexSpinSuccess
@@ -171,4 +202,13 @@ impl<S: SpinPolicy> RawMutex<S> {
             wait::yield_now();
         }
     }
+}
+
+/// Fold a spin's end into the adaptive hint; returns whether it acquired.
+#[inline]
+fn learn(t: &crate::tune::Tunables, end: SpinEnd) -> bool {
+    if end != SpinEnd::Owed {
+        adapt::record(t, end == SpinEnd::Acquired);
+    }
+    end == SpinEnd::Acquired
 }
