@@ -94,9 +94,9 @@ impl<S: SpinPolicy> RawMutex<S> {
             if first && woken && !handoff_asked {
                 // A woken first waiter spins on the owner before sleeping again
                 // (kernel 4.10 "optimistic spinning of woken waiter") ...
-                // (Not gated by the adaptive hint, `adapt`: gating it, with or
-                // without feeding its outcome to the score, measured the same
-                // on `sysbench threads`.)
+                // (Not gated by the adaptive hint, `adapt`: gating it measured
+                // the same on `sysbench threads` on a busy machine and 0.5-0.7x
+                // on a quiet one; the woken waiter is running anyway.)
                 if S::SPIN && t.mutex_spin != 0 {
                     let mut total = SpinBudget::new(t.mutex_spin_max_ns);
                     if self.spin_on_owner(id, &mut total, None) == SpinEnd::Acquired {
