@@ -853,6 +853,53 @@ fn error_svg(title: &str, e: &str) -> String {
     )
 }
 
+/// One line chart per lock group ([`crate::html::groups`]) of verdict samples
+/// whose `order` is the x value: the seed experiments' "metric against threads"
+/// charts (fio, fserver). `title` prefixes each group's title.
+pub fn per_group_lines(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    xs: &[usize],
+    locks: &[String],
+    samples: &[crate::verdict::Sample],
+) -> Vec<Chart> {
+    let x_labels: Vec<String> = xs.iter().map(|x| x.to_string()).collect();
+    crate::html::groups(locks)
+        .iter()
+        .map(|g| {
+            line(&LineChart {
+                title: format!("{title}: {}", g.title),
+                x_desc: x_desc.into(),
+                y_desc: y_desc.into(),
+                x_labels: x_labels.clone(),
+                series: g
+                    .locks
+                    .iter()
+                    .zip(crate::html::styles(&g.locks))
+                    .map(|(l, st)| Series {
+                        name: l.clone(),
+                        points: xs
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(i, x)| {
+                                samples
+                                    .iter()
+                                    .find(|s| &s.lock == l && s.order == *x)
+                                    .map(|s| (i, Value::with_runs(s.median, &s.runs)))
+                            })
+                            .collect(),
+                        bold: crate::verdict::family_of_default(l).is_some(),
+                        style: st,
+                    })
+                    .collect(),
+                scale: Scale::Auto,
+                reference: None,
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -485,39 +485,14 @@ pub fn samples(
 pub fn section(runs: &[FioRun], locks: &[String], a: &FioArgs) -> crate::table::Section {
     let threads = &a.threads.0;
     let ss = samples(runs, locks, threads);
-    let x_labels: Vec<String> = threads.iter().map(|t| t.to_string()).collect();
-    let charts = crate::html::groups(locks)
-        .iter()
-        .map(|g| {
-            crate::chart::line(&crate::chart::LineChart {
-                title: format!("fio randrw: {}", g.title),
-                x_desc: "threads".into(),
-                y_desc: "MB/s (median, bars: runs' min-max)".into(),
-                x_labels: x_labels.clone(),
-                series: g
-                    .locks
-                    .iter()
-                    .zip(crate::html::styles(&g.locks))
-                    .map(|(l, st)| crate::chart::Series {
-                        name: l.clone(),
-                        points: threads
-                            .iter()
-                            .enumerate()
-                            .filter_map(|(i, t)| {
-                                ss.iter()
-                                    .find(|s| &s.lock == l && s.order == *t)
-                                    .map(|s| (i, crate::chart::Value::with_runs(s.median, &s.runs)))
-                            })
-                            .collect(),
-                        bold: crate::verdict::family_of_default(l).is_some(),
-                        style: st,
-                    })
-                    .collect(),
-                scale: crate::chart::Scale::Auto,
-                reference: None,
-            })
-        })
-        .collect();
+    let charts = crate::chart::per_group_lines(
+        "fio randrw",
+        "threads",
+        "MB/s (median, bars: runs' min-max)",
+        threads,
+        locks,
+        &ss,
+    );
     crate::table::Section {
         title: "fio (seed 003): randrw on an in-memory file behind one rw lock".into(),
         notes: vec![format!(

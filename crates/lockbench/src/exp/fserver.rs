@@ -746,40 +746,14 @@ pub fn samples(
 /// The report section: tables and a JPM chart per lock group.
 pub fn section(report: &FsReport, locks: &[String], users: &[usize]) -> crate::table::Section {
     let samples = samples(report, locks, users);
-    let x_labels: Vec<String> = users.iter().map(|u| u.to_string()).collect();
-    let charts = crate::html::groups(locks)
-        .iter()
-        .map(|g| {
-            crate::chart::line(&crate::chart::LineChart {
-                title: format!("fserver: {}", g.title),
-                x_desc: "users (threads)".into(),
-                y_desc: "jobs per minute".into(),
-                x_labels: x_labels.clone(),
-                series: g
-                    .locks
-                    .iter()
-                    .zip(crate::html::styles(&g.locks))
-                    .map(|(l, st)| crate::chart::Series {
-                        name: l.clone(),
-                        points: users
-                            .iter()
-                            .enumerate()
-                            .filter_map(|(i, u)| {
-                                samples
-                                    .iter()
-                                    .find(|s| &s.lock == l && s.order == *u)
-                                    .map(|s| (i, crate::chart::Value::with_runs(s.median, &s.runs)))
-                            })
-                            .collect(),
-                        bold: crate::verdict::family_of_default(l).is_some(),
-                        style: st,
-                    })
-                    .collect(),
-                scale: crate::chart::Scale::Auto,
-                reference: None,
-            })
-        })
-        .collect();
+    let charts = crate::chart::per_group_lines(
+        "fserver",
+        "users (threads)",
+        "jobs per minute",
+        users,
+        locks,
+        &samples,
+    );
     crate::table::Section {
         title: "fserver (seed 004): file-server job mix, jobs per minute".into(),
         notes: vec![format!(
