@@ -103,6 +103,19 @@ pub fn get() -> Config {
     if v != 0 { unpack(v) } else { read() }
 }
 
+/// Is `pthread_spin_*` served with glibc's word protocol (`KLOCK_SPIN`
+/// unset or `tas`)? One relaxed load; `false` until the configuration is
+/// read (the caller's full path reads it).
+#[inline(always)]
+pub fn spin_is_glibc() -> bool {
+    // Relaxed: see PACKED. The spin variant's bits are 0 for `tas`.
+    PACKED.load(Ordering::Relaxed) & (READ | SPIN_BITS) == READ
+}
+
+/// The spin variant's bits in [`PACKED`] (`pack`); `tas` packs as 0.
+const SPIN_BITS: u32 = 7 << 2;
+const _: () = assert!(SpinVariant::Glibc as u32 == 0);
+
 #[cold]
 fn read() -> Config {
     let c = Config {

@@ -28,6 +28,7 @@ pub mod config;
 pub mod mutex;
 pub mod real;
 pub mod rwlock;
+pub mod sched;
 pub mod spin;
 pub mod stats;
 pub mod sys;

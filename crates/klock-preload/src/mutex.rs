@@ -274,6 +274,34 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int
     by_mutex_variant!(destroy(m))
 }
 
+/// The uncontended lock, before any dispatch: with statistics off, a free
+/// klock mutex of any kind is taken in one CAS ([`KMutex::lock_fast`],
+/// which reads only `__kind` before deciding, so glibc's objects are left
+/// alone). The CAS is the same for both variants (they differ only in how
+/// they wait), so the fast path views the object as either.
+///
+/// # Safety
+///
+/// `m` is non-null and points to a live `pthread_mutex_t`.
+#[inline(always)]
+unsafe fn lock_fast(m: *mut pthread_mutex_t) -> bool {
+    // SAFETY: caller's contract; `lock_fast` reads the kind before touching
+    // the klock word (a glibc-served kind is refused without a write).
+    !stats::enabled() && unsafe { km::<SpinOsq>(m) }.lock_fast()
+}
+
+/// The uncontended unlock, before any dispatch ([`KMutex::unlock_fast`]);
+/// as [`lock_fast`].
+///
+/// # Safety
+///
+/// As for [`lock_fast`].
+#[inline(always)]
+unsafe fn unlock_fast(m: *mut pthread_mutex_t) -> bool {
+    // SAFETY: as in `lock_fast`.
+    !stats::enabled() && unsafe { km::<SpinOsq>(m) }.unlock_fast()
+}
+
 /// The dispatch shared by the acquisition entry points.
 ///
 /// # Safety
@@ -299,6 +327,22 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
         return EINVAL;
     }
     // SAFETY: non-null mutex from the program.
+    if unsafe { lock_fast(m) } {
+        return 0;
+    }
+    // SAFETY: as above.
+    unsafe { lock_full(m) }
+}
+
+/// `pthread_mutex_lock` after the fast path: out of line, so that the
+/// entry point stays a leaf on the fast path (no register saves).
+///
+/// # Safety
+///
+/// `m` is non-null and points to a mutex.
+#[inline(never)]
+unsafe fn lock_full(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: caller's contract.
     if unsafe { is_glibc(m) } {
         return call_real!(mutex_lock(m), trivially_ok = true);
     }
@@ -317,6 +361,21 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int
         return EINVAL;
     }
     // SAFETY: non-null mutex from the program.
+    if unsafe { lock_fast(m) } {
+        return 0;
+    }
+    // SAFETY: as above.
+    unsafe { trylock_full(m) }
+}
+
+/// `pthread_mutex_trylock` after the fast path (see [`lock_full`]).
+///
+/// # Safety
+///
+/// `m` is non-null and points to a mutex.
+#[inline(never)]
+unsafe fn trylock_full(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: caller's contract.
     if unsafe { is_glibc(m) } {
         return call_real!(mutex_trylock(m), trivially_ok = true);
     }
@@ -386,6 +445,21 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int 
         return EINVAL;
     }
     // SAFETY: non-null mutex from the program.
+    if unsafe { unlock_fast(m) } {
+        return 0;
+    }
+    // SAFETY: as above.
+    unsafe { unlock_full(m) }
+}
+
+/// `pthread_mutex_unlock` after the fast path (see [`lock_full`]).
+///
+/// # Safety
+///
+/// `m` is non-null and points to a mutex.
+#[inline(never)]
+unsafe fn unlock_full(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: caller's contract.
     if unsafe { is_glibc(m) } {
         return call_real!(mutex_unlock(m), trivially_ok = true);
     }

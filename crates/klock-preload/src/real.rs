@@ -165,6 +165,12 @@ type RwInitFn = unsafe extern "C" fn(*mut pthread_rwlock_t, *const pthread_rwloc
 type RwTimedFn = unsafe extern "C" fn(*mut pthread_rwlock_t, *const timespec) -> c_int;
 type RwClockFn = unsafe extern "C" fn(*mut pthread_rwlock_t, clockid_t, *const timespec) -> c_int;
 type ExitFn = unsafe extern "C" fn(c_int) -> !;
+type SetSchedParamFn =
+    unsafe extern "C" fn(libc::pthread_t, c_int, *const libc::sched_param) -> c_int;
+type SetSchedPrioFn = unsafe extern "C" fn(libc::pthread_t, c_int) -> c_int;
+type SchedSetSchedulerFn =
+    unsafe extern "C" fn(libc::pid_t, c_int, *const libc::sched_param) -> c_int;
+type SchedSetParamFn = unsafe extern "C" fn(libc::pid_t, *const libc::sched_param) -> c_int;
 
 reals! {
     mutex_init / MUTEX_INIT: MutexInitFn = "pthread_mutex_init";
@@ -197,6 +203,10 @@ reals! {
     rwlock_unlock / RWLOCK_UNLOCK: RwFn = "pthread_rwlock_unlock";
     exit / EXIT: ExitFn = "_exit";
     exit_upper / EXIT_UPPER: ExitFn = "_Exit";
+    setschedparam / SETSCHEDPARAM: SetSchedParamFn = "pthread_setschedparam";
+    setschedprio / SETSCHEDPRIO: SetSchedPrioFn = "pthread_setschedprio";
+    sched_setscheduler / SCHED_SETSCHEDULER: SchedSetSchedulerFn = "sched_setscheduler";
+    sched_setparam / SCHED_SETPARAM: SchedSetParamFn = "sched_setparam";
 }
 
 /// The errno value for a real function that is not available: inside a

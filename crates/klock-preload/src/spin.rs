@@ -93,7 +93,7 @@ fn g_lock_slow(w: &AtomicI32) {
     }
     // The holder may be descheduled: give the CPU away between polls.
     loop {
-        yield_now();
+        klock::wait::relinquish();
         let mut b = SpinBudget::new(t.tas_backoff_max_ns);
         if spin_until(&mut b, || w.load(Ordering::Relaxed) > 0) && g_try(w) {
             return;
@@ -260,6 +260,30 @@ pub unsafe extern "C" fn pthread_spin_lock(l: *mut pthread_spinlock_t) -> c_int 
     if l.is_null() {
         return EINVAL;
     }
+    // The uncontended lock in glibc's protocol, before any dispatch: one CAS
+    // 1 -> 0. Acquire pairs with the Release store of the unlock (as in
+    // `g_try`).
+    // SAFETY: non-null spinlock from the program.
+    if !stats::enabled()
+        && config::spin_is_glibc()
+        && unsafe { word(l) }
+            .compare_exchange(FREE, TAKEN, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    {
+        return 0;
+    }
+    // SAFETY: as above.
+    unsafe { spin_lock_full(l) }
+}
+
+/// `pthread_spin_lock` after the fast path: out of line, so that the entry
+/// point stays a leaf on the fast path (no register saves).
+///
+/// # Safety
+///
+/// `l` is non-null and points to a spinlock.
+#[inline(never)]
+unsafe fn spin_lock_full(l: *mut pthread_spinlock_t) -> c_int {
     let on = stats::enabled();
     // SAFETY: non-null spinlock from the program.
     if on && unsafe { pthread_spin_trylock(l) } == 0 {
@@ -315,6 +339,23 @@ pub unsafe extern "C" fn pthread_spin_unlock(l: *mut pthread_spinlock_t) -> c_in
     if l.is_null() {
         return EINVAL;
     }
+    if !stats::enabled() && config::spin_is_glibc() {
+        // Release pairs with the Acquire CAS of the next locker (as below).
+        // SAFETY: non-null spinlock from the program, glibc mode.
+        unsafe { word(l) }.store(FREE, Ordering::Release);
+        return 0;
+    }
+    // SAFETY: as above.
+    unsafe { spin_unlock_full(l) }
+}
+
+/// `pthread_spin_unlock` after the fast path (see [`spin_lock_full`]).
+///
+/// # Safety
+///
+/// `l` is non-null and points to a spinlock.
+#[inline(never)]
+unsafe fn spin_unlock_full(l: *mut pthread_spinlock_t) -> c_int {
     if stats::enabled() {
         stats::released(l as usize, Family::Spin);
     }

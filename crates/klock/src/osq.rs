@@ -109,7 +109,7 @@ pub(crate) fn spin_then_yield<T>(mut cond: impl FnMut() -> Option<T>) -> T {
         {
             return v;
         }
-        wait::yield_now();
+        wait::relinquish();
     }
 }
 

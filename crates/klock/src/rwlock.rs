@@ -741,10 +741,12 @@ impl<S: SpinPolicy> RawRwLock<S> {
             return Got::Yes;
         }
         self.drop_reader_count();
+        // INV-RT-NOSPIN: real-time readers neither wait running nor spin.
         if mode == 4
             && S::SPIN
             && t.mutex_spin != 0
             && t.rwsem_read_wait_ns != 0
+            && !wait::realtime()
             && self.steal_running()
         {
             return Got::Yes;
@@ -753,6 +755,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             && S::SPIN
             && t.mutex_spin != 0
             && !is_nonspinnable(self.owner.load(Ordering::Relaxed))
+            && !wait::realtime()
             && self.optimistic_spin(Class::Reader, 0)
         {
             self.set_reader_owned();
@@ -936,6 +939,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             || (S::SPIN
                 && t.mutex_spin != 0
                 && !is_nonspinnable(self.owner.load(Ordering::Relaxed))
+                && !wait::realtime() // INV-RT-NOSPIN
                 && self.optimistic_spin(Class::Writer, id))
         {
             Got::Yes
@@ -1114,7 +1118,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             wait::spin_until(&mut SpinBudget::new(ns), || {
                 is_lockable_by(self.count.load(Ordering::Relaxed), class, false)
             });
-            wait::yield_now();
+            wait::relinquish();
         }
     }
 
@@ -1229,7 +1233,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             }
             w.w.set_state(WaiterState::Sleeping);
             self.wunlock();
-            if handoff && S::SPIN && t.mutex_spin != 0 {
+            if handoff && S::SPIN && t.mutex_spin != 0 && !wait::realtime() {
                 // Patch 14: the lock is ours the moment it is free (the unlock
                 // grants it to us): wait for that running, not asleep.
                 let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);

@@ -69,7 +69,7 @@ fn alloc_id() -> u32 {
 impl Drop for TidGuard {
     fn drop(&mut self) {
         let id = self.0.get();
-        let _ = TID.try_with(|c| c.set(ANON_ID));
+        slot::set(ANON_ID);
         if id != 0 && id != ANON_ID {
             FREE_IDS.lock().push(id);
         }
@@ -78,15 +78,109 @@ impl Drop for TidGuard {
 
 #[cfg(not(loom))]
 std::thread_local! {
-    // Const-initialised and without a destructor: the fast path reads it with
-    // one TLS load (0 = not assigned yet).
-    static TID: Cell<u32> = const { Cell::new(0) };
     static TID_GUARD: TidGuard = const { TidGuard(Cell::new(0)) };
 }
 #[cfg(loom)]
 loom::thread_local! {
     static TID: Cell<u32> = Cell::new(0);
     static TID_GUARD: TidGuard = TidGuard(Cell::new(0));
+}
+
+/// The calling thread's id slot (0 = not assigned yet): the one value every
+/// lock fast path reads.
+///
+/// On x86-64 Linux it is a 4-byte thread-local in the **initial-exec** TLS
+/// model, defined and read with inline assembly: one `%fs`-relative load,
+/// also when klock is linked into a shared object (the C library, the
+/// interposer), where Rust's `thread_local!` would be a general-dynamic
+/// access through `__tls_get_addr` (about 3 ns per call, measured in
+/// `docs/results/2026-11-25-preload.md`). Stable Rust has no per-variable
+/// TLS model, hence the assembly. Static TLS is always accessible on the
+/// thread, also while its destructors run, so the slot needs no `try_with`.
+/// (A shared object using initial-exec TLS is marked `STATIC_TLS`; glibc
+/// loads it at startup or by `dlopen` from its static-TLS reserve, which 4
+/// bytes do not exhaust.)
+#[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
+mod slot {
+    // The symbol is hidden (each shared object that links klock has its own
+    // slot, as it has its own id allocator) and versioned by name, so two
+    // klock copies in one binary cannot collide.
+    std::arch::global_asm!(
+        ".pushsection .tbss.klock_tid_slot_v1,\"awT\",@nobits",
+        ".p2align 2",
+        ".globl klock_tid_slot_v1",
+        ".hidden klock_tid_slot_v1",
+        ".type klock_tid_slot_v1,@object",
+        ".size klock_tid_slot_v1,4",
+        "klock_tid_slot_v1:",
+        ".zero 4",
+        ".popsection",
+    );
+
+    /// Read the slot.
+    #[inline(always)]
+    pub(super) fn get() -> u32 {
+        let v: u32;
+        // SAFETY: the slot is a 4-byte object in this module's own TLS block;
+        // `klock_tid_slot_v1@GOTTPOFF` is its offset from the thread pointer,
+        // so the load reads the calling thread's copy. Nothing else is read
+        // or written.
+        unsafe {
+            std::arch::asm!(
+                "mov {off}, qword ptr [rip + klock_tid_slot_v1@GOTTPOFF]",
+                "mov {v:e}, dword ptr fs:[{off}]",
+                off = out(reg) _,
+                v = out(reg) v,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        v
+    }
+
+    /// Write the slot.
+    #[inline]
+    pub(super) fn set(v: u32) {
+        // SAFETY: as in `get`; writes only the calling thread's slot.
+        unsafe {
+            std::arch::asm!(
+                "mov {off}, qword ptr [rip + klock_tid_slot_v1@GOTTPOFF]",
+                "mov dword ptr fs:[{off}], {v:e}",
+                off = out(reg) _,
+                v = in(reg) v,
+                options(nostack, preserves_flags),
+            );
+        }
+    }
+}
+
+/// The slot elsewhere: a const-initialised `thread_local!` without a
+/// destructor (after the thread's TLS is gone, reads give [`ANON_ID`]).
+#[cfg(all(not(loom), not(all(target_arch = "x86_64", target_os = "linux"))))]
+mod slot {
+    use std::cell::Cell;
+    std::thread_local! {
+        static TID: Cell<u32> = const { Cell::new(0) };
+    }
+    #[inline]
+    pub(super) fn get() -> u32 {
+        TID.try_with(|c| c.get()).unwrap_or(super::ANON_ID)
+    }
+    #[inline]
+    pub(super) fn set(v: u32) {
+        let _ = TID.try_with(|c| c.set(v));
+    }
+}
+
+#[cfg(loom)]
+mod slot {
+    #[inline]
+    pub(super) fn get() -> u32 {
+        super::TID.try_with(|c| c.get()).unwrap_or(super::ANON_ID)
+    }
+    #[inline]
+    pub(super) fn set(v: u32) {
+        let _ = super::TID.try_with(|c| c.set(v));
+    }
 }
 
 #[cold]
@@ -98,14 +192,14 @@ fn assign_id() -> u32 {
     // stay anonymous (and give the id back).
     match TID_GUARD.try_with(|g| g.0.set(id)) {
         Ok(()) => {
-            let _ = TID.try_with(|c| c.set(id));
+            slot::set(id);
             id
         }
         Err(_) => {
             if id != ANON_ID {
                 FREE_IDS.lock().push(id);
             }
-            let _ = TID.try_with(|c| c.set(ANON_ID));
+            slot::set(ANON_ID);
             ANON_ID
         }
     }
@@ -122,10 +216,9 @@ fn assign_id() -> u32 {
 /// ```
 #[inline]
 pub fn current_id() -> u32 {
-    match TID.try_with(|c| c.get()) {
-        Ok(0) => assign_id(),
-        Ok(id) => id,
-        Err(_) => ANON_ID,
+    match slot::get() {
+        0 => assign_id(),
+        id => id,
     }
 }
 

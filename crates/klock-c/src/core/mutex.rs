@@ -116,14 +116,65 @@ impl<S: SpinPolicy> KMutex<S> {
     }
 
     /// Lock, blocking.
+    #[inline]
     pub fn lock(&self) -> c_int {
+        if self.lock_fast() {
+            return 0;
+        }
         self.acquire(How::Block)
     }
 
     /// Lock without waiting: EBUSY if it is held (a recursive holder
     /// relocks instead; an error-checking holder gets EBUSY, as in glibc).
+    #[inline]
     pub fn trylock(&self) -> c_int {
+        if self.lock_fast() {
+            return 0;
+        }
         self.acquire(How::Try)
+    }
+
+    /// The uncontended lock of every kind: a mutex klock serves that is
+    /// free with no flags is taken in one CAS, `(0,0) -> (me,0)` (a free
+    /// mutex has depth 0, so the kinds do not differ here). `false` changes
+    /// nothing: destroyed, not a klock kind (glibc's flags), or not free;
+    /// the caller takes the full path. Reads nothing but the kind before
+    /// deciding, so the interposer may call it on any `pthread_mutex_t`.
+    ///
+    /// ```
+    /// use klock_c::core::mutex::{KMutex, Kind};
+    /// let m: KMutex = KMutex::new(Kind::Recursive);
+    /// assert!(m.lock_fast());
+    /// assert!(!m.lock_fast()); // held: the full path relocks a recursive mutex
+    /// assert!(m.unlock_fast());
+    /// ```
+    #[inline(always)]
+    pub fn lock_fast(&self) -> bool {
+        // Relaxed: as in `kind`.
+        Kind::from_raw(self.kind.load(Ordering::Relaxed)).is_some()
+            && self.raw.try_lock_uncontended().is_some()
+    }
+
+    /// The uncontended unlock of every kind: the caller holds the mutex at
+    /// depth 0 with no flags set: `(me,0) -> (0,0)` in one CAS. `false`
+    /// changes nothing (the caller takes the full [`unlock`](Self::unlock)).
+    ///
+    /// ```
+    /// use klock_c::core::mutex::{KMutex, Kind};
+    /// let m: KMutex = KMutex::new(Kind::Normal);
+    /// assert!(!m.unlock_fast());
+    /// assert_eq!(m.lock(), 0);
+    /// assert!(m.unlock_fast());
+    /// ```
+    #[inline(always)]
+    pub fn unlock_fast(&self) -> bool {
+        // Relaxed: `kind` as in `kind`; `depth` is written by the holder
+        // only, and the CAS below succeeds only for the holder.
+        Kind::from_raw(self.kind.load(Ordering::Relaxed)).is_some()
+            && self.depth.load(Ordering::Relaxed) == 0
+            // SAFETY: pthread's contract: a holder's unlock releases its
+            // acquisition; the CAS succeeds only for the holder.
+            && unsafe { self.raw.try_unlock_uncontended() }
     }
 
     /// Lock with an absolute deadline on `clock`: ETIMEDOUT when it passes;
@@ -137,6 +188,7 @@ impl<S: SpinPolicy> KMutex<S> {
         self.acquire(How::Until(clock, abstime))
     }
 
+    #[inline(never)]
     fn acquire(&self, how: How) -> c_int {
         let kind = match self.kind() {
             Ok(k) => k,
@@ -182,7 +234,16 @@ impl<S: SpinPolicy> KMutex<S> {
 
     /// Unlock: EPERM if the mutex is not locked, or (recursive,
     /// error-checking) not held by the caller.
+    #[inline]
     pub fn unlock(&self) -> c_int {
+        if self.unlock_fast() {
+            return 0;
+        }
+        self.unlock_full()
+    }
+
+    #[inline(never)]
+    fn unlock_full(&self) -> c_int {
         let kind = match self.kind() {
             Ok(k) => k,
             Err(e) => return e,

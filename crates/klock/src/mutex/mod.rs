@@ -466,6 +466,61 @@ impl<S: SpinPolicy> RawMutex<S> {
         MutexToken { id }
     }
 
+    /// The uncontended acquisition alone: `(0,0) -> (me,0)` in one CAS, and
+    /// nothing else (no flags may be set; the word is left unchanged on
+    /// failure). For front ends that check their own conditions first and
+    /// fall back to [`lock`](Self::lock) or [`try_lock`](Self::try_lock).
+    ///
+    /// ```
+    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let t = m.try_lock_uncontended().unwrap();
+    /// assert!(m.try_lock_uncontended().is_none());
+    /// unsafe { m.unlock(t) };
+    /// ```
+    #[inline(always)]
+    pub fn try_lock_uncontended(&self) -> Option<MutexToken> {
+        let id = current_id();
+        // Acquire pairs with the Release of the previous owner's unlock (as
+        // in `lock`).
+        self.owner
+            .compare_exchange(0, locked_by(id), Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+            .then_some(MutexToken { id })
+    }
+
+    /// The uncontended release alone: `(me,0) -> (0,0)` in one CAS when the
+    /// calling thread holds the mutex and no flag is set; otherwise nothing
+    /// changes and it returns `false` (the caller then takes its full unlock
+    /// path, which wakes waiters or reports a non-holder).
+    ///
+    /// # Safety
+    ///
+    /// If the calling thread holds the mutex, the caller's protocol allows
+    /// it to release it now (no guard or token of this acquisition is used
+    /// afterwards).
+    ///
+    /// ```
+    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let t = m.lock();
+    /// std::mem::forget(t);
+    /// assert!(unsafe { m.try_unlock_uncontended() });
+    /// assert!(!m.is_locked());
+    /// assert!(!unsafe { m.try_unlock_uncontended() });
+    /// ```
+    #[inline(always)]
+    pub unsafe fn try_unlock_uncontended(&self) -> bool {
+        // Release pairs with the Acquire of the next owner's CAS (as in
+        // `release`).
+        self.owner
+            .compare_exchange(
+                locked_by(current_id()),
+                0,
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
+            .is_ok()
+    }
+
     /// Acquire if free (also when only flags are set); never waits.
     ///
     /// ```

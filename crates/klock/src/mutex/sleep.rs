@@ -97,7 +97,8 @@ impl<S: SpinPolicy> RawMutex<S> {
                 // (Not gated by the adaptive hint, `adapt`: gating it measured
                 // the same on `sysbench threads` on a busy machine and 0.5-0.7x
                 // on a quiet one; the woken waiter is running anyway.)
-                if S::SPIN && t.mutex_spin != 0 {
+                // INV-RT-NOSPIN: not for a real-time thread.
+                if S::SPIN && t.mutex_spin != 0 && !wait::realtime() {
                     let mut total = SpinBudget::new(t.mutex_spin_max_ns);
                     if self.spin_on_owner(id, &mut total, None) == SpinEnd::Acquired {
                         break;
@@ -166,6 +167,10 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// caller sleeps; the hand-off wakes it). Polls with the owner-poll
     /// backoff. Returns `true` holding the lock.
     pub(super) fn wait_for_pickup(&self, id: u32) -> bool {
+        // INV-RT-NOSPIN: a real-time thread sleeps; the hand-off wakes it.
+        if wait::realtime() {
+            return false;
+        }
         let t = crate::tune::get();
         let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);
         wait::spin_until(&mut SpinBudget::new(t.mutex_spin_ns), || {

@@ -117,7 +117,8 @@ impl<S: SpinPolicy> RawMutex<S> {
     #[inline]
     pub(super) fn spin_phase(&self, id: u32) -> bool {
         let t = crate::tune::get();
-        if !S::SPIN || t.mutex_spin == 0 || !adapt::should_spin(t) {
+        // INV-RT-NOSPIN: a real-time thread queues at once.
+        if !S::SPIN || t.mutex_spin == 0 || wait::realtime() || !adapt::should_spin(t) {
             return false;
         }
         self.optimistic_spin(id) || self.yield_rounds(id)
@@ -199,7 +200,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             wait::spin_until(&mut SpinBudget::new(ns), || {
                 is_free(osq::peek(&self.owner, Ordering::Relaxed))
             });
-            wait::yield_now();
+            wait::relinquish();
         }
     }
 }
