@@ -16,7 +16,9 @@
 //! Reading happens in the library constructor or at the first lock call,
 //! whichever comes first, with `getenv` (no allocation: this may run inside
 //! another library's constructor or under `dlsym`). Messages go out through
-//! `write(2)` from a stack buffer.
+//! `write(2)` from a stack buffer. In secure-execution mode (set-user-ID and
+//! the like, [`secure`]) every `KLOCK_*` variable is ignored: [`env`], the one
+//! accessor, reports them unset.
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -130,8 +132,25 @@ fn read() -> Config {
     }
 }
 
-/// `getenv(name)` as bytes, without allocating. `None` if unset.
+/// Is the process in secure-execution mode (`getauxval(AT_SECURE) != 0`:
+/// set-user-ID or set-group-ID, file capabilities, or an LSM transition)?
+/// There the dynamic loader restricts `LD_PRELOAD` and glibc's
+/// `secure_getenv` returns NULL; [`env`] reports every variable unset.
+pub fn secure() -> bool {
+    // SAFETY: getauxval reads the auxiliary vector the kernel gave the
+    // process; it takes no lock and allocates nothing. 0 = not secure (or
+    // no such entry, which on Linux is always present).
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
+/// `getenv(name)` as bytes, without allocating. `None` if unset, and always
+/// `None` in secure-execution mode ([`secure`]): a set-user-ID program run by
+/// another user must not take paths or settings from that user's
+/// environment. Every `KLOCK_*` read of the interposer goes through here.
 pub fn env(name: &CStr) -> Option<&'static [u8]> {
+    if secure() {
+        return None;
+    }
     // SAFETY: `name` is NUL-terminated. getenv returns NULL or a pointer
     // into the environment block, which stays valid unless the program
     // changes that variable (setenv/putenv, a documented hazard of getenv
@@ -284,6 +303,15 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn env_reads_the_environment_outside_secure_mode() {
+        // A test process is not set-user-ID (the set-user-ID case is
+        // tests/secure.rs, which needs root).
+        assert!(!secure());
+        assert_eq!(env(c"KLOCK_NO_SUCH_VARIABLE_AT_ALL"), None);
+        assert!(env(c"PATH").is_some());
     }
 
     #[test]

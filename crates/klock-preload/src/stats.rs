@@ -1229,11 +1229,9 @@ pub fn now_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// The interposer's one environment accessor (nothing in secure-execution mode).
 fn getenv(name: &core::ffi::CStr) -> Option<&'static [u8]> {
-    // SAFETY: a NUL-terminated name; the result points into the environment, which
-    // we copy (or parse) before returning to the program.
-    let p = unsafe { libc::getenv(name.as_ptr()) };
-    (!p.is_null()).then(|| cstr_bytes(p))
+    crate::config::env(name)
 }
 
 fn parse_u64(b: &[u8]) -> Option<u64> {
@@ -1580,11 +1578,18 @@ fn emit(bytes: &[u8]) {
         }
         w.push_bytes(b"\0");
         if !w.truncated {
+            // O_NOFOLLOW: a symbolic link as the last component is refused
+            // (ELOOP), so a planted link cannot redirect the append to another
+            // file. Mode 0644 (never wider than 0666): the umask applies.
             // SAFETY: a NUL-terminated path.
             let fd = unsafe {
                 libc::open(
-                    p.as_ptr().cast(),
-                    libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
+                    w.bytes().as_ptr().cast(),
+                    libc::O_WRONLY
+                        | libc::O_CREAT
+                        | libc::O_APPEND
+                        | libc::O_CLOEXEC
+                        | libc::O_NOFOLLOW,
                     0o644,
                 )
             };
@@ -1592,6 +1597,18 @@ fn emit(bytes: &[u8]) {
                 write_all(fd, bytes);
                 // SAFETY: our own fd.
                 unsafe { libc::close(fd) };
+                return;
+            }
+            // SAFETY: errno is thread-local; reading it has no preconditions.
+            if unsafe { *libc::__errno_location() } == libc::ELOOP {
+                let path = w.bytes();
+                let mut line = crate::config::Line::new();
+                line.push(
+                    b"klock-stats: KLOCK_STATS_FILE is a symbolic link, which is not \
+                      followed; no report written: ",
+                );
+                line.push(&path[..path.len() - 1]);
+                line.emit();
                 return;
             }
         }

@@ -6,6 +6,9 @@
 //! produces exactly one warning on stderr naming the variable and the allowed
 //! range, and the default is used. The same parser is exposed as
 //! [`parse_value`] so that tools and tests can check values up front.
+//! Variables are read through [`env`], which ignores the environment in
+//! secure-execution mode (set-user-ID programs and the like: [`secure`]),
+//! so there every tunable keeps its default.
 //!
 //! | variable | field | default | range | meaning |
 //! |---|---|---|---|---|
@@ -526,7 +529,37 @@ fn init() -> &'static Tunables {
     // Fork handlers first, and outside the initialiser (see crate::fork):
     // their prepare step finishes this initialisation before a fork.
     crate::fork::register();
-    TUNABLES.get_or_init(|| Tunables::from_lookup(|v| std::env::var(v).ok(), |e| eprintln!("{e}")))
+    TUNABLES.get_or_init(|| Tunables::from_lookup(env, |e| eprintln!("{e}")))
+}
+
+/// Is the process in secure-execution mode (`getauxval(AT_SECURE) != 0`: a
+/// set-user-ID or set-group-ID program, file capabilities, an LSM
+/// transition)? There [`env`] ignores the environment.
+///
+/// ```
+/// // A test or example run by its own user is not set-user-ID.
+/// assert!(!klock::tune::secure());
+/// ```
+pub fn secure() -> bool {
+    // SAFETY: getauxval only reads the auxiliary vector the kernel passed
+    // to the process; no preconditions.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
+/// The value of the environment variable `name`, the way klock reads every
+/// `KLOCK_*` variable: `None` when it is unset or not valid UTF-8, and always
+/// `None` in secure-execution mode ([`secure`]), so a set-user-ID program
+/// run by another user takes no settings from that user's environment (as
+/// glibc's `secure_getenv`).
+///
+/// ```
+/// assert_eq!(klock::tune::env("KLOCK_NO_SUCH_VARIABLE"), None);
+/// ```
+pub fn env(name: &str) -> Option<String> {
+    if secure() {
+        return None;
+    }
+    std::env::var(name).ok()
 }
 
 /// Install `t` as the process's tunables if they have not been read yet.
