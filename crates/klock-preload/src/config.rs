@@ -105,18 +105,29 @@ pub fn get() -> Config {
     if v != 0 { unpack(v) } else { read() }
 }
 
-/// Is `pthread_spin_*` served with glibc's word protocol (`KLOCK_SPIN`
-/// unset or `tas`)? One relaxed load; `false` until the configuration is
-/// read (the caller's full path reads it).
+/// The spinlock fast path's gate: [`GATE_TAS`] once the configuration is
+/// read with `KLOCK_SPIN` = `tas`, and [`GATE_STATS`] once statistics are
+/// on. Both only ever get set (`fetch_or`), so no update is lost; the fast
+/// path runs iff the value is exactly `GATE_TAS`. Relaxed: a filter; the
+/// full path re-reads the configuration and statistics itself.
+static SPIN_GATE: AtomicU32 = AtomicU32::new(0);
+const GATE_TAS: u32 = 1;
+const GATE_STATS: u32 = 2;
+
+/// May `pthread_spin_*` take its fast path (glibc's word protocol, no
+/// statistics)? One relaxed load; `false` until the configuration is read
+/// (the caller's full path reads it).
 #[inline(always)]
-pub fn spin_is_glibc() -> bool {
-    // Relaxed: see PACKED. The spin variant's bits are 0 for `tas`.
-    PACKED.load(Ordering::Relaxed) & (READ | SPIN_BITS) == READ
+pub fn spin_fast() -> bool {
+    // Relaxed: see SPIN_GATE.
+    SPIN_GATE.load(Ordering::Relaxed) == GATE_TAS
 }
 
-/// The spin variant's bits in [`PACKED`] (`pack`); `tas` packs as 0.
-const SPIN_BITS: u32 = 7 << 2;
-const _: () = assert!(SpinVariant::Glibc as u32 == 0);
+/// Statistics were switched on: close the spinlock fast path for good.
+pub(crate) fn stats_on() {
+    // Relaxed: see SPIN_GATE.
+    SPIN_GATE.fetch_or(GATE_STATS, Ordering::Relaxed);
+}
 
 #[cold]
 fn read() -> Config {
@@ -126,10 +137,15 @@ fn read() -> Config {
         spin: spin_var(),
     };
     // Relaxed: see PACKED. A loser adopts the winner's value.
-    match PACKED.compare_exchange(0, pack(c), Ordering::Relaxed, Ordering::Relaxed) {
+    let c = match PACKED.compare_exchange(0, pack(c), Ordering::Relaxed, Ordering::Relaxed) {
         Ok(_) => c,
         Err(v) => unpack(v),
+    };
+    if c.spin == SpinVariant::Glibc {
+        // Relaxed: see SPIN_GATE.
+        SPIN_GATE.fetch_or(GATE_TAS, Ordering::Relaxed);
     }
+    c
 }
 
 /// Is the process in secure-execution mode (`getauxval(AT_SECURE) != 0`:

@@ -341,7 +341,7 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
 ///
 /// `m` is non-null and points to a mutex.
 #[inline(never)]
-unsafe fn lock_full(m: *mut pthread_mutex_t) -> c_int {
+unsafe extern "C" fn lock_full(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     if unsafe { is_glibc(m) } {
         return call_real!(mutex_lock(m), trivially_ok = true);
@@ -374,7 +374,7 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int
 ///
 /// `m` is non-null and points to a mutex.
 #[inline(never)]
-unsafe fn trylock_full(m: *mut pthread_mutex_t) -> c_int {
+unsafe extern "C" fn trylock_full(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     if unsafe { is_glibc(m) } {
         return call_real!(mutex_trylock(m), trivially_ok = true);
@@ -458,7 +458,7 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int 
 ///
 /// `m` is non-null and points to a mutex.
 #[inline(never)]
-unsafe fn unlock_full(m: *mut pthread_mutex_t) -> c_int {
+unsafe extern "C" fn unlock_full(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     if unsafe { is_glibc(m) } {
         return call_real!(mutex_unlock(m), trivially_ok = true);

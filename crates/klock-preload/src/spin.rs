@@ -264,8 +264,7 @@ pub unsafe extern "C" fn pthread_spin_lock(l: *mut pthread_spinlock_t) -> c_int 
     // 1 -> 0. Acquire pairs with the Release store of the unlock (as in
     // `g_try`).
     // SAFETY: non-null spinlock from the program.
-    if !stats::enabled()
-        && config::spin_is_glibc()
+    if config::spin_fast()
         && unsafe { word(l) }
             .compare_exchange(FREE, TAKEN, Ordering::Acquire, Ordering::Relaxed)
             .is_ok()
@@ -283,7 +282,7 @@ pub unsafe extern "C" fn pthread_spin_lock(l: *mut pthread_spinlock_t) -> c_int 
 ///
 /// `l` is non-null and points to a spinlock.
 #[inline(never)]
-unsafe fn spin_lock_full(l: *mut pthread_spinlock_t) -> c_int {
+unsafe extern "C" fn spin_lock_full(l: *mut pthread_spinlock_t) -> c_int {
     let on = stats::enabled();
     // SAFETY: non-null spinlock from the program.
     if on && unsafe { pthread_spin_trylock(l) } == 0 {
@@ -339,7 +338,7 @@ pub unsafe extern "C" fn pthread_spin_unlock(l: *mut pthread_spinlock_t) -> c_in
     if l.is_null() {
         return EINVAL;
     }
-    if !stats::enabled() && config::spin_is_glibc() {
+    if config::spin_fast() {
         // Release pairs with the Acquire CAS of the next locker (as below).
         // SAFETY: non-null spinlock from the program, glibc mode.
         unsafe { word(l) }.store(FREE, Ordering::Release);
@@ -355,7 +354,7 @@ pub unsafe extern "C" fn pthread_spin_unlock(l: *mut pthread_spinlock_t) -> c_in
 ///
 /// `l` is non-null and points to a spinlock.
 #[inline(never)]
-unsafe fn spin_unlock_full(l: *mut pthread_spinlock_t) -> c_int {
+unsafe extern "C" fn spin_unlock_full(l: *mut pthread_spinlock_t) -> c_int {
     if stats::enabled() {
         stats::released(l as usize, Family::Spin);
     }

@@ -1385,6 +1385,9 @@ pub fn configure(cfg: &Config<'_>) -> bool {
             // Relaxed: `enabled()` is a filter; hooks find the table through the
             // Acquire load of its slots pointer (paired with `alloc`'s Release).
             LEVEL.store(cfg.level.min(2), Relaxed);
+            if cfg.level > 0 {
+                crate::config::stats_on();
+            }
         } else {
             warn(b"klock-stats: cannot map the statistics table; statistics are off\n");
         }
