@@ -1,7 +1,9 @@
 //! Scheduling-policy changes: `pthread_setschedparam`, `pthread_setschedprio`,
 //! `sched_setscheduler` and `sched_setparam` run glibc's function, then tell
-//! klock ([`klock::wait::sched_changed`]) so that every thread re-reads its
-//! own policy at its next lock slow path.
+//! klock: a thread that changed its own policy records it
+//! ([`klock::wait::note_own_policy`]); a change to another thread makes
+//! every thread re-read its own at its next lock slow path
+//! ([`klock::wait::sched_changed`]).
 //!
 //! A thread under `SCHED_FIFO` or `SCHED_RR` never spins or yields for a
 //! lock (INV-RT-NOSPIN, `klock::wait::realtime`): a real-time waiter that
@@ -13,6 +15,29 @@
 
 use crate::real;
 use libc::{c_int, pid_t, pthread_t, sched_param};
+
+/// Is `policy` (without `SCHED_RESET_ON_FORK`) a real-time one?
+fn is_rt(policy: c_int) -> bool {
+    let p = policy & !libc::SCHED_RESET_ON_FORK;
+    p == libc::SCHED_FIFO || p == libc::SCHED_RR
+}
+
+/// After a successful change of `policy` on a thread that may be the
+/// caller (`own`): record it, or make every thread re-read its own.
+fn changed(own: bool, policy: Option<c_int>) {
+    match policy {
+        Some(p) if own => klock::wait::note_own_policy(is_rt(p)),
+        // The priority alone changed on our own thread: the policy stands.
+        None if own => {}
+        _ => klock::wait::sched_changed(),
+    }
+}
+
+/// Does `pid` (a `sched_*` argument) name the calling thread?
+fn own_tid(pid: pid_t) -> bool {
+    // SAFETY: gettid has no preconditions.
+    pid == 0 || pid == unsafe { libc::gettid() }
+}
 
 /// Set errno for a `sched_*` failure that never reached glibc.
 fn fail_errno(e: c_int) -> c_int {
@@ -37,7 +62,11 @@ pub unsafe extern "C" fn pthread_setschedparam(
         Ok(f) => unsafe { f(thread, policy, param) },
         Err(why) => real::unavailable(why, false),
     };
-    klock::wait::sched_changed();
+    if r == 0 {
+        // SAFETY: pthread_self and pthread_equal have no preconditions.
+        let own = unsafe { libc::pthread_equal(thread, libc::pthread_self()) } != 0;
+        changed(own, Some(policy));
+    }
     r
 }
 
@@ -53,7 +82,11 @@ pub unsafe extern "C" fn pthread_setschedprio(thread: pthread_t, prio: c_int) ->
         Ok(f) => unsafe { f(thread, prio) },
         Err(why) => real::unavailable(why, false),
     };
-    klock::wait::sched_changed();
+    if r == 0 {
+        // SAFETY: as in pthread_setschedparam.
+        let own = unsafe { libc::pthread_equal(thread, libc::pthread_self()) } != 0;
+        changed(own, None);
+    }
     r
 }
 
@@ -73,7 +106,9 @@ pub unsafe extern "C" fn sched_setscheduler(
         Ok(f) => unsafe { f(pid, policy, param) },
         Err(why) => fail_errno(real::unavailable(why, false)),
     };
-    klock::wait::sched_changed();
+    if r != -1 {
+        changed(own_tid(pid), Some(policy));
+    }
     r
 }
 
@@ -89,6 +124,8 @@ pub unsafe extern "C" fn sched_setparam(pid: pid_t, param: *const sched_param) -
         Ok(f) => unsafe { f(pid, param) },
         Err(why) => fail_errno(real::unavailable(why, false)),
     };
-    klock::wait::sched_changed();
+    if r != -1 {
+        changed(own_tid(pid), None);
+    }
     r
 }

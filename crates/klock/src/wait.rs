@@ -923,6 +923,25 @@ pub fn realtime() -> bool {
     }
 }
 
+/// Record the calling thread's own new policy (it just set it): `rt` is
+/// whether it is `SCHED_FIFO`/`SCHED_RR`. Saves the re-read that
+/// [`sched_changed`] would cost every thread; other threads' caches stay.
+///
+/// ```
+/// klock::wait::note_own_policy(false);
+/// assert!(!klock::wait::realtime());
+/// ```
+pub fn note_own_policy(rt: bool) {
+    #[cfg(not(loom))]
+    {
+        // Relaxed: see `realtime`.
+        let generation = SCHED_GEN.load(std::sync::atomic::Ordering::Relaxed);
+        let _ = RT_CACHE.try_with(|c| c.set((generation, now_ns().max(1), rt)));
+    }
+    #[cfg(loom)]
+    let _ = rt;
+}
+
 /// Announce that some thread's scheduling policy may have changed: every
 /// thread re-reads its own at its next [`realtime`] call. The interposer
 /// calls it from `pthread_setschedparam`, `sched_setscheduler` and friends.
