@@ -839,10 +839,10 @@ fn kc_phase_counts(out: &str) -> [Option<u64>; 3] {
             phase = Some(i);
         } else if l.ends_with(':') {
             phase = None;
-        } else if let (Some(i), Some(rest)) = (phase, l.strip_prefix("count:")) {
-            if counts[i].is_none() {
-                counts[i] = rest.split_whitespace().next().and_then(|n| n.parse().ok());
-            }
+        } else if let (Some(i), Some(rest)) = (phase, l.strip_prefix("count:"))
+            && counts[i].is_none()
+        {
+            counts[i] = rest.split_whitespace().next().and_then(|n| n.parse().ok());
         }
     }
     counts
