@@ -1,9 +1,10 @@
 //! `lockbench preload`: unmodified programs with glibc's pthread locks against the
 //! same programs under klock's interposer (`LD_PRELOAD=libklock_preload.so`).
 //!
-//! Workloads (`--workloads`, default the first five but `stress-pthread`; the
-//! Kyoto Cabinet ones and `pigz` on request), each at every `--threads` T (default
-//! 2, 4, 8, 16: 1x to 8x oversubscription on 2 CPUs):
+//! Workloads (`--workloads`; default [`DEFAULT_WORKLOADS`]: sysbench-threads,
+//! sysbench-mutex, stress-mutex, memcached; `stress-pthread`, the Kyoto Cabinet ones
+//! and `pigz` on request), each at every `--threads` T (default 2, 4, 8, 16: 1x to
+//! 8x oversubscription on 2 CPUs):
 //!
 //! | name | command | metric |
 //! |---|---|---|
