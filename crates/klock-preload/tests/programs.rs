@@ -14,7 +14,13 @@
 //!   concurrent `sqlite3` CLI processes on one database;
 //! - memcached `-t 4`: 2 s of `memcaslap` load, a verifying Rust client
 //!   (set/get/incr/delete over four connections), libmemcached's
-//!   `memccapable` protocol checks, then SIGTERM and a clean exit.
+//!   `memccapable` protocol checks, then SIGTERM and a clean exit;
+//! - Kyoto Cabinet's test drivers (`kcstashtest`, `kccachetest`, `kctreetest`;
+//!   the rwlock-heavy programs): exit 0, the final `ok`, the record counts of
+//!   the `order` tests, and `kctreemgr check` on the tree file a `wicked` run
+//!   left;
+//! - xz and zstd: threaded compress / decompress round trips of the pigz
+//!   input, compared byte for byte (condvar signal and timed-wait handoffs).
 //!
 //! Programs are found on PATH. A missing program is a failure when `CI` is
 //! set ("install <package>"); otherwise the test prints a SKIPPED line (to
@@ -802,4 +808,310 @@ fn memcached_set_get() {
         }
     }
     common::finish(test, failures);
+}
+
+// ---------------------------------------------------------------- Kyoto Cabinet
+//
+// Kyoto Cabinet's own test drivers (Debian `kyotocabinet-utils`), the one
+// ready-made program found that leans on pthread rwlocks. Each run checks exit 0,
+// the driver's final `ok` (it prints `error` and exits 1 when an operation
+// failed or read back the wrong value), and for the `order` tests the record
+// count after each phase: T × rnum after setting and getting, 0 after removing.
+
+/// The last non-empty line of `s`, trimmed.
+fn last_line(s: &str) -> &str {
+    s.lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+}
+
+/// The first `count:` value after each of the `order` test's phase headers
+/// (`setting records:`, `getting records:`, `removing records:`), in order; a
+/// phase that is missing or has no count gives `None`.
+fn kc_phase_counts(out: &str) -> [Option<u64>; 3] {
+    const PHASES: [&str; 3] = ["setting records:", "getting records:", "removing records:"];
+    let mut counts = [None; 3];
+    let mut phase = None;
+    for l in out.lines().map(str::trim) {
+        if let Some(i) = PHASES.iter().position(|p| l == *p) {
+            phase = Some(i);
+        } else if l.ends_with(':') {
+            phase = None;
+        } else if let (Some(i), Some(rest)) = (phase, l.strip_prefix("count:"))
+            && counts[i].is_none()
+        {
+            counts[i] = rest.split_whitespace().next().and_then(|n| n.parse().ok());
+        }
+    }
+    counts
+}
+
+/// Runs a Kyoto Cabinet test driver `prog` with `args` in both modes.
+/// `order_records`: for an `order` test, the records it must count after
+/// setting and getting (T × rnum); `before`: called before each run (to remove a
+/// database file); `after`: an extra check after a successful run.
+fn check_kyoto(
+    test: &str,
+    prog: &Path,
+    args: &[&str],
+    order_records: Option<u64>,
+    before: &dyn Fn(),
+    after: &dyn Fn(Mode) -> Result<(), String>,
+    failures: &mut Vec<String>,
+) {
+    for mode in Mode::BOTH {
+        before();
+        let r = common::run(Command::new(prog).args(args), mode, TIMEOUT);
+        if let Err(e) = common::check_clean_exit(mode, &r) {
+            failures.push(e);
+            continue;
+        }
+        if last_line(&r.stdout) != "ok" {
+            failures.push(r.report(&format!("{test}: the driver did not end with `ok`")));
+            continue;
+        }
+        if let Some(n) = order_records {
+            let got = kc_phase_counts(&r.stdout);
+            if got != [Some(n), Some(n), Some(0)] {
+                failures.push(r.report(&format!(
+                    "record counts after setting / getting / removing: {got:?}, expected \
+                     [{n}, {n}, 0]"
+                )));
+                continue;
+            }
+        }
+        if let Err(e) = after(mode) {
+            failures.push(e);
+        }
+    }
+}
+
+/// `kcstashtest`: the stash database, an array of 1,024 rwlock-protected slots
+/// plus one mutex. `order -th 4 100000`: 1.6 M read and 0.8 M write locks and
+/// 0.4 M mutex locks (counted with glibc underneath); `wicked -th 8 50000`:
+/// random mixed operations, 0.40 M read, 0.45 M write, 0.05 M mutex locks.
+#[test]
+fn kyoto_stash() {
+    let test = "kyoto_stash";
+    let Some(prog) = common::require_program(test, "kcstashtest", "kyotocabinet-utils") else {
+        return;
+    };
+    let mut failures = Vec::new();
+    let none = || {};
+    let ok = |_: Mode| Ok(());
+    check_kyoto(
+        test,
+        &prog,
+        &["order", "-th", "4", "100000"],
+        Some(400_000),
+        &none,
+        &ok,
+        &mut failures,
+    );
+    check_kyoto(
+        test,
+        &prog,
+        &["wicked", "-th", "8", "50000"],
+        None,
+        &none,
+        &ok,
+        &mut failures,
+    );
+    common::finish(test, failures);
+}
+
+/// `kccachetest`: the in-memory cache database, slot mutexes under one rwlock
+/// (read side for record operations, write side for whole-database ones).
+/// `wicked -th 8 100000`: 0.97 M mutex, 0.73 M read and 0.22 M write locks;
+/// `order -th 4 50000`: 0.6 M mutex and 0.6 M read locks, counts checked.
+#[test]
+fn kyoto_cache() {
+    let test = "kyoto_cache";
+    let Some(prog) = common::require_program(test, "kccachetest", "kyotocabinet-utils") else {
+        return;
+    };
+    let mut failures = Vec::new();
+    let none = || {};
+    let ok = |_: Mode| Ok(());
+    check_kyoto(
+        test,
+        &prog,
+        &["wicked", "-th", "8", "100000"],
+        None,
+        &none,
+        &ok,
+        &mut failures,
+    );
+    check_kyoto(
+        test,
+        &prog,
+        &["order", "-th", "4", "50000"],
+        Some(200_000),
+        &none,
+        &ok,
+        &mut failures,
+    );
+    common::finish(test, failures);
+}
+
+/// `kctreetest`: the file B+ tree database (page cache mutexes, per-node
+/// rwlocks). `order -th 4 FILE 50000` (1.75 M mutex, 0.80 M read, 0.40 M write
+/// locks; counts checked), then `wicked -th 8 FILE 20000` (0.44 M mutex, 0.75 M
+/// read, 0.23 M write locks) whose file `kctreemgr check` (not preloaded) must
+/// find consistent.
+#[test]
+fn kyoto_tree() {
+    let test = "kyoto_tree";
+    let Some(prog) = common::require_program(test, "kctreetest", "kyotocabinet-utils") else {
+        return;
+    };
+    let mgr = common::require_program(test, "kctreemgr", "kyotocabinet-utils");
+    let dir = common::tmp_subdir("kyoto");
+    let db = dir.join(format!("tree-{}.kct", std::process::id()));
+    let db_s = db.to_str().expect("utf-8 tmp path").to_string();
+    let remove = || {
+        for suffix in ["", ".wal"] {
+            let _ = fs::remove_file(format!("{db_s}{suffix}"));
+        }
+    };
+    let ok = |_: Mode| Ok(());
+    let checked = |mode: Mode| -> Result<(), String> {
+        let Some(mgr) = &mgr else { return Ok(()) };
+        let r = common::run(
+            Command::new(mgr).arg("check").arg(&db),
+            Mode::Plain,
+            TIMEOUT,
+        );
+        if !r.success() || !r.stdout.contains("records were checked successfully") {
+            return Err(r.report(&format!(
+                "kctreemgr check: the database the {} wicked run left is not consistent",
+                mode.name()
+            )));
+        }
+        Ok(())
+    };
+    let mut failures = Vec::new();
+    check_kyoto(
+        test,
+        &prog,
+        &["order", "-th", "4", &db_s, "50000"],
+        Some(200_000),
+        &remove,
+        &ok,
+        &mut failures,
+    );
+    check_kyoto(
+        test,
+        &prog,
+        &["wicked", "-th", "8", &db_s, "20000"],
+        None,
+        &remove,
+        &checked,
+        &mut failures,
+    );
+    remove();
+    common::finish(test, failures);
+}
+
+// ---------------------------------------------------------------- xz, zstd
+
+/// Compresses the pigz test input with `prog compress_args -c INPUT`,
+/// decompresses it with `prog decompress_args -c FILE`, both in each mode, and
+/// compares the result byte for byte.
+fn compressor_roundtrip(
+    test: &str,
+    prog: &str,
+    package: &str,
+    compress_args: &[&str],
+    decompress_args: &[&str],
+) {
+    let Some(bin) = common::require_program(test, prog, package) else {
+        return;
+    };
+    let input = pigz_input();
+    let original = fs::read(&input).expect("read the test input");
+    let dir = common::tmp_subdir(prog);
+    let mut failures = Vec::new();
+    for mode in Mode::BOTH {
+        let packed = dir.join(format!("out-{}-{}.{prog}", mode.name(), std::process::id()));
+        let back = dir.join(format!("back-{}-{}.txt", mode.name(), std::process::id()));
+        let r = common::run_to_file(
+            Command::new(&bin).args(compress_args).arg("-c").arg(&input),
+            mode,
+            TIMEOUT,
+            &packed,
+        );
+        if let Err(e) = common::check_clean_exit(mode, &r) {
+            failures.push(e);
+            continue;
+        }
+        let packed_len = fs::metadata(&packed).map(|m| m.len()).unwrap_or(0);
+        if packed_len == 0 || packed_len as usize >= original.len() / 2 {
+            failures.push(r.report(&format!(
+                "compressed size {packed_len} for {} input bytes",
+                original.len()
+            )));
+            continue;
+        }
+        let r = common::run_to_file(
+            Command::new(&bin)
+                .args(decompress_args)
+                .arg("-c")
+                .arg(&packed),
+            mode,
+            TIMEOUT,
+            &back,
+        );
+        if let Err(e) = common::check_clean_exit(mode, &r) {
+            failures.push(e);
+            continue;
+        }
+        let restored = fs::read(&back).expect("read decompressed output");
+        if restored != original {
+            let at = restored
+                .iter()
+                .zip(&original)
+                .position(|(a, b)| a != b)
+                .unwrap_or(restored.len().min(original.len()));
+            failures.push(r.report(&format!(
+                "round trip differs ({}): {} bytes back for {}, first difference at byte {at}",
+                mode.name(),
+                restored.len(),
+                original.len()
+            )));
+            continue;
+        }
+        let _ = fs::remove_file(&packed);
+        let _ = fs::remove_file(&back);
+    }
+    common::finish(test, failures);
+}
+
+/// xz 5.4 with 4 threads and 1 MiB blocks both ways (threaded decompression
+/// needs the multi-block file): about 6.7 k mutex locks, 2.6 k signals and a few
+/// dozen `pthread_cond_timedwait` calls on a CLOCK_MONOTONIC condvar.
+#[test]
+fn xz_roundtrip() {
+    compressor_roundtrip(
+        "xz_roundtrip",
+        "xz",
+        "xz-utils",
+        &["-T4", "-0", "--block-size=1MiB"],
+        &["-d", "-T4"],
+    );
+}
+
+/// zstd with 4 worker threads and 1 MiB jobs: about 2 k mutex locks, 1 k
+/// signals, 150 condvar waits (decompression is single-threaded).
+#[test]
+fn zstd_roundtrip() {
+    compressor_roundtrip(
+        "zstd_roundtrip",
+        "zstd",
+        "zstd",
+        &["-q", "-T4", "-3", "-B1M"],
+        &["-q", "-d"],
+    );
 }

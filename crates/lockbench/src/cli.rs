@@ -35,8 +35,8 @@ pub enum Command {
     /// Seed 003's fio randrw in user space: 4 KiB random reads/writes on an
     /// in-memory file behind one rw lock; aggregated MB/s.
     Fio(exp::fio::FioArgs),
-    /// Unmodified programs (sysbench, stress-ng, memcached) with glibc's locks vs
-    /// under klock's LD_PRELOAD interposer, side by side.
+    /// Unmodified programs (sysbench, stress-ng, memcached; on request Kyoto Cabinet,
+    /// pigz) with glibc's locks vs under klock's LD_PRELOAD interposer, side by side.
     Preload(exp::preload::PreloadArgs),
     /// Single-thread lock+unlock cost, ns per op.
     Uncontended(UncontendedArgs),

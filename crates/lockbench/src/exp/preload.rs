@@ -1,8 +1,10 @@
 //! `lockbench preload`: unmodified programs with glibc's pthread locks against the
 //! same programs under klock's interposer (`LD_PRELOAD=libklock_preload.so`).
 //!
-//! Workloads (`--workloads`, default all but `stress-pthread`), each at every
-//! `--threads` T (default 2, 4, 8, 16: 1x to 8x oversubscription on 2 CPUs):
+//! Workloads (`--workloads`; default [`DEFAULT_WORKLOADS`]: sysbench-threads,
+//! sysbench-mutex, stress-mutex, memcached; `stress-pthread`, the Kyoto Cabinet ones
+//! and `pigz` on request), each at every `--threads` T (default 2, 4, 8, 16: 1x to
+//! 8x oversubscription on 2 CPUs):
 //!
 //! | name | command | metric |
 //! |---|---|---|
@@ -11,6 +13,12 @@
 //! | `stress-mutex` | `stress-ng --mutex T -t D --metrics-brief` | bogo ops/s (real time); T = stressor instances |
 //! | `stress-pthread` | `stress-ng --pthread T -t D --metrics-brief` | bogo ops/s (thread starts; condvar herd) |
 //! | `memcached` | `memcached -t T` on a free loopback port, driven by `memcaslap -T 2 -c 64 -t Ds` (not preloaded) | TPS |
+//! | `kc-stash` | `kcstashtest order -th T R/T` (Kyoto Cabinet; rwlock read and write sides, one mutex) | record ops/s = 3 R / Σ phase `time:` |
+//! | `kc-cache` | `kccachetest wicked -th T R/T` (random mixed ops; mutexes and one rwlock) | record ops/s = R / `time:` |
+//! | `kc-tree` | `kctreetest order -th T FILE R/T` (B+ tree file in a scratch dir; mutex-heavy plus rwlocks) | record ops/s = 3 R / Σ phase `time:` |
+//! | `pigz` | `pigz -p T -b 32 -k -f FILE` on a generated 20 MiB text file (condvar handoffs) | input MB/s (wall time measured here) |
+//!
+//! R is `--kc-records` (default 10⁶), split evenly over the T threads.
 //!
 //! Every (workload, T) point runs `--runs` times with and without the interposer,
 //! interleaved (the order alternates between repetitions); the table shows the
@@ -21,9 +29,10 @@
 //! `--json` writes a lockbench report: one record per (workload, T, side) with
 //! `experiment = "preload"`, `lock = "glibc"` or `"klock_preload"`,
 //! `params.workload` = the workload name and `throughput_mops` = the workload's own
-//! metric in millions (events/s, lock ops/s, bogo ops/s, TPS). A failed run (non-zero
-//! exit, crash, timeout, output without the metric) is counted in `collapsed_runs`,
-//! and makes the exit status 1.
+//! metric in millions (events/s, lock ops/s, bogo ops/s, TPS, record ops/s, MB/s). A
+//! failed run (non-zero exit, crash, timeout, output without the metric, a Kyoto
+//! Cabinet record count that does not match) is counted in `collapsed_runs`, and
+//! makes the exit status 1.
 //!
 //! ```no_run
 //! // lockbench preload --threads 2,8 --runs 3 --duration 2 --json target/preload.json
@@ -63,15 +72,27 @@ pub enum Workload {
     StressPthread,
     /// memcached + memcaslap.
     Memcached,
+    /// Kyoto Cabinet `kcstashtest order`: set, get, remove; rwlock-heavy.
+    KcStash,
+    /// Kyoto Cabinet `kccachetest wicked`: random mixed operations.
+    KcCache,
+    /// Kyoto Cabinet `kctreetest order` on a file: set, get, remove.
+    KcTree,
+    /// pigz compressing a generated file.
+    Pigz,
 }
 
 /// All workloads, in table order.
-pub const ALL: [Workload; 5] = [
+pub const ALL: [Workload; 9] = [
     Workload::SysbenchThreads,
     Workload::SysbenchMutex,
     Workload::StressMutex,
     Workload::StressPthread,
     Workload::Memcached,
+    Workload::KcStash,
+    Workload::KcCache,
+    Workload::KcTree,
+    Workload::Pigz,
 ];
 
 /// Default `--workloads`.
@@ -86,6 +107,10 @@ impl Workload {
             Workload::StressMutex => "stress-mutex",
             Workload::StressPthread => "stress-pthread",
             Workload::Memcached => "memcached",
+            Workload::KcStash => "kc-stash",
+            Workload::KcCache => "kc-cache",
+            Workload::KcTree => "kc-tree",
+            Workload::Pigz => "pigz",
         }
     }
     /// The metric's unit.
@@ -95,7 +120,21 @@ impl Workload {
             Workload::SysbenchMutex => "lock ops/s",
             Workload::StressMutex | Workload::StressPthread => "bogo ops/s",
             Workload::Memcached => "TPS",
+            Workload::KcStash | Workload::KcCache | Workload::KcTree => "record ops/s",
+            Workload::Pigz => "MB/s",
         }
+    }
+    /// Whether a run is a fixed amount of work (`--kc-records`, `--mutex-ops`, a
+    /// fixed input) rather than `--duration` seconds.
+    pub fn fixed_work(self) -> bool {
+        matches!(
+            self,
+            Workload::SysbenchMutex
+                | Workload::KcStash
+                | Workload::KcCache
+                | Workload::KcTree
+                | Workload::Pigz
+        )
     }
     /// (program, Debian package) pairs it needs.
     pub fn programs(self) -> &'static [(&'static str, &'static str)] {
@@ -106,6 +145,10 @@ impl Workload {
                 ("memcached", "memcached"),
                 ("memcaslap", "libmemcached-tools"),
             ],
+            Workload::KcStash => &[("kcstashtest", "kyotocabinet-utils")],
+            Workload::KcCache => &[("kccachetest", "kyotocabinet-utils")],
+            Workload::KcTree => &[("kctreetest", "kyotocabinet-utils")],
+            Workload::Pigz => &[("pigz", "pigz")],
         }
     }
     /// Parses a `--workloads` name.
@@ -121,17 +164,23 @@ pub struct PreloadArgs {
     #[arg(long, value_parser = parse_threads, default_value = "2,4,8,16")]
     pub threads: ThreadList,
     /// Comma-separated workloads: sysbench-threads, sysbench-mutex, stress-mutex,
-    /// stress-pthread, memcached.
+    /// stress-pthread, memcached, kc-stash, kc-cache, kc-tree (Kyoto Cabinet; rwlocks),
+    /// pigz (condvars).
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_WORKLOADS)]
     pub workloads: Vec<String>,
-    /// Length of each timed run, seconds (decimal, > 0, <= 3600); sysbench-mutex does
-    /// a fixed number of operations instead (--mutex-ops).
+    /// Length of each timed run, seconds (decimal, > 0, <= 3600); sysbench-mutex, the
+    /// kc-* workloads and pigz do a fixed amount of work instead (--mutex-ops,
+    /// --kc-records, a 20 MiB input).
     #[arg(long, value_parser = parse_duration, default_value = "2", allow_hyphen_values = true)]
     pub duration: f64,
     /// sysbench-mutex: lock operations per run, split evenly over the threads
     /// (1000..=1e10).
     #[arg(long, default_value_t = 20_000_000, value_parser = clap::value_parser!(u64).range(1000..=10_000_000_000))]
     pub mutex_ops: u64,
+    /// kc-stash, kc-cache, kc-tree: records per run, split evenly over the threads
+    /// (1000..=1e9).
+    #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1000..=1_000_000_000))]
+    pub kc_records: u64,
     /// Repetitions per point and side, interleaved; the median is reported (1..=100).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
     pub runs: u32,
@@ -425,6 +474,73 @@ pub fn parse_memcaslap(out: &str) -> Option<f64> {
     value_after(out, "TPS:")
 }
 
+/// Kyoto Cabinet's `order` tests (`kcstashtest`, `kctreetest`): record operations
+/// per second over the set, get and remove phases, `3 × records / Σ time:` (the
+/// `time:` line of each phase), `records` being the total over all threads. `None`
+/// unless the output ends with `ok`, all three phases report a time, and the record
+/// count is `records` after setting and getting and 0 after removing (so a run that
+/// lost or duplicated records never yields a number).
+///
+/// ```
+/// let out = "setting records:\ncount: 4\ntime: 0.5\ngetting records:\ncount: 4\n\
+///            time: 0.25\nremoving records:\ncount: 0 (0)\ntime: 0.25\n\
+///            closing the database:\ntime: 0.001\nok\n";
+/// assert_eq!(lockbench::exp::preload::parse_kc_order(out, 4), Some(12.0));
+/// assert_eq!(lockbench::exp::preload::parse_kc_order(out, 5), None);
+/// ```
+pub fn parse_kc_order(out: &str, records: u64) -> Option<f64> {
+    if out.lines().rev().find(|l| !l.trim().is_empty())?.trim() != "ok" {
+        return None;
+    }
+    const PHASES: [&str; 3] = ["setting records:", "getting records:", "removing records:"];
+    let mut phase: Option<usize> = None;
+    let mut count: [Option<u64>; 3] = [None; 3];
+    let mut time: [Option<f64>; 3] = [None; 3];
+    let first_number = |rest: &str| -> Option<String> {
+        let n: String = rest
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        (!n.is_empty()).then_some(n)
+    };
+    for l in out.lines().map(str::trim) {
+        if let Some(i) = PHASES.iter().position(|p| l == *p) {
+            phase = Some(i);
+        } else if l.ends_with(':') {
+            // Another section ("opening the database:", "closing the database:").
+            phase = None;
+        } else if let Some(i) = phase {
+            if let Some(rest) = l.strip_prefix("count:") {
+                count[i] = count[i].or(first_number(rest).and_then(|n| n.parse().ok()));
+            } else if let Some(rest) = l.strip_prefix("time:") {
+                time[i] = first_number(rest).and_then(|n| n.parse().ok());
+            }
+        }
+    }
+    if count != [Some(records), Some(records), Some(0)] {
+        return None;
+    }
+    let total: f64 = time.iter().map(|t| t.unwrap_or(f64::NAN)).sum();
+    (total > 0.0).then(|| 3.0 * records as f64 / total)
+}
+
+/// Kyoto Cabinet's `wicked` test (`kccachetest`): `records / time:` (its one
+/// `time:` line), `None` unless the output ends with `ok`.
+///
+/// ```
+/// let out = "count: 9998 (9.998 thousand)\ntime: 0.5\nok\n";
+/// assert_eq!(lockbench::exp::preload::parse_kc_wicked(out, 40000), Some(80000.0));
+/// assert_eq!(lockbench::exp::preload::parse_kc_wicked("time: 0.5\nerror\n", 1), None);
+/// ```
+pub fn parse_kc_wicked(out: &str, records: u64) -> Option<f64> {
+    if out.lines().rev().find(|l| !l.trim().is_empty())?.trim() != "ok" {
+        return None;
+    }
+    let t = value_after(out, "time:")?;
+    (t > 0.0).then(|| records as f64 / t)
+}
+
 /// One measured run.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct RunResult {
@@ -491,8 +607,14 @@ fn fail(f: &Finished, what: &str) -> Result<f64, String> {
     ))
 }
 
-/// Runs one (workload, T, side) point once.
-fn measure(w: Workload, t: usize, side: &Side, a: &PreloadArgs) -> Result<f64, String> {
+/// Runs one (workload, T, side) point once; `scratch` holds its files.
+fn measure(
+    w: Workload,
+    t: usize,
+    side: &Side,
+    a: &PreloadArgs,
+    scratch: &Path,
+) -> Result<f64, String> {
     let d = a.duration;
     let timeout = Duration::from_secs_f64(d * 4.0 + 60.0);
     match w {
@@ -555,6 +677,146 @@ fn measure(w: Workload, t: usize, side: &Side, a: &PreloadArgs) -> Result<f64, S
             }
         }
         Workload::Memcached => memcached(t, side, d),
+        Workload::KcStash | Workload::KcCache | Workload::KcTree => {
+            kyoto(w, t, side, a.kc_records, scratch)
+        }
+        Workload::Pigz => pigz(t, side, scratch),
+    }
+}
+
+/// A Kyoto Cabinet test driver with `--kc-records` split over `t` threads.
+fn kyoto(w: Workload, t: usize, side: &Side, records: u64, scratch: &Path) -> Result<f64, String> {
+    let per = (records / t as u64).max(1);
+    let total = per * t as u64;
+    let (prog, mode) = match w {
+        Workload::KcStash => ("kcstashtest", "order"),
+        Workload::KcCache => ("kccachetest", "wicked"),
+        _ => ("kctreetest", "order"),
+    };
+    let mut c = side.command(prog);
+    c.args([mode.to_string(), "-th".into(), t.to_string()]);
+    // kctreetest works on a file; the others in memory.
+    let file = (w == Workload::KcTree)
+        .then(|| scratch.join(format!("kctree-{}-{}.kct", std::process::id(), side.name)));
+    if let Some(f) = &file {
+        let _ = std::fs::remove_file(f);
+        c.arg(f);
+    }
+    c.arg(per.to_string());
+    let f = run_captured(c, Duration::from_secs(300));
+    if let Some(f) = &file {
+        let _ = std::fs::remove_file(f);
+    }
+    let v = if mode == "order" {
+        parse_kc_order(&f.stdout, total)
+    } else {
+        parse_kc_wicked(&f.stdout, total)
+    };
+    match f.ok.then_some(v).flatten() {
+        Some(v) => Ok(v),
+        None if f.ok => Err(format!(
+            "{prog}: exit 0 but no metric, or a wrong record count (want {}): {}",
+            if mode == "order" {
+                format!("{total} after setting, 0 after removing")
+            } else {
+                "a final `ok`".to_string()
+            },
+            short(&f.stdout)
+        )),
+        None => fail(&f, prog),
+    }
+}
+
+/// Size of pigz's input file.
+pub const PIGZ_INPUT_BYTES: usize = 20 << 20;
+
+/// `PIGZ_INPUT_BYTES` of text-like data (words, numbers, punctuation from a fixed
+/// xorshift sequence; it compresses about 3.5:1, so every block is real work), in
+/// `scratch` (written once per lockbench run).
+fn pigz_input(scratch: &Path) -> Result<PathBuf, String> {
+    let path = scratch.join("pigz-input.txt");
+    if path
+        .metadata()
+        .is_ok_and(|m| m.len() == PIGZ_INPUT_BYTES as u64)
+    {
+        return Ok(path);
+    }
+    const WORDS: [&str; 16] = [
+        "lock", "mutex", "futex", "queue", "spin", "sleep", "wake", "owner", "waiter", "kernel",
+        "thread", "reader", "writer", "the", "of", "and",
+    ];
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut data = String::with_capacity(PIGZ_INPUT_BYTES + 32);
+    while data.len() < PIGZ_INPUT_BYTES {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        match x % 16 {
+            0 => data.push_str(&format!("{} ", x >> 44)),
+            1 => data.push_str(".\n"),
+            2 => data.push_str(", "),
+            _ => {
+                data.push_str(WORDS[(x >> 8) as usize % WORDS.len()]);
+                data.push(' ');
+            }
+        }
+    }
+    data.truncate(PIGZ_INPUT_BYTES);
+    std::fs::write(&path, data).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
+}
+
+/// pigz with `t` threads and 32 KiB blocks (a condvar broadcast per block) on the
+/// generated input; input MB/s over the wall time of the run (measured here, to the
+/// 10 ms polling step of the run loop).
+fn pigz(t: usize, side: &Side, scratch: &Path) -> Result<f64, String> {
+    let input = pigz_input(scratch)?;
+    let gz = input.with_extension("txt.gz");
+    let _ = std::fs::remove_file(&gz);
+    let mut c = side.command("pigz");
+    c.args(["-p".to_string(), t.to_string(), "-b".into(), "32".into()])
+        .args(["-k", "-f", "--"])
+        .arg(&input);
+    let t0 = Instant::now();
+    let f = run_captured(c, Duration::from_secs(300));
+    let secs = t0.elapsed().as_secs_f64();
+    let gz_len = gz.metadata().map(|m| m.len()).unwrap_or(0);
+    let _ = std::fs::remove_file(&gz);
+    if !f.ok {
+        return fail(&f, "pigz");
+    }
+    if gz_len == 0 || gz_len as usize >= PIGZ_INPUT_BYTES / 2 {
+        return Err(format!(
+            "pigz: exit 0 but {} is {gz_len} bytes for {PIGZ_INPUT_BYTES} input bytes",
+            gz.display()
+        ));
+    }
+    Ok(PIGZ_INPUT_BYTES as f64 / 1e6 / secs)
+}
+
+/// A scratch directory for the workloads' files (`/dev/shm` when it is usable, so
+/// the file-backed workloads do not wait on a disk), removed on drop.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new() -> Result<Scratch, CliError> {
+        let shm = Path::new("/dev/shm");
+        let base =
+            if shm.is_dir() && std::fs::metadata(shm).is_ok_and(|m| !m.permissions().readonly()) {
+                shm.to_path_buf()
+            } else {
+                std::env::temp_dir()
+            };
+        let dir = base.join(format!("lockbench-preload-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| CliError(format!("cannot create {}: {e}", dir.display())))?;
+        Ok(Scratch(dir))
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -699,11 +961,7 @@ pub fn records(runs: &[RunResult], ws: &[Workload], threads: &[usize], d: f64) -
                     threads: t,
                     params: Params {
                         workload: w.name().into(),
-                        duration_s: if *w == Workload::SysbenchMutex {
-                            0.0
-                        } else {
-                            d
-                        },
+                        duration_s: if w.fixed_work() { 0.0 } else { d },
                         ..Params::default()
                     },
                     throughput_mops: if vals.is_empty() { 0.0 } else { median(&vals) },
@@ -818,6 +1076,7 @@ pub fn run(a: &PreloadArgs) -> Result<i32, CliError> {
     // foreign to it, so it cannot judge the run itself); bounded for busy machines.
     gate.max_wait = Duration::from_secs(1);
     gate.budget = Some(Duration::from_secs(60));
+    let scratch = Scratch::new()?;
     let threads = &a.threads.0;
     let sides = [
         Side {
@@ -853,7 +1112,7 @@ pub fn run(a: &PreloadArgs) -> Result<i32, CliError> {
                         );
                     }
                     let win = Window::begin();
-                    let r = measure(w, t, side, a);
+                    let r = measure(w, t, side, a, &scratch.0);
                     let steal_ns = win.end().steal_ns;
                     if let Err(e) = &r {
                         eprintln!(
@@ -991,6 +1250,39 @@ mod tests {
             "{e}"
         );
         assert!(e.contains("apt-get install stress-ng"), "{e}");
+        let e = check_programs_in(
+            &[Workload::KcStash, Workload::KcTree, Workload::Pigz],
+            std::ffi::OsStr::new("/nonexistent-klock-test"),
+        );
+        let e = e.unwrap_err().0;
+        assert!(
+            e.contains("kcstashtest (for kc-stash; Debian package kyotocabinet-utils")
+                && e.contains("kctreetest (for kc-tree")
+                && e.contains("apt-get install pigz")
+                && e.contains("--workloads"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn new_workloads_are_listed_but_not_default() {
+        let a = parse(&["--workloads", "kc-stash,kc-cache,kc-tree,pigz"]).unwrap();
+        assert_eq!(
+            select(&a.workloads).unwrap(),
+            vec![
+                Workload::KcStash,
+                Workload::KcCache,
+                Workload::KcTree,
+                Workload::Pigz
+            ]
+        );
+        assert_eq!(a.kc_records, 1_000_000);
+        let e = parse(&["--kc-records", "10"]).unwrap_err();
+        assert!(e.contains("1000.."), "{e}");
+        assert!(!DEFAULT_WORKLOADS.contains("kc-") && !DEFAULT_WORKLOADS.contains("pigz"));
+        let e = select(&["kc".into()]).unwrap_err();
+        assert!(e.0.contains("kc-stash") && e.0.contains("pigz"), "{e}");
+        assert!(ALL.iter().filter(|w| w.fixed_work()).count() == 5);
     }
 
     const SYSBENCH_THREADS: &str = "General statistics:
@@ -1014,6 +1306,78 @@ stress-ng: metrc: [17880] mutex               1317.56 nanosecs per mutex (geomet
     const MEMCASLAP: &str = "cmd_get: 222837
 Run time: 2.0s Ops: 247629 TPS: 123805 Net_rate: 138.5M/s
 ";
+
+    // `kcstashtest order -th 2 5` (Kyoto Cabinet 1.2.79), times edited.
+    const KC_ORDER: &str = "<In-order Test>
+  seed=327010342  rnum=5  thnum=2  rnd=0  etc=0  tran=0  bnum=-1  lv=0
+
+opening the database:
+count: 0
+size: 8388664
+memory: 147456
+time: 0.000
+setting records:
+count: 10
+size: 8388944
+memory: 286720
+time: 0.500
+getting records:
+count: 10
+size: 8388944
+memory: 286720
+time: 0.250
+removing records:
+type: StashDB (stash database) (type=0x18)
+opaque: 0
+buckets: 0 (used=0) (load=0.00)
+count: 0 (0)
+size: 8388664 (8.000 MiB)
+memory: 290816
+time: 0.250
+closing the database:
+time: 0.002
+ok
+";
+    // `kccachetest wicked -th 2 5`.
+    const KC_WICKED: &str = "<Wicked Test>
+  seed=327010352  rnum=5  thnum=2  itnum=1  opts=0  bnum=-1  capcnt=-1  capsiz=-1  lv=0
+
+buckets: 1048583 (used=3) (load=1.00)
+count: 3 (3) (capcnt=-1)
+size: 8390733 (8.002 MiB) (capsiz=-1)
+memory: 507904
+time: 0.004
+ok
+";
+
+    #[test]
+    fn kyoto_parsers() {
+        assert_eq!(parse_kc_order(KC_ORDER, 10), Some(30.0));
+        // A count that does not match, a missing phase, no final `ok`: no number.
+        assert_eq!(parse_kc_order(KC_ORDER, 12), None);
+        assert_eq!(
+            parse_kc_order(&KC_ORDER.replace("count: 0 (0)", "count: 1 (1)"), 10),
+            None
+        );
+        assert_eq!(
+            parse_kc_order(&KC_ORDER.replace("getting records:", "getting:"), 10),
+            None
+        );
+        assert_eq!(
+            parse_kc_order(&KC_ORDER.replace("ok\n", "error\n"), 10),
+            None
+        );
+        assert_eq!(
+            parse_kc_order(&KC_ORDER.replace("time: 0.500", "time: x"), 10),
+            None
+        );
+        assert_eq!(parse_kc_wicked(KC_WICKED, 10), Some(2500.0));
+        assert_eq!(parse_kc_wicked(&KC_WICKED.replace("ok", "error"), 10), None);
+        assert_eq!(
+            parse_kc_wicked(&KC_WICKED.replace("0.004", "0.000"), 10),
+            None
+        );
+    }
 
     #[test]
     fn parsers() {
