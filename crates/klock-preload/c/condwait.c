@@ -22,7 +22,11 @@
  *
  * The Rust side passes its functions in a table (no exported symbols), and
  * the wait ticket lives in this frame as opaque storage (at most 32 bytes,
- * 8-aligned; klock-c's core asserts both). */
+ * 8-aligned; klock-c's core asserts both). A klock condvar with a
+ * glibc-served mutex (robust, PI, PP, pshared) uses the same sleep with
+ * another table: begin registers on the condvar's fallback word and calls
+ * the real pthread_mutex_unlock, end leaves it and calls the real
+ * pthread_mutex_lock (so the handler re-locks that way too). */
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>

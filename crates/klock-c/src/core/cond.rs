@@ -171,7 +171,8 @@ impl<S: SpinPolicy> KCond<S> {
     }
 
     /// Step 2: the futex word and value to sleep on, or `None` once a
-    /// signal has reached the waiter (or for a spurious-wake-up fallback).
+    /// signal has reached the waiter (at once for a fallback waiter that could
+    /// not register: its wake-up is spurious).
     pub fn sleep_word(&self, w: &Wait) -> Option<(&AtomicU32, u32)> {
         self.raw.sleep_word(&w.ticket)
     }
