@@ -22,7 +22,11 @@
  *
  * The Rust side passes its functions in a table (no exported symbols), and
  * the wait ticket lives in this frame as opaque storage (at most 32 bytes,
- * 8-aligned; klock-c's core asserts both). */
+ * 8-aligned; klock-c's core asserts both). A klock condvar with a
+ * glibc-served mutex (robust, PI, PP, pshared) uses the same sleep with
+ * another table: begin registers on the condvar's fallback word and calls
+ * the real pthread_mutex_unlock, end leaves it and calls the real
+ * pthread_mutex_lock (so the handler re-locks that way too). */
 #include <errno.h>
 #include <linux/futex.h>
 #include <pthread.h>
@@ -122,4 +126,137 @@ klock_preload_cond_wait(const struct kp_wait_ops *ops, void *cond, void *mutex,
     }
     pthread_cleanup_pop(0);
     return ops->end(cond, mutex, &ticket, give_up);
+}
+
+/* ------------------------------------------------------------------------
+ * A process-shared condvar (glibc's) with a klock mutex.
+ *
+ * glibc's wait unlocks and re-locks the mutex it is given with its own
+ * internal calls, which would treat our klock mutex as one of glibc's. So
+ * glibc gets a private glibc mutex G of this frame instead:
+ *
+ *   testcancel; init G; lock G; snapshot = signals(cond); release(klock mutex);
+ *   cleanup_push(unlock G, re-lock the klock mutex);
+ *   loop { real timed/clockwait(cond, G, min(caller's deadline, now + bound)) }
+ *   cleanup_pop(0); unlock G; re-lock the klock mutex
+ *
+ * The gap: between our release of the klock mutex and glibc's registration
+ * of this waiter (inside the real wait), a thread may take the klock mutex,
+ * change the predicate and signal; glibc finds no waiter and the signal is
+ * lost. Such a signaller holds the klock mutex, a private one, so it runs in
+ * this process, under this interposer, whose pthread_cond_signal and
+ * _broadcast count every signal of a process-shared condvar before passing
+ * it on (`signals`: a counter per condvar address, shared by a few
+ * addresses). Every wait here is therefore bounded: when a bounded wait
+ * times out, if the count moved since the snapshot, a signal may have been
+ * lost in a gap and the wait returns 0 (a spurious wake-up, which POSIX
+ * allows: the caller re-checks its predicate); if it did not move, no signal
+ * was lost and the wait goes on (a signal sent while we were registered
+ * wakes us through glibc). Signals from other processes cannot hold our
+ * mutex, so they carry no no-lost-wake-up promise to miss.
+ *
+ * The bound, KP_GLIBC_COND_BOUND_NS = 10 ms, is the longest a signal lost
+ * in the gap can be late, and the interval at which an idle waiter wakes to
+ * look at the count: one futex round trip (a few microseconds) per 10 ms,
+ * under 0.1% of a CPU per waiting thread. The loss itself needs a signaller
+ * to take the mutex within the microsecond or so between our release and
+ * glibc's registration; 10 ms is about one scheduler time slice, a delay
+ * such a program already sees whenever the signalled thread is preempted.
+ * The caller's own deadline is honoured exactly: once it is within a bound,
+ * the last wait uses the caller's abstime and clock (pthread_cond_timedwait
+ * keeps the condvar's own clock). */
+
+/* Must match `GlibcCondOps` in src/cond.rs. */
+struct kp_glibc_cond_ops {
+    /* Release the klock mutex whole: 0 (its recursion depth in *depth), or
+     * EPERM/EINVAL with nothing changed. */
+    int (*release)(void *mutex, uint32_t *depth);
+    /* Re-lock the klock mutex and restore the depth. */
+    void (*reacquire)(void *mutex, uint32_t depth);
+    /* The in-process signal count of `cond` (see above). */
+    uint32_t (*signals)(const void *cond);
+    uint64_t (*now_ns)(void);
+    /* The real glibc functions. */
+    int (*mutex_init)(pthread_mutex_t *, const pthread_mutexattr_t *);
+    int (*mutex_lock)(pthread_mutex_t *);
+    int (*mutex_unlock)(pthread_mutex_t *);
+    int (*mutex_destroy)(pthread_mutex_t *);
+    int (*cond_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+    int (*cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t,
+                          const struct timespec *);
+};
+
+#define KP_GLIBC_COND_BOUND_NS 10000000ull
+
+/* Timeout kinds (as `T_*` in src/cond.rs). */
+#define KP_T_NONE 0
+#define KP_T_COND_CLOCK 1
+#define KP_T_CLOCK 2
+
+struct kp_glibc_cleanup {
+    const struct kp_glibc_cond_ops *ops;
+    pthread_mutex_t *g;
+    void *mutex;
+    uint32_t depth;
+};
+
+/* Cancelled inside the real wait: glibc re-locked G first. Release G and
+ * re-lock the klock mutex before the program's cleanup handlers run. */
+static void kp_glibc_cond_cancelled(void *arg) {
+    struct kp_glibc_cleanup *c = arg;
+    (void)c->ops->mutex_unlock(c->g);
+    (void)c->ops->mutex_destroy(c->g);
+    c->ops->reacquire(c->mutex, c->depth);
+}
+
+/* Wait on the process-shared `cond` with the klock `mutex`. `tkind`:
+ * KP_T_NONE (no deadline), KP_T_COND_CLOCK (`abstime` on the condvar's
+ * clock), KP_T_CLOCK (`abstime` on `clock`); `deadline_ns` is the same
+ * deadline on now_ns()'s clock (CLOCK_MONOTONIC), both already validated.
+ * Returns 0, ETIMEDOUT, or an errno value (release's, or the real wait's). */
+__attribute__((visibility("hidden"))) int
+klock_preload_cond_wait_glibc(const struct kp_glibc_cond_ops *ops, pthread_cond_t *cond,
+                              void *mutex, int tkind, clockid_t clock,
+                              const struct timespec *abstime, uint64_t deadline_ns) {
+    pthread_testcancel();
+    pthread_mutex_t g;
+    int rc = ops->mutex_init(&g, NULL);
+    if (rc != 0)
+        return rc;
+    (void)ops->mutex_lock(&g); /* a fresh normal mutex: cannot fail */
+    /* Before the release: a signal sent by a thread that takes the mutex
+     * after it is counted after this snapshot. */
+    uint32_t seen = ops->signals(cond);
+    struct kp_glibc_cleanup cl = {ops, &g, mutex, 0};
+    rc = ops->release(mutex, &cl.depth);
+    if (rc != 0) {
+        (void)ops->mutex_unlock(&g);
+        (void)ops->mutex_destroy(&g);
+        return rc;
+    }
+    pthread_cleanup_push(kp_glibc_cond_cancelled, &cl);
+    for (;;) {
+        uint64_t now = ops->now_ns();
+        if (tkind != KP_T_NONE && (now >= deadline_ns || deadline_ns - now <= KP_GLIBC_COND_BOUND_NS)) {
+            /* The last stretch: the caller's own deadline, exactly. */
+            rc = tkind == KP_T_COND_CLOCK ? ops->cond_timedwait(cond, &g, abstime)
+                                          : ops->cond_clockwait(cond, &g, clock, abstime);
+            break;
+        }
+        uint64_t until = now + KP_GLIBC_COND_BOUND_NS;
+        struct timespec b = {.tv_sec = (time_t)(until / KP_NS_PER_S),
+                             .tv_nsec = (long)(until % KP_NS_PER_S)};
+        rc = ops->cond_clockwait(cond, &g, CLOCK_MONOTONIC, &b);
+        if (rc != ETIMEDOUT)
+            break;
+        if (ops->signals(cond) != seen) {
+            rc = 0; /* a signal may have been lost in a gap: wake up */
+            break;
+        }
+    }
+    pthread_cleanup_pop(0);
+    (void)ops->mutex_unlock(&g);
+    (void)ops->mutex_destroy(&g);
+    ops->reacquire(mutex, cl.depth);
+    return rc;
 }

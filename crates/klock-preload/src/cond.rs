@@ -18,10 +18,21 @@
 //! 24; init zeroes the rest). A marker of our own at offset 40 would not
 //! survive: that is glibc's `__g_signals`, which its waits rewrite.
 //!
-//! glibc's condvar only works with glibc's mutex and klock's with klock's:
-//! a wait that pairs a process-shared condvar with a klock mutex, or a klock
-//! condvar with a glibc-served mutex (robust, PI, PP, pshared), returns
-//! EINVAL rather than corrupt either object.
+//! **Mixed pairs.** glibc's condvar cannot be handed a klock mutex (its
+//! wait unlocks and re-locks the mutex with glibc's internal calls), nor can
+//! klock's wait morphing move a waiter onto a glibc mutex's queue. Both
+//! pairs work, as they do with glibc:
+//!
+//! * a klock condvar with a glibc-served mutex (robust, PI, PP, pshared):
+//!   the waiter registers on the condvar's fallback word (klock's
+//!   `RawCondvar::begin_wait_foreign`) *before* it unlocks the mutex with
+//!   the real `pthread_mutex_unlock`, sleeps in the same C sleep as every
+//!   klock wait, and re-locks with the real `pthread_mutex_lock`, whose
+//!   EOWNERDEAD / ENOTRECOVERABLE it returns. A signal or broadcast wakes
+//!   every such waiter (spurious wake-ups, allowed by POSIX);
+//! * a process-shared condvar with a klock mutex: glibc's wait on a private
+//!   glibc mutex of the waiter's frame, in bounded slices; see
+//!   `c/condwait.c` for the gap this closes and the 10 ms bound.
 //!
 //! **The wait** is klock's three-step wait, wait morphing included (a
 //! notify moves waiters to the mutex's wait list; a broadcast wakes one
@@ -54,6 +65,24 @@ const _: () = assert!(std::mem::size_of::<KCond<SpinOsq>>() <= sys::COND_WREFS_O
 const _: () = assert!(std::mem::size_of::<KCond<SpinOff>>() == std::mem::size_of::<KCond>());
 const _: () = assert!(std::mem::align_of::<KCond<SpinOff>>() <= 8);
 
+/// glibc's `__wrefs` word of `c`, with the bits its init writes.
+///
+/// # Safety
+///
+/// `c` points to a live `pthread_cond_t` (or `cnd_t`).
+#[inline]
+unsafe fn wrefs(c: *const pthread_cond_t) -> u32 {
+    // SAFETY: offset 36 of a 48-byte, 8-aligned object: an aligned u32.
+    let w = unsafe {
+        &*c.cast::<u8>()
+            .add(sys::COND_WREFS_OFFSET)
+            .cast::<AtomicU32>()
+    };
+    // Relaxed: the bits read are written by init, before the condvar is
+    // shared.
+    w.load(Ordering::Relaxed)
+}
+
 /// Is `c` a process-shared condvar (glibc's)?
 ///
 /// # Safety
@@ -61,14 +90,52 @@ const _: () = assert!(std::mem::align_of::<KCond<SpinOff>>() <= 8);
 /// `c` points to a live `pthread_cond_t` (or `cnd_t`).
 #[inline]
 pub(crate) unsafe fn is_glibc(c: *const pthread_cond_t) -> bool {
-    // SAFETY: offset 36 of a 48-byte, 8-aligned object: an aligned u32.
-    let w = unsafe {
-        &*c.cast::<u8>()
-            .add(sys::COND_WREFS_OFFSET)
-            .cast::<AtomicU32>()
-    };
-    // Relaxed: the bit is written by init, before the condvar is shared.
-    w.load(Ordering::Relaxed) & sys::COND_WREFS_PSHARED != 0
+    // SAFETY: forwarded.
+    let w = unsafe { wrefs(c) };
+    w & sys::COND_WREFS_PSHARED != 0
+}
+
+/// The clock of a glibc condvar's `pthread_cond_timedwait`.
+///
+/// # Safety
+///
+/// As for [`is_glibc`].
+unsafe fn glibc_clock(c: *const pthread_cond_t) -> clockid_t {
+    // SAFETY: forwarded.
+    let w = unsafe { wrefs(c) };
+    if w & sys::COND_WREFS_MONOTONIC != 0 {
+        libc::CLOCK_MONOTONIC
+    } else {
+        CLOCK_REALTIME
+    }
+}
+
+/// Signals and broadcasts sent in this process on process-shared condvars,
+/// counted per address (a few addresses share a counter): the lost-signal
+/// check of a process-shared condvar's wait with a klock mutex (see
+/// `c/condwait.c`, "A process-shared condvar (glibc's) with a klock mutex").
+static GLIBC_COND_SIGNALS: [AtomicU32; 64] = [const { AtomicU32::new(0) }; 64];
+
+/// The counter of `c` in [`GLIBC_COND_SIGNALS`].
+fn signal_counter(c: *const c_void) -> &'static AtomicU32 {
+    let a = c as usize;
+    &GLIBC_COND_SIGNALS[((a >> 4) ^ (a >> 10)) % GLIBC_COND_SIGNALS.len()]
+}
+
+/// Count a signal or broadcast on the process-shared `c` (before passing
+/// it to glibc).
+fn count_glibc_signal(c: *mut pthread_cond_t) {
+    // Release pairs with the Acquire load in `glibc_signals`. (What the
+    // waiter relies on: a signaller that could be lost took the waiter's
+    // mutex after the waiter's snapshot; the waiter reads again only after
+    // a bounded wait, long after this increment.)
+    signal_counter(c.cast()).fetch_add(1, Ordering::Release);
+}
+
+/// `kp_glibc_cond_ops.signals`: the count of `c`'s counter.
+extern "C" fn glibc_signals(c: *const c_void) -> u32 {
+    // Acquire pairs with the Release increment in `count_glibc_signal`.
+    signal_counter(c).load(Ordering::Acquire)
 }
 
 /// `c` as a klock condvar.
@@ -184,6 +251,7 @@ pub unsafe extern "C" fn pthread_cond_signal(c: *mut pthread_cond_t) -> c_int {
     }
     // SAFETY: non-null condvar from the program.
     if unsafe { is_glibc(c) } {
+        count_glibc_signal(c);
         return call_real!(cond_signal(c), trivially_ok = false);
     }
     mutex::by_mutex_variant!(signal(c))
@@ -202,6 +270,7 @@ pub unsafe extern "C" fn pthread_cond_broadcast(c: *mut pthread_cond_t) -> c_int
     }
     // SAFETY: non-null condvar from the program.
     if unsafe { is_glibc(c) } {
+        count_glibc_signal(c);
         return call_real!(cond_broadcast(c), trivially_ok = false);
     }
     mutex::by_mutex_variant!(broadcast(c))
@@ -326,6 +395,194 @@ extern "C" fn now_ns() -> u64 {
     klock::wait::now_ns()
 }
 
+/// Step 1 with a glibc-served mutex (robust, PI, PP, pshared): register on
+/// the condvar, then unlock the mutex with the real
+/// `pthread_mutex_unlock` (its error, e.g. EPERM for an errorcheck or
+/// robust mutex the caller does not hold, is returned before sleeping,
+/// with nothing changed).
+///
+/// # Safety
+///
+/// `c` is a klock condvar, `m` a glibc-served mutex, `ticket` as for
+/// [`wait_begin`].
+unsafe extern "C" fn foreign_begin<S: SpinPolicy>(
+    c: *mut c_void,
+    m: *mut c_void,
+    ticket: *mut c_void,
+) -> c_int {
+    // SAFETY: caller's contract.
+    let cv = unsafe { kc::<S>(c.cast()) };
+    // Registered before the unlock: a signal sent by a thread that takes
+    // the mutex after it finds us.
+    let w = cv.begin_foreign();
+    let m: *mut pthread_mutex_t = m.cast();
+    let r = call_real!(mutex_unlock(m), trivially_ok = false);
+    if r != 0 {
+        let _ = cv.end_foreign(w, true);
+        return r;
+    }
+    // SAFETY: as in `wait_begin`.
+    unsafe { std::ptr::write(ticket.cast::<Wait>(), w) };
+    0
+}
+
+/// Step 3 with a glibc-served mutex: leave the condvar, re-lock the mutex
+/// with the real `pthread_mutex_lock` (a plain lock after a timeout too, as
+/// glibc's wait does). The lock's error wins: EOWNERDEAD (the mutex is held;
+/// its previous owner died) or ENOTRECOVERABLE; else 0 or ETIMEDOUT.
+///
+/// # Safety
+///
+/// As for [`wait_end`], the ticket from [`foreign_begin`].
+unsafe extern "C" fn foreign_end<S: SpinPolicy>(
+    c: *mut c_void,
+    m: *mut c_void,
+    ticket: *mut c_void,
+    give_up: c_int,
+) -> c_int {
+    // SAFETY: caller's contract; each ticket is ended once.
+    let (cv, w) = unsafe { (kc::<S>(c.cast()), std::ptr::read(ticket.cast::<Wait>())) };
+    let timed_out = cv.end_foreign(w, give_up != 0);
+    let m: *mut pthread_mutex_t = m.cast();
+    match call_real!(mutex_lock(m), trivially_ok = false) {
+        0 => timed_out,
+        e => e,
+    }
+}
+
+static OPS_FOREIGN_OSQ: WaitOps = WaitOps {
+    begin: foreign_begin::<SpinOsq>,
+    sleep_word: wait_sleep_word::<SpinOsq>,
+    end: foreign_end::<SpinOsq>,
+    now_ns,
+};
+
+static OPS_FOREIGN_NOSPIN: WaitOps = WaitOps {
+    begin: foreign_begin::<SpinOff>,
+    sleep_word: wait_sleep_word::<SpinOff>,
+    end: foreign_end::<SpinOff>,
+    now_ns,
+};
+
+// ---------------------------------------------------------------------------
+// A process-shared (glibc) condvar with a klock mutex: c/condwait.c
+// ---------------------------------------------------------------------------
+
+type MutexFn = unsafe extern "C" fn(*mut pthread_mutex_t) -> c_int;
+
+/// What `klock_preload_cond_wait_glibc` calls (`struct kp_glibc_cond_ops`
+/// in `c/condwait.c`: same order and types): the klock mutex's release and
+/// re-lock, the signal count, the clock, and the real glibc functions.
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct GlibcCondOps {
+    release: unsafe extern "C" fn(*mut c_void, *mut u32) -> c_int,
+    reacquire: unsafe extern "C" fn(*mut c_void, u32),
+    signals: extern "C" fn(*const c_void) -> u32,
+    now_ns: extern "C" fn() -> u64,
+    mutex_init:
+        unsafe extern "C" fn(*mut pthread_mutex_t, *const libc::pthread_mutexattr_t) -> c_int,
+    mutex_lock: MutexFn,
+    mutex_unlock: MutexFn,
+    mutex_destroy: MutexFn,
+    cond_timedwait: unsafe extern "C-unwind" fn(
+        *mut pthread_cond_t,
+        *mut pthread_mutex_t,
+        *const timespec,
+    ) -> c_int,
+    cond_clockwait: unsafe extern "C-unwind" fn(
+        *mut pthread_cond_t,
+        *mut pthread_mutex_t,
+        clockid_t,
+        *const timespec,
+    ) -> c_int,
+}
+
+unsafe extern "C-unwind" {
+    /// `c/condwait.c`. Unwinds when the thread is cancelled (after its
+    /// cleanup re-locked the klock mutex).
+    fn klock_preload_cond_wait_glibc(
+        ops: *const GlibcCondOps,
+        cond: *mut pthread_cond_t,
+        mutex: *mut c_void,
+        tkind: c_int,
+        clock: clockid_t,
+        abstime: *const timespec,
+        deadline_ns: u64,
+    ) -> c_int;
+}
+
+/// `kp_glibc_cond_ops.release`: release the klock mutex whole (EPERM if
+/// the caller does not hold it, EINVAL if destroyed).
+///
+/// # Safety
+///
+/// `m` is a klock mutex (checked by the entry point), `depth` writable.
+unsafe extern "C" fn klock_release<S: SpinPolicy>(m: *mut c_void, depth: *mut u32) -> c_int {
+    // SAFETY: caller's contract.
+    match unsafe { mutex::km::<S>(m.cast()) }.unlock_for_wait() {
+        Ok(d) => {
+            // SAFETY: caller's contract.
+            unsafe { *depth = d };
+            if stats::enabled() {
+                stats::released(m as usize, Family::Mutex);
+            }
+            0
+        }
+        Err(e) => e,
+    }
+}
+
+/// `kp_glibc_cond_ops.reacquire`: re-lock the klock mutex, restore its
+/// depth.
+///
+/// # Safety
+///
+/// `m` is the klock mutex `klock_release` released on this thread.
+unsafe extern "C" fn klock_reacquire<S: SpinPolicy>(m: *mut c_void, depth: u32) {
+    // SAFETY: caller's contract.
+    unsafe { mutex::km::<S>(m.cast()) }.relock_after_wait(depth);
+    if stats::enabled() {
+        stats::acquired(m as usize, Family::Mutex, false, 0);
+    }
+}
+
+/// The ops for the configured mutex variant, or the errno value of a real
+/// function that is missing. `extern "C"`: see [`plan`].
+extern "C" fn glibc_cond_ops(route: c_int, out: *mut GlibcCondOps) -> c_int {
+    let osq = route == ROUTE_GLIBC_COND_OSQ;
+    let get = || -> Result<GlibcCondOps, real::Lookup> {
+        Ok(GlibcCondOps {
+            release: if osq {
+                klock_release::<SpinOsq>
+            } else {
+                klock_release::<SpinOff>
+            },
+            reacquire: if osq {
+                klock_reacquire::<SpinOsq>
+            } else {
+                klock_reacquire::<SpinOff>
+            },
+            signals: glibc_signals,
+            now_ns,
+            mutex_init: real::mutex_init()?,
+            mutex_lock: real::mutex_lock()?,
+            mutex_unlock: real::mutex_unlock()?,
+            mutex_destroy: real::mutex_destroy()?,
+            cond_timedwait: real::cond_timedwait()?,
+            cond_clockwait: real::cond_clockwait()?,
+        })
+    };
+    match get() {
+        Ok(ops) => {
+            // SAFETY: `out` points to the caller's local.
+            unsafe { out.write(ops) };
+            0
+        }
+        Err(why) => real::unavailable(why, false),
+    }
+}
+
 static OPS_OSQ: WaitOps = WaitOps {
     begin: wait_begin::<SpinOsq>,
     sleep_word: wait_sleep_word::<SpinOsq>,
@@ -371,6 +628,12 @@ const ROUTE_OSQ: c_int = 0;
 const ROUTE_NOSPIN: c_int = 1;
 const ROUTE_GLIBC: c_int = 2;
 const ROUTE_ERROR: c_int = 3;
+/// A klock condvar with a glibc-served mutex.
+const ROUTE_FOREIGN_OSQ: c_int = 4;
+const ROUTE_FOREIGN_NOSPIN: c_int = 5;
+/// A process-shared (glibc) condvar with a klock mutex.
+const ROUTE_GLIBC_COND_OSQ: c_int = 6;
+const ROUTE_GLIBC_COND_NOSPIN: c_int = 7;
 
 /// Timeout kinds as plain integers for [`plan`].
 const T_NONE: c_int = 0;
@@ -405,25 +668,30 @@ unsafe extern "C" fn plan(
     }
     // SAFETY: non-null objects from the program.
     let (cg, mg) = unsafe { (is_glibc(c), mutex::is_glibc(m)) };
-    match (cg, mg) {
-        (true, true) => {
-            p.route = ROUTE_GLIBC;
-            return p;
-        }
-        (false, false) => {}
-        // glibc's condvar cannot use klock's mutex, nor the other way round.
-        _ => return p,
+    if cg && mg {
+        p.route = ROUTE_GLIBC;
+        return p;
     }
-    let route = match crate::config::get().mutex {
-        crate::config::SleepVariant::Osq => ROUTE_OSQ,
-        crate::config::SleepVariant::NoSpin => ROUTE_NOSPIN,
+    let osq = matches!(crate::config::get().mutex, crate::config::SleepVariant::Osq);
+    // glibc's condvar cannot be given klock's mutex, nor klock's condvar
+    // glibc's: the mixed pairs have routes of their own.
+    let route = match (cg, mg, osq) {
+        (false, false, true) => ROUTE_OSQ,
+        (false, false, false) => ROUTE_NOSPIN,
+        (false, true, true) => ROUTE_FOREIGN_OSQ,
+        (false, true, false) => ROUTE_FOREIGN_NOSPIN,
+        (true, _, true) => ROUTE_GLIBC_COND_OSQ,
+        (true, _, false) => ROUTE_GLIBC_COND_NOSPIN,
     };
     let clock = match tkind {
         T_NONE => None,
-        T_COND_CLOCK => Some(match route {
-            // SAFETY: a klock condvar (checked above).
-            ROUTE_OSQ => unsafe { kc::<SpinOsq>(c) }.clock(),
-            _ => unsafe { kc::<SpinOff>(c) }.clock(),
+        T_COND_CLOCK => Some(if cg {
+            // SAFETY: a glibc condvar (checked above).
+            unsafe { glibc_clock(c) }
+        } else {
+            // SAFETY: a klock condvar (checked above); the clock field is
+            // the same for both variants.
+            unsafe { kc::<SpinOsq>(c) }.clock()
         }),
         _ => Some(clock),
     };
@@ -476,6 +744,30 @@ pub(crate) unsafe fn wait(c: *mut pthread_cond_t, m: *mut pthread_mutex_t, t: Ti
     let ops: &'static WaitOps = match p.route {
         ROUTE_OSQ => &OPS_OSQ,
         ROUTE_NOSPIN => &OPS_NOSPIN,
+        ROUTE_FOREIGN_OSQ => &OPS_FOREIGN_OSQ,
+        ROUTE_FOREIGN_NOSPIN => &OPS_FOREIGN_NOSPIN,
+        ROUTE_GLIBC_COND_OSQ | ROUTE_GLIBC_COND_NOSPIN => {
+            let mut gops = std::mem::MaybeUninit::<GlibcCondOps>::uninit();
+            let e = glibc_cond_ops(p.route, gops.as_mut_ptr());
+            if e != 0 {
+                return e;
+            }
+            // SAFETY: glibc_cond_ops wrote it (returned 0); plan checked `m`
+            // is a klock mutex of the configured variant (the ops') and `c`
+            // glibc's, and validated the deadline; the C side re-locks the
+            // mutex before a cancellation unwinds on.
+            return unsafe {
+                klock_preload_cond_wait_glibc(
+                    gops.as_ptr(),
+                    c,
+                    m.cast(),
+                    tkind,
+                    clock,
+                    abstime,
+                    p.deadline,
+                )
+            };
+        }
         ROUTE_GLIBC => {
             return match t {
                 Timeout::None => call_real!(cond_wait(c, m), trivially_ok = false),

@@ -21,6 +21,9 @@ pub const MUTEX_KIND_OFFSET: usize = 16;
 pub const COND_WREFS_OFFSET: usize = 36;
 /// `__wrefs` bit of a process-shared condvar.
 pub const COND_WREFS_PSHARED: u32 = 1;
+/// `__wrefs` bit of a condvar whose timed waits use CLOCK_MONOTONIC (set by
+/// glibc's init, kept like the pshared bit).
+pub const COND_WREFS_MONOTONIC: u32 = 2;
 /// Offset of `pthread_rwlock_t.__shared` (i32, nonzero = process-shared;
 /// written by glibc's init only). klock's `KRwLock` ends at 20.
 pub const RWLOCK_SHARED_OFFSET: usize = 28;

@@ -1115,3 +1115,47 @@ fn zstd_roundtrip() {
         &["-q", "-d"],
     );
 }
+
+// ---------------------------------------------------------------- pi_stress
+
+/// rt-tests' `pi_stress` (Debian `rt-tests`): priority-inversion groups of
+/// SCHED_FIFO threads on priority-inheritance mutexes (which the interposer
+/// passes to glibc) and barriers, 20000 inversions per group (about 1.5 s).
+/// Checked: exit 0 and a "Total inversion performed" count of at least
+/// 20000. Without the privilege to use SCHED_FIFO (its "boosting to max
+/// priority" error in the plain run) the test prints a SKIPPED line.
+#[test]
+fn pi_stress_inversions() {
+    const INVERSIONS: f64 = 20000.0;
+    let test = "pi_stress_inversions";
+    let Some(pi_stress) = common::require_program(test, "pi_stress", "rt-tests") else {
+        return;
+    };
+    let mut failures = Vec::new();
+    for mode in Mode::BOTH {
+        let r = common::run(
+            Command::new(&pi_stress).args(["--inversions=20000", "--quiet"]),
+            mode,
+            TIMEOUT,
+        );
+        // Its progress line is redrawn with carriage returns.
+        let out = format!("{}\n{}", r.stdout, r.stderr).replace('\r', "\n");
+        if mode == Mode::Plain && !r.success() && out.contains("boosting to max priority") {
+            common::note(&format!(
+                "SKIPPED {test}: pi_stress may not use SCHED_FIFO here (needs root or \
+                 CAP_SYS_NICE)"
+            ));
+            return;
+        }
+        if let Err(e) = common::check_clean_exit(mode, &r) {
+            failures.push(e);
+            continue;
+        }
+        match number_after(&out, "Total inversion performed") {
+            Some(n) if n >= INVERSIONS => {}
+            Some(n) => failures.push(r.report(&format!("{n} inversions, expected {INVERSIONS}"))),
+            None => failures.push(r.report("no \"Total inversion performed\" line")),
+        }
+    }
+    common::finish(test, failures);
+}

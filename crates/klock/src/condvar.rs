@@ -29,10 +29,47 @@
 //! its timeout: the queued path has **no spurious wake-ups**, and
 //! `notify_one`/`notify_all` return exact counts.
 //!
-//! Caveat: a thread that cannot get a queue node (more than
-//! `KLOCK_NODE_SLOTS` threads waiting at once, or waits nested deeper than 4)
-//! falls back to "unlock, yield, re-lock": a spurious wake-up that
-//! `wait_while` callers tolerate, and which the counts do not include.
+//! # The fallback word (`fallback`, a futex word)
+//!
+//! ```text
+//!  31                  12 11          0
+//! +----------------------+-------------+
+//! |      generation      |   waiters   |
+//! +----------------------+-------------+
+//! ```
+//!
+//! Waiters that are not on the list wait here instead:
+//!
+//! * a thread that cannot get a queue node (more than `KLOCK_NODE_SLOTS`
+//!   threads waiting at once, or waits nested deeper than 4);
+//! * a **foreign** wait ([`begin_wait_foreign`](RawCondvar::begin_wait_foreign)):
+//!   the caller's mutex is not a klock [`RawMutex`] (the interposer's
+//!   glibc-served mutexes: robust, priority-inherit, ...), so there is no
+//!   mutex wait list to morph onto; the caller unlocks and re-locks its own
+//!   mutex around the sleep.
+//!
+//! ```text
+//!  register (holding the mutex): waiters+1, remember the generation; unlock
+//!  sleep on the word while the generation is the remembered one
+//!  notify (one or all), if waiters != 0:
+//!      generation+1 and waiters := 0 in one CAS, then futex_wake(all)
+//!  give up (timeout, cancellation): waiters-1 in a CAS that also checks the
+//!      generation is unchanged (else a notify won: not a timeout)
+//! ```
+//!
+//! Registering before the unlock makes a notify that follows the unlock see
+//! `waiters != 0` (no lost wake-up), and the notify deregisters every waiter
+//! it wakes, so a woken waiter writes nothing more to the condvar (it may be
+//! destroyed right after the notify; the waiter only re-reads the word
+//! once). Every notify wakes **all** fallback waiters: their wake-ups may be
+//! spurious (POSIX and lock_api allow that; `wait_while` callers re-check),
+//! which is why the notify counts are 0 while any exists. A 20-bit
+//! generation wraps after about a million notifies; a waiter would miss its
+//! wake-up only if exactly a multiple of that many notifies ran while it was
+//! between reading the word and the futex syscall. More than 4095 fallback
+//! waiters at once on one condvar: the extra ones do not register and
+//! "unlock, yield, re-lock" (an immediate spurious wake-up), as every
+//! fallback waiter did before the word had a generation.
 //!
 //! One condvar serves one mutex at a time: waiting with a second mutex while
 //! waiters of the first remain panics (before unlocking anything).
@@ -79,6 +116,16 @@ pub enum CondState {
 /// Condvar list lock bit.
 const CV_LOCK: u32 = 1;
 
+/// The fallback word's waiter count (see the module docs).
+const FB_WAITERS: u32 = (1 << 12) - 1;
+/// One step of the fallback word's generation.
+const FB_GEN_ONE: u32 = 1 << 12;
+/// The fallback word's generation bits.
+const FB_GEN: u32 = !FB_WAITERS;
+/// `WaitTicket::generation` of a fallback waiter that did not register (the
+/// count was full): never a generation (those have the low bits clear).
+const FB_UNREGISTERED: u32 = 1;
+
 /// The raw condvar (16 bytes on 64-bit): a FIFO of waiter nodes and the
 /// address of the mutex they use.
 ///
@@ -91,8 +138,9 @@ pub struct RawCondvar<S: SpinPolicy = SpinOsq> {
     list: WaitList,
     /// `*const RawMutex<S>` of the current waiters (0 = none yet).
     mutex: AtomicUsize,
-    /// Waiters in the no-node fallback ("unlock, yield, re-lock"): while any
-    /// exists a wake-up may be spurious, so notify returns `false`/`0`
+    /// The fallback word: generation and count of the waiters that are not
+    /// on the list (no node, or a foreign mutex; see the module docs). While
+    /// any exists a wake-up may be spurious, so notify returns `false`/`0`
     /// (lock_api's contract: exact counts only without spurious wake-ups).
     fallback: AtomicU32,
     _policy: PhantomData<S>,
@@ -123,14 +171,16 @@ pub type CondvarNoSpin = lock_api::Condvar<RawCondvar<mutex::SpinOff>>;
 const _: () = assert!(std::mem::size_of::<RawCondvar>() <= 16);
 
 /// A condvar wait in progress, between [`RawCondvar::begin_wait`] and
-/// [`RawCondvar::end_wait`]: the waiter's leased node (`None`: the no-node
-/// fallback, a spurious wake-up) and its thread id. 24 bytes, plain data:
-/// the C layer keeps it in a C frame across its cancellable sleep.
+/// [`RawCondvar::end_wait`] (or the `_foreign` pair): the waiter's leased
+/// node (`None`: a fallback waiter), its thread id and, for a fallback
+/// waiter, the generation it registered under. 24 bytes, plain data: the C
+/// layer keeps it in a C frame across its cancellable sleep.
 #[derive(Debug)]
 #[must_use = "a begun wait must be ended (end_wait re-locks the mutex)"]
 pub struct WaitTicket {
     q: Option<node::QNode>,
     id: u32,
+    generation: u32,
 }
 
 #[cfg(not(loom))]
@@ -186,16 +236,87 @@ impl<S: SpinPolicy> RawCondvar<S> {
     }
 
     /// lock_api's contract: report `n` woken threads only if no waiter can
-    /// wake spuriously. Queued waiters never do; a no-node fallback waiter
-    /// does, so while one exists the counts are 0.
+    /// wake spuriously. Queued waiters never do; fallback waiters may, so a
+    /// notify that woke any (`fallback_woken`) reports 0.
     #[inline]
-    fn exact(&self, n: usize) -> usize {
-        // Relaxed: a waiter registers before it unlocks the mutex; a notifier
-        // that must see it holds (or held) that mutex, which orders the two.
-        if self.fallback.load(Ordering::Relaxed) == 0 {
-            n
-        } else {
-            0
+    fn exact(&self, n: usize, fallback_woken: u32) -> usize {
+        if fallback_woken == 0 { n } else { 0 }
+    }
+
+    /// Register a fallback waiter (the caller holds its mutex and unlocks it
+    /// afterwards): the generation to sleep under, or [`FB_UNREGISTERED`]
+    /// when the count is full.
+    fn fallback_register(&self) -> u32 {
+        // Relaxed (load and CAS): the caller unlocks its mutex after this; a
+        // notifier that must see the registration locks that mutex first,
+        // whose release/acquire pair orders the two.
+        let mut v = self.fallback.load(Ordering::Relaxed);
+        loop {
+            if v & FB_WAITERS == FB_WAITERS {
+                return FB_UNREGISTERED;
+            }
+            match self.fallback.compare_exchange_weak(
+                v,
+                v + 1,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return v & FB_GEN,
+                Err(x) => v = x,
+            }
+        }
+    }
+
+    /// Wake every registered fallback waiter (each notify does: their
+    /// wake-ups may be spurious). Returns how many there were.
+    fn fallback_wake(&self) -> u32 {
+        // Relaxed: as in `fallback_register` (the mutex orders a waiter's
+        // registration before a notify that must find it).
+        let mut v = self.fallback.load(Ordering::Relaxed);
+        loop {
+            if v & FB_WAITERS == 0 {
+                return 0;
+            }
+            // New generation, no registered waiters: the notify deregisters
+            // the waiters it wakes. Release pairs with the Acquire load in
+            // `sleep_word`: a woken waiter sees what the notifier wrote first.
+            let new = (v & FB_GEN).wrapping_add(FB_GEN_ONE);
+            match self
+                .fallback
+                .compare_exchange_weak(v, new, Ordering::Release, Ordering::Relaxed)
+            {
+                Ok(_) => break,
+                Err(x) => v = x,
+            }
+        }
+        crate::chaos::point(crate::chaos::Site::AfterRelease);
+        // Only the address after the CAS (DESIGN 13): the woken waiters no
+        // longer count on the condvar.
+        wait::futex_wake(&self.fallback, u32::MAX);
+        v & FB_WAITERS
+    }
+
+    /// A fallback waiter gives up (timeout, cancellation, or a failed
+    /// foreign unlock): true if it left before a notify reached it (it
+    /// timed out), false if a notify already took it off the count.
+    fn fallback_leave(&self, generation: u32) -> bool {
+        // Acquire (failure and success) pairs with the Release CAS in
+        // `fallback_wake`, as in `sleep_word`.
+        let mut v = self.fallback.load(Ordering::Acquire);
+        loop {
+            if v & FB_GEN != generation {
+                return false;
+            }
+            debug_assert!(v & FB_WAITERS != 0, "a registered waiter is counted");
+            match self.fallback.compare_exchange_weak(
+                v,
+                v - 1,
+                Ordering::Acquire,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(x) => v = x,
+            }
         }
     }
 
@@ -218,8 +339,9 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// assert!(!klock::condvar::RawCondvar::<klock::mutex::SpinOsq>::new().has_waiters());
     /// ```
     pub fn has_waiters(&self) -> bool {
-        // Relaxed: a snapshot (see `exact` for why the mutex orders it).
-        self.list.head() != 0 || self.fallback.load(Ordering::Relaxed) != 0
+        // Relaxed: a snapshot (see `fallback_register` for why the mutex
+        // orders it).
+        self.list.head() != 0 || self.fallback.load(Ordering::Relaxed) & FB_WAITERS != 0
     }
 
     /// Wake one waiter: move the oldest waiter onto the mutex's wait list (it
@@ -231,6 +353,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// assert!(!klock::condvar::RawCondvar::<klock::mutex::SpinOsq>::new().notify_one());
     /// ```
     pub fn notify_one(&self) -> bool {
+        let fb = self.fallback_wake();
         // Racy pre-check: a notify with no waiter costs one load.
         if self.list.head() == 0 {
             return false;
@@ -259,7 +382,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
         // the moved node after that release.
         unsafe { &*m }.requeue(h);
         self.unlock_list();
-        self.exact(1) == 1
+        self.exact(1, fb) == 1
     }
 
     /// Wake all waiters: move them all onto the mutex's wait list at once.
@@ -269,6 +392,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// assert_eq!(klock::condvar::RawCondvar::<klock::mutex::SpinOsq>::new().notify_all(), 0);
     /// ```
     pub fn notify_all(&self) -> usize {
+        let fb = self.fallback_wake();
         if self.list.head() == 0 {
             return 0;
         }
@@ -282,7 +406,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
             count = unsafe { &*m }.requeue(h);
         }
         self.unlock_list();
-        self.exact(count)
+        self.exact(count, fb)
     }
 
     /// Atomically unlock `mutex` and wait for a notify (or `deadline_ns`, a
@@ -373,13 +497,16 @@ impl<S: SpinPolicy> RawCondvar<S> {
                 if let Some(q) = other {
                     node::unlease(q);
                 }
-                // No node: unlock now, and end_wait yields and re-locks (a
-                // spurious wake-up). Relaxed: registered while we hold the
-                // mutex (see `exact`).
-                self.fallback.fetch_add(1, Ordering::Relaxed);
+                // No node: wait on the fallback word (registered while we
+                // hold the mutex, see the module docs).
+                let generation = self.fallback_register();
                 // SAFETY: caller holds the mutex with `token`.
                 unsafe { mutex.unlock(token) };
-                return WaitTicket { q: None, id };
+                return WaitTicket {
+                    q: None,
+                    id,
+                    generation,
+                };
             }
         };
         let me = q.tail();
@@ -401,7 +528,98 @@ impl<S: SpinPolicy> RawCondvar<S> {
         crate::chaos::point(crate::chaos::Site::ListEdit);
         // SAFETY: caller holds the mutex with `token`.
         unsafe { mutex.unlock(token) };
-        WaitTicket { q: Some(q), id }
+        WaitTicket {
+            q: Some(q),
+            id,
+            generation: 0,
+        }
+    }
+
+    /// Step 1 of a **foreign** wait, for a mutex that is not a klock
+    /// [`RawMutex`] (the interposer's glibc-served mutexes): register on the
+    /// fallback word (see the module docs). The caller holds its mutex now
+    /// and unlocks it right after (a notify that follows that unlock finds
+    /// this waiter), sleeps on [`sleep_word`](Self::sleep_word) while it
+    /// returns a word, then calls [`end_wait_foreign`](Self::end_wait_foreign)
+    /// and re-locks its mutex. If its unlock fails, it calls
+    /// `end_wait_foreign(ticket, true)` at once. Wake-ups may be spurious.
+    ///
+    /// ```
+    /// use klock::condvar::RawCondvar;
+    /// use klock::mutex::SpinOsq;
+    /// let cv = RawCondvar::<SpinOsq>::new();
+    /// let ticket = cv.begin_wait_foreign(); // (then: unlock the own mutex)
+    /// assert!(cv.has_waiters());
+    /// assert!(cv.sleep_word(&ticket).is_some());
+    /// assert_eq!(cv.notify_all(), 0); // fallback waiters make counts 0
+    /// assert!(cv.sleep_word(&ticket).is_none()); // notified
+    /// assert!(!cv.end_wait_foreign(ticket, true)); // not a timeout
+    /// assert!(!cv.has_waiters());
+    /// ```
+    pub fn begin_wait_foreign(&self) -> WaitTicket {
+        stat::inc(Event::CondWait);
+        WaitTicket {
+            q: None,
+            id: 0,
+            generation: self.fallback_register(),
+        }
+    }
+
+    /// Step 3 of a foreign wait: leave the condvar (the caller then re-locks
+    /// its own mutex). Returns whether the wait timed out: `give_up` (the
+    /// deadline passed, cancellation, or a failed unlock) took the waiter
+    /// off the condvar before a notify reached it. Without `give_up` it
+    /// first sleeps until a notify (callers call it once `sleep_word`
+    /// answered `None`).
+    ///
+    /// ```
+    /// let cv = klock::condvar::RawCondvar::<klock::mutex::SpinOsq>::new();
+    /// let ticket = cv.begin_wait_foreign();
+    /// assert!(cv.end_wait_foreign(ticket, true)); // nobody notified: timed out
+    /// assert!(!cv.has_waiters());
+    /// ```
+    pub fn end_wait_foreign(&self, ticket: WaitTicket, give_up: bool) -> bool {
+        debug_assert!(ticket.q.is_none(), "a foreign ticket has no node");
+        let timed_out = self.leave_condvar(&ticket, give_up);
+        if timed_out {
+            stat::inc(Event::CondTimeout);
+        }
+        timed_out
+    }
+
+    /// The condvar phase of every wait's end: without `give_up`, sleep until
+    /// a notify has reached the waiter (for callers that stopped asking
+    /// early); with it, leave the condvar unless a notify won the race.
+    /// Returns whether the waiter left un-notified (timed out). A fallback
+    /// waiter that did not register yields (its spurious wake-up).
+    fn leave_condvar(&self, ticket: &WaitTicket, give_up: bool) -> bool {
+        if !give_up {
+            while let Some((w, v)) = self.sleep_word(ticket) {
+                wait::futex_wait(w, v, None);
+            }
+            if ticket.q.is_none() && ticket.generation == FB_UNREGISTERED {
+                wait::yield_now();
+            }
+            return false;
+        }
+        match ticket.q {
+            None if ticket.generation == FB_UNREGISTERED => {
+                wait::yield_now();
+                false
+            }
+            None => self.fallback_leave(ticket.generation),
+            Some(q) => {
+                let n = Waiter::of(q.node());
+                self.lock_list();
+                // Under CV_LOCK, as is every notify's change.
+                let timed_out = n.state_is(CondState::Waiting as u32);
+                if timed_out {
+                    self.list.remove(q.tail());
+                }
+                self.unlock_list();
+                timed_out
+            }
+        }
     }
 
     /// Step 2 of a wait: the futex word and value to sleep on while no
@@ -423,8 +641,18 @@ impl<S: SpinPolicy> RawCondvar<S> {
     ///     unsafe { m.unlock(t) };
     /// });
     /// ```
-    pub fn sleep_word(&self, ticket: &WaitTicket) -> Option<(&'static AtomicU32, u32)> {
-        let n = Waiter::of(ticket.q?.node());
+    pub fn sleep_word(&self, ticket: &WaitTicket) -> Option<(&AtomicU32, u32)> {
+        let Some(q) = ticket.q else {
+            if ticket.generation == FB_UNREGISTERED {
+                return None;
+            }
+            // Acquire pairs with the Release CAS in `fallback_wake`. The
+            // whole word is the expected value: a change of the count only
+            // makes the futex wait return early, and we ask again.
+            let v = self.fallback.load(Ordering::Acquire);
+            return (v & FB_GEN == ticket.generation).then_some((&self.fallback, v));
+        };
+        let n = Waiter::of(q.node());
         // A notify moved us to the mutex list (a WaiterState): the decision
         // is made under the locks, this is only its result.
         (!n.is_requeued()).then(|| (n.futex(), CondState::Waiting as u32))
@@ -434,7 +662,8 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// whether the wait timed out. `give_up` (the deadline passed, or the
     /// thread is being cancelled): leave the condvar if no notify has
     /// reached us yet and re-lock normally (timed out); otherwise (or if a
-    /// notify won the race) wait on the mutex's list, where the notify put us.
+    /// notify won the race) wait on the mutex's list, where the notify put us
+    /// (a fallback waiter, never on that list, re-locks normally).
     ///
     /// # Safety
     ///
@@ -446,37 +675,20 @@ impl<S: SpinPolicy> RawCondvar<S> {
         ticket: WaitTicket,
         give_up: bool,
     ) -> (MutexToken, bool) {
-        let Some(q) = ticket.q else {
-            wait::yield_now();
-            let t = mutex.lock();
-            // Relaxed: as in begin_wait.
-            self.fallback.fetch_sub(1, Ordering::Relaxed);
-            return (t, false);
-        };
-        let me = q.tail();
-        let n = Waiter::of(q.node());
-        let mut timed_out = false;
-        if give_up {
-            self.lock_list();
-            // Under CV_LOCK, as is every notify's change.
-            timed_out = n.state_is(CondState::Waiting as u32);
-            if timed_out {
-                self.list.remove(me);
-            }
-            self.unlock_list();
-        } else {
-            // A caller that stopped asking early: wait for the notify.
-            while let Some((w, v)) = self.sleep_word(&ticket) {
-                wait::futex_wait(w, v, None);
-            }
-        }
-        let token = if timed_out {
+        let timed_out = self.leave_condvar(&ticket, give_up);
+        if timed_out {
             stat::inc(Event::CondTimeout);
+        }
+        let Some(q) = ticket.q else {
+            // A fallback waiter: not on the mutex's list, lock it normally.
+            return (mutex.lock(), timed_out);
+        };
+        let token = if timed_out {
             node::unlease(q);
             mutex.lock()
         } else {
             // We are on the mutex's wait list (Sleeping or Woken).
-            debug_assert!(n.is_requeued());
+            debug_assert!(Waiter::of(q.node()).is_requeued());
             mutex.wait_queued(q, ticket.id, None, true);
             node::unlease(q);
             MutexToken::from_id(ticket.id)
@@ -639,6 +851,55 @@ mod tests {
         h.join().unwrap();
         // SAFETY: only reads the word.
         assert_eq!(unsafe { pair.0.raw() }.owner_word(), 0);
+    }
+
+    #[test]
+    fn foreign_wait_is_woken_and_times_out() {
+        use std::sync::atomic::AtomicBool;
+        // A "foreign" mutex: a std Mutex<bool> the waiter unlocks and
+        // re-locks itself around the sleep.
+        let m = std::sync::Mutex::new(false);
+        let cv = RawCondvar::<SpinOsq>::new();
+        let asleep = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let g = m.lock().unwrap();
+            let t = cv.begin_wait_foreign();
+            drop(g);
+            s.spawn(|| {
+                while !asleep.load(Ordering::Acquire) {
+                    std::thread::yield_now();
+                }
+                std::thread::sleep(Duration::from_millis(2));
+                *m.lock().unwrap() = true;
+                // Fallback waiters make the count 0 (spurious wake-ups).
+                assert!(!cv.notify_one());
+            });
+            asleep.store(true, Ordering::Release);
+            while let Some((w, v)) = cv.sleep_word(&t) {
+                wait::futex_wait(w, v, None);
+            }
+            assert!(!cv.end_wait_foreign(t, false));
+            assert!(*m.lock().unwrap());
+        });
+        assert!(!cv.has_waiters());
+        // Nobody notifies: giving up is a timeout, and leaves no waiter.
+        let t = cv.begin_wait_foreign();
+        assert!(cv.sleep_word(&t).is_some());
+        assert!(cv.end_wait_foreign(t, true));
+        assert!(!cv.has_waiters());
+        assert!(!cv.notify_one());
+    }
+
+    #[test]
+    fn no_node_timed_wait_times_out_and_is_counted_out() {
+        let m = Mutex::new(());
+        let cv = Condvar::new();
+        crate::node::simulate_no_node(true);
+        let mut g = m.lock();
+        assert!(cv.wait_for(&mut g, Duration::from_millis(2)).timed_out());
+        crate::node::simulate_no_node(false);
+        assert!(!cv.raw().has_waiters());
+        drop(g);
     }
 
     #[test]

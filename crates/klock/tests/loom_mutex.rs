@@ -212,6 +212,73 @@ fn condvar_no_lost_wakeup() {
     });
 }
 
+/// A foreign wait (the caller's own mutex, here a RawMutex unlocked and
+/// re-locked by hand, as the interposer does with glibc's): `waiters` wait
+/// for the flag, a notifier sets it under the mutex and calls notify_one
+/// once. The fallback word wakes every registered waiter: all finish, none
+/// is lost, and none stays counted. `timed`: the waiters' futex waits may
+/// time out and give up (end_wait_foreign(.., true)), racing the notify.
+fn foreign_model(waiters: usize, timed: bool) {
+    model(move || {
+        let s = Arc::new((
+            RawMutex::<SpinOff>::new(),
+            RawCondvar::<SpinOff>::new(),
+            AtomicBool::new(false),
+        ));
+        let hs: Vec<_> = (0..waiters)
+            .map(|_| {
+                let s = s.clone();
+                loom::thread::spawn(move || {
+                    let (m, cv, flag) = &*s;
+                    let mut t = m.lock();
+                    while !flag.load(Ordering::Relaxed) {
+                        let ticket = cv.begin_wait_foreign();
+                        unsafe { m.unlock(t) };
+                        let mut give_up = false;
+                        while let Some((w, v)) = cv.sleep_word(&ticket) {
+                            let timeout = timed.then(|| std::time::Duration::from_nanos(1));
+                            if klock::wait::futex_wait(w, v, timeout)
+                                == klock::wait::WaitOutcome::TimedOut
+                            {
+                                give_up = true;
+                                break;
+                            }
+                        }
+                        cv.end_wait_foreign(ticket, give_up);
+                        t = m.lock();
+                    }
+                    unsafe { m.unlock(t) };
+                })
+            })
+            .collect();
+        let (m, cv, flag) = &*s;
+        let t = m.lock();
+        flag.store(true, Ordering::Relaxed);
+        cv.notify_one();
+        unsafe { m.unlock(t) };
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert!(!cv.has_waiters());
+        assert_eq!(m.owner_word(), 0);
+    });
+}
+
+#[test]
+fn condvar_foreign_no_lost_wakeup() {
+    foreign_model(1, false);
+}
+
+#[test]
+fn condvar_foreign_notify_one_wakes_both() {
+    foreign_model(2, false);
+}
+
+#[test]
+fn condvar_foreign_timeout_races_notify() {
+    foreign_model(1, true);
+}
+
 /// Condvar notify_all outside the mutex: the requeue finds the mutex free and
 /// must wake the head itself.
 #[test]

@@ -11,7 +11,10 @@
 //! pthread cancellation may unwind: [`KCond::begin`] (queue, unlock),
 //! sleeping on [`KCond::sleep_word`] while it returns a word, and
 //! [`KCond::end`] (re-lock; with `give_up`, also the timeout and
-//! cancellation path). [`KCond::wait`] is the Rust composition.
+//! cancellation path). [`KCond::wait`] is the Rust composition. A mutex
+//! that is not a [`KMutex`] (the interposer's glibc-served ones) waits with
+//! [`KCond::begin_foreign`] and [`KCond::end_foreign`] instead, on klock's
+//! fallback word, unlocking and re-locking its mutex itself.
 //!
 //! ```
 //! use klock_c::core::{cond::KCond, mutex::{KMutex, Kind}, ETIMEDOUT};
@@ -168,9 +171,44 @@ impl<S: SpinPolicy> KCond<S> {
     }
 
     /// Step 2: the futex word and value to sleep on, or `None` once a
-    /// signal has reached the waiter (or for a spurious-wake-up fallback).
-    pub fn sleep_word(&self, w: &Wait) -> Option<(&'static AtomicU32, u32)> {
+    /// signal has reached the waiter (at once for a fallback waiter that could
+    /// not register: its wake-up is spurious).
+    pub fn sleep_word(&self, w: &Wait) -> Option<(&AtomicU32, u32)> {
         self.raw.sleep_word(&w.ticket)
+    }
+
+    /// Step 1 of a wait with a mutex that is not a [`KMutex`] (the
+    /// interposer's glibc-served mutexes): register on the condvar. The
+    /// caller holds its mutex and unlocks it right after (a signal sent
+    /// after that unlock finds this waiter); if that unlock fails, it calls
+    /// [`end_foreign`](Self::end_foreign) with `give_up` at once. The
+    /// sleep is step 2 as for a klock mutex. Wake-ups may be spurious.
+    ///
+    /// ```
+    /// use klock_c::core::{cond::KCond, ETIMEDOUT};
+    /// let cv: KCond = KCond::new();
+    /// let w = cv.begin_foreign(); // (the caller now unlocks its mutex)
+    /// assert!(cv.sleep_word(&w).is_some());
+    /// assert_eq!(cv.end_foreign(w, true), ETIMEDOUT); // (then re-locks it)
+    /// assert_eq!(cv.destroy(), 0);
+    /// ```
+    pub fn begin_foreign(&self) -> Wait {
+        Wait {
+            ticket: self.raw.begin_wait_foreign(),
+            depth: 0,
+        }
+    }
+
+    /// Step 3 of a wait begun with [`begin_foreign`](Self::begin_foreign):
+    /// leave the condvar; the caller re-locks its mutex after. ETIMEDOUT if
+    /// `give_up` took the waiter off before a signal reached it, else 0.
+    /// Without `give_up` it sleeps until a signal first.
+    pub fn end_foreign(&self, w: Wait, give_up: bool) -> c_int {
+        if self.raw.end_wait_foreign(w.ticket, give_up) {
+            ETIMEDOUT
+        } else {
+            0
+        }
     }
 
     /// Step 3: re-lock `m` and restore its depth; ETIMEDOUT if `give_up`
@@ -258,6 +296,29 @@ mod tests {
             assert_eq!(m1.unlock(), 0);
             assert_eq!(waiter.join().unwrap(), 0);
         });
+    }
+
+    #[test]
+    fn foreign_wait_is_signalled() {
+        // The foreign mutex: a std one, unlocked and re-locked by hand.
+        let m = std::sync::Mutex::new(0);
+        let cv: KCond = KCond::new();
+        std::thread::scope(|s| {
+            let g = m.lock().unwrap();
+            let w = cv.begin_foreign();
+            drop(g);
+            assert_eq!(cv.destroy(), EBUSY);
+            s.spawn(|| {
+                *m.lock().unwrap() = 1;
+                assert_eq!(cv.signal(), 0);
+            });
+            while let Some((word, v)) = cv.sleep_word(&w) {
+                klock::wait::futex_wait(word, v, None);
+            }
+            assert_eq!(cv.end_foreign(w, false), 0);
+            assert_eq!(*m.lock().unwrap(), 1);
+        });
+        assert_eq!(cv.destroy(), 0);
     }
 
     #[test]

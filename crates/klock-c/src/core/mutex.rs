@@ -294,6 +294,36 @@ impl<S: SpinPolicy> KMutex<S> {
         Ok((unsafe { MutexToken::for_holder(me) }, d))
     }
 
+    /// For a wait on a condvar that does not know klock's mutexes (the
+    /// interposer's process-shared condvars, served by glibc): release the
+    /// mutex whole, whatever its recursion depth; EPERM if the caller does
+    /// not hold it, EINVAL if it is destroyed (nothing changes then).
+    /// Returns the depth for [`relock_after_wait`](Self::relock_after_wait).
+    ///
+    /// ```
+    /// use klock_c::core::mutex::{KMutex, Kind};
+    /// let m: KMutex = KMutex::new(Kind::Recursive);
+    /// assert_eq!(m.unlock_for_wait(), Err(libc::EPERM));
+    /// assert_eq!((m.lock(), m.lock()), (0, 0));
+    /// let depth = m.unlock_for_wait().unwrap();
+    /// assert!(!m.raw().is_locked());
+    /// m.relock_after_wait(depth);
+    /// assert_eq!((m.unlock(), m.unlock(), m.unlock()), (0, 0, libc::EPERM));
+    /// ```
+    pub fn unlock_for_wait(&self) -> Result<u32, c_int> {
+        let (token, depth) = self.take_for_wait()?;
+        // SAFETY: take_for_wait checked that we hold the mutex under `token`.
+        unsafe { self.raw.unlock(token) };
+        Ok(depth)
+    }
+
+    /// Re-lock after [`unlock_for_wait`](Self::unlock_for_wait) and put
+    /// the recursion depth back.
+    pub fn relock_after_wait(&self, depth: u32) {
+        let token = self.raw.lock();
+        self.restore_after_wait(token, depth);
+    }
+
     /// After a condvar wait re-locked the mutex: put the depth back.
     pub(crate) fn restore_after_wait(&self, token: MutexToken, depth: u32) {
         // The mutex stays held under the token's id (the caller's).
