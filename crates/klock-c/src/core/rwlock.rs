@@ -388,6 +388,55 @@ mod tests {
         assert_eq!(l.unlock(), EPERM);
     }
 
+    /// Another thread's reader: the fair policy queues it behind a waiting
+    /// writer (EBUSY, ETIMEDOUT), the reader-preferring one admits it.
+    #[test]
+    fn other_threads_reader_and_a_waiting_writer() {
+        let l: KRwLock = KRwLock::new();
+        assert_eq!(l.rdlock(), 0);
+        let writer_in = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert_eq!(l.wrlock(), 0);
+                writer_in.store(true, Ordering::SeqCst);
+                assert_eq!(l.unlock(), 0);
+            });
+            let t0 = std::time::Instant::now();
+            while l.raw().count_word() & klock::rwlock::WAITERS == 0 {
+                assert!(t0.elapsed().as_secs() < 5, "writer never queued");
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            s.spawn(|| {
+                let soon = timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                assert_eq!(l.tryrdlock_with(ReadPolicy::Fair), EBUSY);
+                assert_eq!(
+                    unsafe { l.timedrdlock_with(ReadPolicy::Fair, libc::CLOCK_MONOTONIC, &soon) },
+                    ETIMEDOUT
+                );
+                assert_eq!(l.tryrdlock_with(ReadPolicy::PreferReaders), 0);
+                assert_eq!(
+                    unsafe {
+                        l.timedrdlock_with(ReadPolicy::PreferReaders, libc::CLOCK_MONOTONIC, &soon)
+                    },
+                    0
+                );
+                assert_eq!(l.rdlock_with(ReadPolicy::PreferReaders), 0);
+                for _ in 0..3 {
+                    assert_eq!(l.unlock(), 0);
+                }
+            })
+            .join()
+            .unwrap();
+            assert!(!writer_in.load(Ordering::SeqCst));
+            assert_eq!(l.unlock(), 0);
+        });
+        assert!(writer_in.load(Ordering::SeqCst));
+        assert_eq!(l.raw().count_word(), 0);
+    }
+
     #[test]
     fn timed_write_times_out_and_checks_abstime_when_blocking() {
         let l: KRwLock = KRwLock::new();
