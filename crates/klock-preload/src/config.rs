@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | `KLOCK_MUTEX` | `klock`, `nospin` | mutexes and condvars: OSQ-queued optimistic spinning, or none (sleep at once) |
 //! | `KLOCK_RWLOCK` | `klock`, `nospin` | rwlocks: the same choice |
+//! | `KLOCK_RWLOCK_POLICY` | `glibc`, `fair` | rwlock readers: glibc's kinds (the default kind admits a reader whenever the lock is read-held), or klock's fair rwsem for every kind |
 //! | `KLOCK_SPIN` | `tas`, `unfair`, `pv`, `pvbase`, `native` | spinlocks: glibc's word protocol with klock's waiting, or a 4-byte queued spinlock (process-private only) |
 //! | `KLOCK_PRELOAD_CHECK` | `1` | print `klock-preload: active` on stderr at load |
 //!
@@ -34,6 +35,21 @@ pub enum SleepVariant {
     NoSpin,
 }
 
+/// How rwlock readers treat waiting writers (`KLOCK_RWLOCK_POLICY`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RwPolicy {
+    /// `glibc` (default): each kind keeps glibc's semantics: the default
+    /// kind, `PREFER_READER_NP` and `PREFER_WRITER_NP` admit a reader
+    /// whenever the lock is read-held; `PREFER_WRITER_NONRECURSIVE_NP`
+    /// queues new readers behind a waiting writer.
+    Glibc,
+    /// `fair`: klock's rwsem policy for every kind: new readers queue behind
+    /// a waiting writer (a thread already holding a read lock excepted).
+    /// A program whose reader holds the lock while it waits for another
+    /// thread's reader can deadlock.
+    Fair,
+}
+
 /// What serves `pthread_spin_*` (`KLOCK_SPIN`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SpinVariant {
@@ -59,6 +75,8 @@ pub struct Config {
     pub rwlock: SleepVariant,
     /// Spinlocks.
     pub spin: SpinVariant,
+    /// Rwlock readers.
+    pub rwlock_policy: RwPolicy,
 }
 
 /// The packed configuration; 0 = not read yet. Relaxed everywhere: the
@@ -72,7 +90,8 @@ fn pack(c: Config) -> u32 {
     let m = c.mutex as u32;
     let r = c.rwlock as u32;
     let s = c.spin as u32;
-    READ | m | (r << 1) | (s << 2)
+    let p = c.rwlock_policy as u32;
+    READ | m | (r << 1) | (s << 2) | (p << 5)
 }
 
 fn unpack(v: u32) -> Config {
@@ -90,10 +109,16 @@ fn unpack(v: u32) -> Config {
         3 => SpinVariant::PvBase,
         _ => SpinVariant::Native,
     };
+    let rwlock_policy = if (v >> 5) & 1 == 0 {
+        RwPolicy::Glibc
+    } else {
+        RwPolicy::Fair
+    };
     Config {
         mutex: sleep(v),
         rwlock: sleep(v >> 1),
         spin,
+        rwlock_policy,
     }
 }
 
@@ -135,6 +160,7 @@ fn read() -> Config {
         mutex: sleep_var(c"KLOCK_MUTEX"),
         rwlock: sleep_var(c"KLOCK_RWLOCK"),
         spin: spin_var(),
+        rwlock_policy: rwlock_policy_var(),
     };
     // Relaxed: see PACKED. A loser adopts the winner's value.
     let c = match PACKED.compare_exchange(0, pack(c), Ordering::Relaxed, Ordering::Relaxed) {
@@ -184,6 +210,7 @@ pub fn env(name: &CStr) -> Option<&'static [u8]> {
 static WARNED_MUTEX: AtomicBool = AtomicBool::new(false);
 static WARNED_RWLOCK: AtomicBool = AtomicBool::new(false);
 static WARNED_SPIN: AtomicBool = AtomicBool::new(false);
+static WARNED_RWLOCK_POLICY: AtomicBool = AtomicBool::new(false);
 
 fn sleep_var(name: &'static CStr) -> SleepVariant {
     match env(name) {
@@ -197,6 +224,22 @@ fn sleep_var(name: &'static CStr) -> SleepVariant {
             };
             warn_once(flag, name, bad, "allowed: klock, nospin; using klock");
             SleepVariant::Osq
+        }
+    }
+}
+
+fn rwlock_policy_var() -> RwPolicy {
+    match env(c"KLOCK_RWLOCK_POLICY") {
+        None | Some(b"glibc") => RwPolicy::Glibc,
+        Some(b"fair") => RwPolicy::Fair,
+        Some(bad) => {
+            warn_once(
+                &WARNED_RWLOCK_POLICY,
+                c"KLOCK_RWLOCK_POLICY",
+                bad,
+                "allowed: glibc, fair; using glibc",
+            );
+            RwPolicy::Glibc
         }
     }
 }
@@ -309,13 +352,16 @@ mod tests {
                     SpinVariant::PvBase,
                     SpinVariant::Native,
                 ] {
-                    let c = Config {
-                        mutex,
-                        rwlock,
-                        spin,
-                    };
-                    assert_eq!(unpack(pack(c)), c);
-                    assert_ne!(pack(c), 0);
+                    for rwlock_policy in [RwPolicy::Glibc, RwPolicy::Fair] {
+                        let c = Config {
+                            mutex,
+                            rwlock,
+                            spin,
+                            rwlock_policy,
+                        };
+                        assert_eq!(unpack(pack(c)), c);
+                        assert_ne!(pack(c), 0);
+                    }
                 }
             }
         }

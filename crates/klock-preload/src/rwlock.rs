@@ -6,37 +6,46 @@
 //! offset 16  KRwLock: state (0 usable, -1 destroyed)                             4 bytes
 //! offset 20  unused (zeroed by init)                                             8 bytes
 //! offset 28  glibc's __shared: nonzero = process-shared (glibc's)                4 bytes
-//! offset 32  unused (zeroed by init)                                            24 bytes
+//! offset 32  unused (zeroed by init)                                            16 bytes
+//! offset 48  glibc's __flags: the kind (0 default/prefer-reader, 1 prefer-writer,
+//!            2 prefer-writer-nonrecursive), written by init as glibc does      4 bytes
+//! offset 52  unused (zeroed by init)                                             4 bytes
 //! ```
 //!
-//! `PTHREAD_RWLOCK_INITIALIZER` and the `_NP` writer-preferring static
-//! initialiser (which sets glibc's `__flags` at offset 48, ignored here)
-//! are valid as they stand.
+//! `PTHREAD_RWLOCK_INITIALIZER` (all zero: the default kind) and
+//! `PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP` (which stores 2 in
+//! `__flags` at offset 48) are valid as they stand.
 //!
-//! * Readers share; one unlock for both sides; a thread holding a read lock
-//!   may take another even while a writer waits (glibc's default kind
-//!   allows it, and programs rely on it); EDEADLK when the write-holder asks
-//!   again. All from core's [`KRwLock`].
-//! * **Kinds** (`pthread_rwlockattr_setkind_np`): klock's rwsem has one
-//!   policy for all of them: readers queue behind a waiting writer, and a
-//!   writer that waited past the handoff threshold gets the lock handed to
-//!   it. Writers therefore never starve, whichever kind was asked for.
+//! * Readers share; one unlock for both sides; EDEADLK when the
+//!   write-holder asks again. All from core's [`KRwLock`].
+//! * **Kinds** (`pthread_rwlockattr_setkind_np`), with
+//!   `KLOCK_RWLOCK_POLICY=glibc` (default), as glibc: the default kind,
+//!   `PREFER_READER_NP` and `PREFER_WRITER_NP` (which glibc treats alike)
+//!   never make a reader wait while the lock is read-held, even while
+//!   writers wait ([`ReadPolicy::PreferReaders`]); writers may wait
+//!   indefinitely. `PREFER_WRITER_NONRECURSIVE_NP` queues new readers
+//!   behind a waiting writer ([`ReadPolicy::Fair`], klock's rwsem, whose
+//!   waiting writer gets the lock handed to it past the hand-off
+//!   threshold). With `KLOCK_RWLOCK_POLICY=fair`, every kind is served the
+//!   fair way; a thread already holding a read lock still passes a waiting
+//!   writer, but a reader that holds the lock while it waits for another
+//!   thread's reader can deadlock (see docs/preload.md).
 //! * **Process-shared** rwlocks (attribute) go to glibc: real init, and
 //!   every later call for an object whose `__shared` (offset 28, written by
 //!   glibc's init only) is nonzero.
 
-use crate::config::{self, SleepVariant};
+use crate::config::{self, RwPolicy, SleepVariant};
 use crate::mutex::call_real;
 use crate::real;
 use crate::stats::{self, Family};
 use crate::sys;
 use klock::mutex::{SpinOff, SpinOsq, SpinPolicy};
-use klock_c::core::rwlock::KRwLock;
+use klock_c::core::rwlock::{KRwLock, ReadPolicy};
 use libc::{
     CLOCK_REALTIME, EBUSY, EINVAL, c_int, clockid_t, pthread_rwlock_t, pthread_rwlockattr_t,
     timespec,
 };
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
 const _: () = assert!(std::mem::size_of::<KRwLock<SpinOsq>>() <= sys::RWLOCK_SHARED_OFFSET);
 const _: () = assert!(std::mem::size_of::<KRwLock<SpinOff>>() == std::mem::size_of::<KRwLock>());
@@ -59,6 +68,43 @@ unsafe fn is_glibc(l: *const pthread_rwlock_t) -> bool {
     w.load(Ordering::Relaxed) != 0
 }
 
+/// glibc's kind word (`__flags`, offset 48) of `l`.
+///
+/// # Safety
+///
+/// `l` points to a live `pthread_rwlock_t`, valid for `'a`.
+#[inline]
+unsafe fn kind_word<'a>(l: *const pthread_rwlock_t) -> &'a AtomicU32 {
+    // SAFETY: offset 48 of a 56-byte, 8-aligned object: an aligned u32,
+    // outside klock's 20 bytes.
+    unsafe {
+        &*l.cast::<u8>()
+            .add(sys::RWLOCK_FLAGS_OFFSET)
+            .cast::<AtomicU32>()
+    }
+}
+
+/// The read policy of `l`: its kind (offset 48) under
+/// `KLOCK_RWLOCK_POLICY=glibc`, fair for every kind under `fair`.
+///
+/// # Safety
+///
+/// `l` points to a live `pthread_rwlock_t`.
+#[inline]
+unsafe fn read_policy(l: *const pthread_rwlock_t) -> ReadPolicy {
+    if config::get().rwlock_policy == RwPolicy::Fair {
+        return ReadPolicy::Fair;
+    }
+    // SAFETY: forwarded. Relaxed: written by init or a static initialiser,
+    // before the lock is shared.
+    let kind = unsafe { kind_word(l) }.load(Ordering::Relaxed);
+    if kind == sys::PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP as u32 {
+        ReadPolicy::Fair
+    } else {
+        ReadPolicy::PreferReaders
+    }
+}
+
 /// `l` as a klock rwlock.
 ///
 /// # Safety
@@ -74,7 +120,7 @@ unsafe fn kr<'a, S: SpinPolicy>(l: *mut pthread_rwlock_t) -> &'a KRwLock<S> {
 /// Which side and how an acquisition waits.
 #[derive(Clone, Copy)]
 enum Op {
-    Read(How),
+    Read(How, ReadPolicy),
     Write(How),
 }
 
@@ -99,10 +145,10 @@ fn acquire<S: SpinPolicy>(l: *mut pthread_rwlock_t, op: Op) -> c_int {
 #[inline(always)]
 fn run<S: SpinPolicy>(k: &KRwLock<S>, op: Op) -> c_int {
     match op {
-        Op::Read(How::Block) => k.rdlock(),
-        Op::Read(How::Try) => k.tryrdlock(),
+        Op::Read(How::Block, p) => k.rdlock_with(p),
+        Op::Read(How::Try, p) => k.tryrdlock_with(p),
         // SAFETY: `abstime` from the program, null or a timespec.
-        Op::Read(How::Until(c, t)) => unsafe { k.timedrdlock(c, t) },
+        Op::Read(How::Until(c, t), p) => unsafe { k.timedrdlock_with(p, c, t) },
         Op::Write(How::Block) => k.wrlock(),
         Op::Write(How::Try) => k.trywrlock(),
         // SAFETY: as above.
@@ -116,7 +162,7 @@ fn run<S: SpinPolicy>(k: &KRwLock<S>, op: Op) -> c_int {
 #[inline(never)]
 fn acquire_counted<S: SpinPolicy>(l: *mut pthread_rwlock_t, k: &KRwLock<S>, op: Op) -> c_int {
     let (fam, try_op, is_try) = match op {
-        Op::Read(h) => (Family::RwRead, Op::Read(How::Try), matches!(h, How::Try)),
+        Op::Read(h, p) => (Family::RwRead, Op::Read(How::Try, p), matches!(h, How::Try)),
         Op::Write(h) => (Family::RwWrite, Op::Write(How::Try), matches!(h, How::Try)),
     };
     let first = run(k, try_op);
@@ -155,12 +201,16 @@ fn destroy<S: SpinPolicy>(l: *mut pthread_rwlock_t) -> c_int {
     unsafe { kr::<S>(l) }.destroy()
 }
 
-fn init_klock<S: SpinPolicy>(l: *mut pthread_rwlock_t) {
+/// Zero the object, put a klock rwlock in it and store the kind where
+/// glibc's init does (`__flags`, offset 48).
+fn init_klock<S: SpinPolicy>(l: *mut pthread_rwlock_t, kind: c_int) {
     // SAFETY: `l` is non-null (entry point) and, by pthread_rwlock_init's
     // contract, writable storage nobody else uses now.
     unsafe {
         std::ptr::write_bytes(l.cast::<u8>(), 0, std::mem::size_of::<pthread_rwlock_t>());
         std::ptr::write(l.cast::<KRwLock<S>>(), KRwLock::new());
+        // Relaxed: published with the object by the program.
+        kind_word(l).store(kind as u32, Ordering::Relaxed);
     }
 }
 
@@ -174,8 +224,9 @@ macro_rules! by_rwlock_variant {
     };
 }
 
-/// `pthread_rwlock_init`: a klock rwlock (any kind; see the module docs),
-/// or glibc's for a process-shared attribute.
+/// `pthread_rwlock_init`: a klock rwlock of the attribute's kind (read with
+/// glibc's `pthread_rwlockattr_getkind_np`; see the module docs), or
+/// glibc's for a process-shared attribute.
 ///
 /// # Safety
 ///
@@ -189,17 +240,20 @@ pub unsafe extern "C" fn pthread_rwlock_init(
     if l.is_null() {
         return EINVAL;
     }
+    let mut kind = 0;
     if !attr.is_null() {
         let mut pshared = 0;
-        // SAFETY: non-null attribute from the program; a local out-pointer.
-        if unsafe { sys::pthread_rwlockattr_getpshared(attr, &mut pshared) } != 0 {
+        // SAFETY: non-null attribute from the program; local out-pointers.
+        if unsafe { sys::pthread_rwlockattr_getpshared(attr, &mut pshared) } != 0
+            || unsafe { sys::pthread_rwlockattr_getkind_np(attr, &mut kind) } != 0
+        {
             return EINVAL;
         }
         if pshared != libc::PTHREAD_PROCESS_PRIVATE {
             return call_real!(rwlock_init(l, attr), trivially_ok = false);
         }
     }
-    by_rwlock_variant!(init_klock(l));
+    by_rwlock_variant!(init_klock(l, kind));
     0
 }
 
@@ -239,9 +293,11 @@ pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_in
     by_rwlock_variant!(unlock(l))
 }
 
-/// Defines an acquisition entry point: null check, glibc route, klock op.
+/// Defines an acquisition entry point: null check, glibc route, klock op
+/// (`|l| op`: the operation, computed from the klock-served object).
 macro_rules! rw_entry {
-    ($(#[$doc:meta])* $name:ident ( $($p:ident : $t:ty),* ) => $real:ident, $op:expr) => {
+    ($(#[$doc:meta])* $name:ident ( $($p:ident : $t:ty),* ) => $real:ident,
+     |$l:ident| $op:expr) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -257,44 +313,51 @@ macro_rules! rw_entry {
             if unsafe { is_glibc(l) } {
                 return call_real!($real(l $(, $p)*), trivially_ok = false);
             }
-            by_rwlock_variant!(acquire(l, $op))
+            let $l = l;
+            // SAFETY: `l` is a non-null, klock-served rwlock (checked above);
+            // the read entries' op reads its kind word.
+            #[allow(unused_unsafe)]
+            let op = unsafe { $op };
+            by_rwlock_variant!(acquire(l, op))
         }
     };
 }
 
 rw_entry!(
-    /// `pthread_rwlock_rdlock`: EDEADLK if the caller holds the write lock.
-    pthread_rwlock_rdlock() => rwlock_rdlock, Op::Read(How::Block)
+    /// `pthread_rwlock_rdlock`: EDEADLK if the caller holds the write lock;
+    /// the kind's read policy (module docs).
+    pthread_rwlock_rdlock() => rwlock_rdlock, |l| Op::Read(How::Block, read_policy(l))
 );
 rw_entry!(
-    /// `pthread_rwlock_tryrdlock`: EBUSY instead of waiting.
-    pthread_rwlock_tryrdlock() => rwlock_tryrdlock, Op::Read(How::Try)
+    /// `pthread_rwlock_tryrdlock`: EBUSY instead of waiting (a
+    /// reader-preferring kind succeeds while the lock is read-held).
+    pthread_rwlock_tryrdlock() => rwlock_tryrdlock, |l| Op::Read(How::Try, read_policy(l))
 );
 rw_entry!(
     /// `pthread_rwlock_timedrdlock`: until `abstime` on CLOCK_REALTIME.
     pthread_rwlock_timedrdlock(abstime: *const timespec) => rwlock_timedrdlock,
-    Op::Read(How::Until(CLOCK_REALTIME, abstime))
+    |l| Op::Read(How::Until(CLOCK_REALTIME, abstime), read_policy(l))
 );
 rw_entry!(
     /// `pthread_rwlock_clockrdlock`: until `abstime` on `clock`.
     pthread_rwlock_clockrdlock(clock: clockid_t, abstime: *const timespec) => rwlock_clockrdlock,
-    Op::Read(How::Until(clock, abstime))
+    |l| Op::Read(How::Until(clock, abstime), read_policy(l))
 );
 rw_entry!(
     /// `pthread_rwlock_wrlock`: EDEADLK if the caller holds the write lock.
-    pthread_rwlock_wrlock() => rwlock_wrlock, Op::Write(How::Block)
+    pthread_rwlock_wrlock() => rwlock_wrlock, |_l| Op::Write(How::Block)
 );
 rw_entry!(
     /// `pthread_rwlock_trywrlock`: EBUSY instead of waiting.
-    pthread_rwlock_trywrlock() => rwlock_trywrlock, Op::Write(How::Try)
+    pthread_rwlock_trywrlock() => rwlock_trywrlock, |_l| Op::Write(How::Try)
 );
 rw_entry!(
     /// `pthread_rwlock_timedwrlock`: until `abstime` on CLOCK_REALTIME.
     pthread_rwlock_timedwrlock(abstime: *const timespec) => rwlock_timedwrlock,
-    Op::Write(How::Until(CLOCK_REALTIME, abstime))
+    |_l| Op::Write(How::Until(CLOCK_REALTIME, abstime))
 );
 rw_entry!(
     /// `pthread_rwlock_clockwrlock`: until `abstime` on `clock`.
     pthread_rwlock_clockwrlock(clock: clockid_t, abstime: *const timespec) => rwlock_clockwrlock,
-    Op::Write(How::Until(clock, abstime))
+    |_l| Op::Write(How::Until(clock, abstime))
 );

@@ -27,6 +27,14 @@ pub const COND_WREFS_MONOTONIC: u32 = 2;
 /// Offset of `pthread_rwlock_t.__shared` (i32, nonzero = process-shared;
 /// written by glibc's init only). klock's `KRwLock` ends at 20.
 pub const RWLOCK_SHARED_OFFSET: usize = 28;
+/// Offset of `pthread_rwlock_t.__flags` (u32): the kind (0 prefer-reader =
+/// default, 1 prefer-writer, 2 prefer-writer-nonrecursive), written by
+/// glibc's init from the attribute and by
+/// `PTHREAD_RWLOCK_WRITER_NONRECURSIVE_INITIALIZER_NP` (2); the other
+/// static initialiser leaves it 0.
+pub const RWLOCK_FLAGS_OFFSET: usize = 48;
+/// `PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP` (glibc: 2).
+pub const PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP: c_int = 2;
 
 const _: () = assert!(std::mem::size_of::<libc::pthread_mutex_t>() == 40);
 const _: () = assert!(std::mem::size_of::<libc::pthread_cond_t>() == 48);
@@ -62,6 +70,11 @@ unsafe extern "C" {
     pub fn pthread_condattr_getpshared(
         attr: *const pthread_condattr_t,
         pshared: *mut c_int,
+    ) -> c_int;
+    /// `pthread_rwlockattr_getkind_np(3)` (glibc's, not interposed).
+    pub fn pthread_rwlockattr_getkind_np(
+        attr: *const pthread_rwlockattr_t,
+        pref: *mut c_int,
     ) -> c_int;
     /// `pthread_rwlockattr_getpshared(3)`.
     pub fn pthread_rwlockattr_getpshared(

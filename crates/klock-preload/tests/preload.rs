@@ -184,6 +184,8 @@ c_programs! {
     mutex_types => "mutex_types.c",
     nonowner_unlock => "nonowner_unlock.c",
     rwlock => "rwlock.c",
+    rwlock_kinds => "rwlock_kinds.c",
+    rwlock_reader_wait => "rwlock_reader_wait.c",
     small_stack => "small_stack.c",
     spin => "spin.c",
     timed => "timed.c",

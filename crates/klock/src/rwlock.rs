@@ -9,10 +9,10 @@
 //! # Word layout (16 bytes: four `AtomicU32`)
 //!
 //! ```text
-//! count:  31        30 ............ 8  7    6        5          4       3      2        1        0
-//!        +---------+------------------+---+--------+-----------+---------+------+--------+--------+--------+
-//!        |READFAIL |  reader count    | 0 | WAKING | UPGRADING | UPGRADE | WLOCK|HANDOFF |WAITERS | WRITER |
-//!        +---------+------------------+---+--------+-----------+---------+------+--------+--------+--------+
+//! count:  31        30 ............ 8  7       6        5          4       3      2        1        0
+//!        +---------+------------------+-------+--------+-----------+---------+------+--------+--------+--------+
+//!        |READFAIL |  reader count    | PREFQ | WAKING | UPGRADING | UPGRADE | WLOCK|HANDOFF |WAITERS | WRITER |
+//!        +---------+------------------+-------+--------+-----------+---------+------+--------+--------+--------+
 //!        (READFAIL is the top bit of the reader count: the overflow guard)
 //! owner:  bits 2-31 writer thread id (0 = none) | bit 1 NONSPINNABLE | bit 0 READER_OWNED
 //! list:   bits 16-31: head waiter's node tail code (see crate::waitlist)
@@ -38,6 +38,15 @@
 //!   WAKING under WLOCK before it re-tries, in an RMW on this word, so an
 //!   unlock ordered before that RMW is seen by the re-try and one ordered
 //!   after it sees WAKING clear and wakes (the mutex's WAKING rule).
+//! * **PREFQ** (INV-PREFQ): a reader-preferring reader (the
+//!   `*_prefer_readers` reads, glibc's default rwlock kinds) may be queued.
+//!   Set with WAITERS under WLOCK when one queues; cleared with WAITERS, or
+//!   by a grant pass that finds none left. Never set without WAITERS. While
+//!   it is set, every reader-preferring acquisition that leaves the lock
+//!   read-owned passes the turn under WLOCK, and `hand_on` grants the queued
+//!   reader-preferring readers whenever the lock stays read-owned, even
+//!   behind a writer at the head: such a reader never sleeps while the lock
+//!   is read-owned (a reader holding the lock may be waiting for it).
 //! * **reader count** (bits 8-31): readers holding the lock, plus readers
 //!   whose fast-path add failed and that have not taken it back yet.
 //! * **owner**: a hint for spinners (patch 3): the writer's thread id, or
@@ -47,7 +56,7 @@
 //!
 //! Everything zero = unlocked (`const INIT`).
 //!
-//! # State diagram (count as (readers, flags); W=WRITER Q=WAITERS H=HANDOFF K=WAKING U=UPGRADE G=UPGRADING)
+//! # State diagram (count as (readers, flags); W=WRITER Q=WAITERS H=HANDOFF K=WAKING U=UPGRADE G=UPGRADING P=PREFQ)
 //!
 //! ```text
 //!  (0,-) --read: fetch_add--> (1,-) --read: fetch_add--> (n+1,-)
@@ -61,13 +70,19 @@
 //!  (1,Q)   --last read unlock: wake head writer--> (0,Q|K)
 //!  (0,Q|H) --unlock, head writer asked for hand-off: hand_on passes W--> (0,W[|Q])
 //!  (0,W)   --downgrade--> (1,-) (and queued readers granted)
+//!  (n,Q[|H]), n>0 --reader-preferring read: CAS--> (n+1,Q[|H])    joins past a waiting writer
+//!  (n,Q|P), n>0, writer at the head --hand_on: grant queued reader-preferring readers--> (n+k,Q[|P])
 //!  (1,U)   --upgrade: set G, wait for the other readers--> (1,U|G) --> (0,W)
 //! ```
 //!
 //! # Policy
 //!
 //! * Readers queue behind any waiter (the fast path fails on WAITERS), so a
-//!   reader stream cannot starve a queued writer.
+//!   reader stream cannot starve a queued writer. The reader-preferring
+//!   reads (an extra API for the pthread layer, glibc's default kinds) are
+//!   the exception: they join whenever the lock is read-owned, past waiting
+//!   writers and past a hand-off owed to one; writers may then wait
+//!   indefinitely, as with glibc.
 //! * A woken writer re-tries and may lose to a spinning writer or a stealing
 //!   reader; once it has waited `KLOCK_RWSEM_HANDOFF_NS` it sets HANDOFF,
 //!   spins while it is first (patch 14), and the next unlock grants it the
@@ -136,6 +151,9 @@ pub const UPGRADING: u32 = 1 << 5;
 /// A writer (or upgrader) at the head was woken and has not re-tried yet:
 /// an unlock need not take WLOCK to wake it again (INV-WAKING).
 pub const WAKING: u32 = 1 << 6;
+/// A reader-preferring reader may be queued (INV-PREFQ); only set with
+/// WAITERS.
+pub const PREFQ: u32 = 1 << 7;
 /// Bit offset of the reader count.
 pub const READER_SHIFT: u32 = 8;
 /// One reader.
@@ -183,6 +201,26 @@ pub const fn is_free(c: u32) -> bool {
 #[inline]
 pub const fn is_read_lockable(c: u32) -> bool {
     c & READ_FAILED_MASK == 0
+}
+
+/// May a reader-preferring reader take its count in `c` (the value before
+/// its add)? Yes while the lock is read-owned and no writer holds it,
+/// whoever waits and even with a hand-off owed (the hand-off happens when
+/// the count drops to 0, in one CAS with the release, so a count that is
+/// still there has not been handed over); on a free lock, unless a hand-off
+/// is owed. Never with WRITER (a writer owns it, also one just handed the
+/// lock), UPGRADING or READFAIL.
+///
+/// ```
+/// use klock::rwlock::{is_pref_read_lockable, HANDOFF, READER_BIAS, WAITERS, WRITER};
+/// assert!(is_pref_read_lockable(2 * READER_BIAS | WAITERS | HANDOFF));
+/// assert!(is_pref_read_lockable(WAITERS));
+/// assert!(!is_pref_read_lockable(WAITERS | HANDOFF));
+/// assert!(!is_pref_read_lockable(READER_BIAS | WRITER));
+/// ```
+#[inline]
+pub const fn is_pref_read_lockable(c: u32) -> bool {
+    c & (WRITER | UPGRADING | READFAIL) == 0 && (readers(c) > 0 || c & HANDOFF == 0)
 }
 
 /// Is a hand-off owed to the first waiter?
@@ -289,19 +327,31 @@ impl<'a> RwWaiter<'a> {
     #[inline]
     fn class(self) -> Class {
         // Relaxed: written under WLOCK before the node was linked.
-        match self.n.ident.load(Ordering::Relaxed) {
+        match self.n.ident.load(Ordering::Relaxed) & !PREF_WAITER {
             1 => Class::Reader,
             2 => Class::Writer,
             _ => Class::Upgrader,
         }
     }
 
+    /// Is it a reader-preferring reader (under WLOCK)?
     #[inline]
-    fn set_class(self, c: Class) {
+    fn is_pref(self) -> bool {
+        // Relaxed: as in `class`.
+        self.n.ident.load(Ordering::Relaxed) & PREF_WAITER != 0
+    }
+
+    /// `pref`: a reader-preferring reader (INV-PREFQ).
+    #[inline]
+    fn set_class(self, c: Class, pref: bool) {
+        let flag = if pref { PREF_WAITER } else { 0 };
         // Relaxed: under WLOCK (published by its release).
-        self.n.ident.store(c as u32, Ordering::Relaxed);
+        self.n.ident.store(c as u32 | flag, Ordering::Relaxed);
     }
 }
+
+/// `ident` flag of a queued reader-preferring reader (beside its [`Class`]).
+const PREF_WAITER: u32 = 1 << 8;
 
 /// Nodes to `futex_wake` after the list lock's release (the kernel's
 /// `wake_q`): tail codes, at most one batch of readers plus one writer.
@@ -532,7 +582,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     #[inline]
     pub fn lock_shared(&self) {
         if let Err(c) = self.read_fast() {
-            let _ = self.read_slow(c, None);
+            let _ = self.read_slow(c, None, false);
         }
     }
 
@@ -632,7 +682,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
                 self.set_reader_owned();
                 stat::inc(Event::RwReadSlow);
             } else {
-                let _ = self.read_slow(c, None);
+                let _ = self.read_slow(c, None, false);
             }
         }
     }
@@ -652,6 +702,136 @@ impl<S: SpinPolicy> RawRwLock<S> {
             self.set_reader_owned();
         }
         got
+    }
+
+    /// Take a read lock the reader-preferring way (glibc's default rwlock
+    /// kinds; an inherent method, used by the pthread layer): never wait
+    /// while the lock is read-owned, past waiting writers and past a
+    /// hand-off owed to one (a writer may then wait indefinitely, as with
+    /// glibc). Otherwise (a writer holds it, or it is free with a hand-off
+    /// owed) the plain read slow path: steal, spin, or queue; queued, the
+    /// reader is granted the lock as soon as it becomes read-owned, even
+    /// behind a writer at the head (INV-PREFQ). A program whose reader holds
+    /// the lock while it waits for another reader (glibc allows it) cannot
+    /// deadlock behind a queued writer.
+    ///
+    /// Transitions: `(n,..) -> (n+1,..)` by CAS when
+    /// [`is_pref_read_lockable`] (n > 0: whatever waits, HANDOFF included;
+    /// n = 0: no HANDOFF); then, with PREFQ set, under WLOCK `hand_on`
+    /// grants the queued reader-preferring readers `(n+1,Q|P) ->
+    /// (n+1+k,Q[|P])`. Never from `(x,W|..)`: a writer, also one just
+    /// handed the lock, owns it.
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// l.lock_shared_prefer_readers();
+    /// l.lock_shared_prefer_readers();
+    /// unsafe { l.unlock_shared(); l.unlock_shared() };
+    /// assert_eq!(l.count_word(), 0);
+    /// ```
+    #[inline]
+    pub fn lock_shared_prefer_readers(&self) {
+        let _ = self.read_pref(None);
+    }
+
+    /// [`lock_shared_prefer_readers`](Self::lock_shared_prefer_readers)
+    /// without waiting: `true` if it was taken (succeeds while the lock is
+    /// read-owned, whoever waits; on a free lock unless a hand-off is owed).
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// assert!(l.try_lock_shared_prefer_readers());
+    /// unsafe { l.unlock_shared() };
+    /// let t = l.lock_exclusive();
+    /// assert!(!l.try_lock_shared_prefer_readers());
+    /// unsafe { l.unlock_exclusive(t) };
+    /// ```
+    #[inline]
+    pub fn try_lock_shared_prefer_readers(&self) -> bool {
+        self.try_read_pref()
+    }
+
+    /// [`lock_shared_prefer_readers`](Self::lock_shared_prefer_readers) with
+    /// a deadline in [`wait::now_ns`] time, as
+    /// [`lock_shared_until_ns`](Self::lock_shared_until_ns): `true` if it
+    /// was taken, `false` if the deadline passed first (nothing held).
+    ///
+    /// ```
+    /// use klock::rwlock::{RawRwLock, SpinOff};
+    /// let l = RawRwLock::<SpinOff>::new();
+    /// let t = l.lock_exclusive();
+    /// assert!(!l.lock_shared_prefer_readers_until_ns(0));
+    /// unsafe { l.unlock_exclusive(t) };
+    /// assert!(l.lock_shared_prefer_readers_until_ns(0)); // no wait needed
+    /// unsafe { l.unlock_shared() };
+    /// assert_eq!(l.count_word(), 0);
+    /// ```
+    pub fn lock_shared_prefer_readers_until_ns(&self, deadline: u64) -> bool {
+        self.read_pref(Some(deadline))
+    }
+
+    /// The reader-preferring read without waiting: one CAS loop while
+    /// [`is_pref_read_lockable`].
+    #[inline]
+    fn try_read_pref(&self) -> bool {
+        // Relaxed: the CAS decides.
+        let mut c = self.count.load(Ordering::Relaxed);
+        while is_pref_read_lockable(c) {
+            // Acquire pairs with the Release of the last writer's unlock
+            // (or of the grant that let the current readers in).
+            match self.count.compare_exchange_weak(
+                c,
+                c + READER_BIAS,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    self.set_reader_owned();
+                    stat::inc(Event::RwReadFast);
+                    self.grant_pref_readers_if_queued();
+                    return true;
+                }
+                Err(x) => c = x,
+            }
+        }
+        false
+    }
+
+    /// The reader-preferring read, blocking or until `deadline` (see
+    /// [`lock_shared_prefer_readers`](Self::lock_shared_prefer_readers)).
+    fn read_pref(&self, deadline: Option<u64>) -> bool {
+        if self.try_read_pref() {
+            return true;
+        }
+        // Not joinable: the read slow path, with our count added (as the
+        // fast path leaves it), as a reader-preferring waiter.
+        // Acquire pairs with the Release of the unlock that allows us in.
+        let c = self.count.fetch_add(READER_BIAS, Ordering::Acquire);
+        if is_pref_read_lockable(c) {
+            self.set_reader_owned();
+            stat::inc(Event::RwReadSlow);
+            self.grant_pref_readers_if_queued();
+            return true;
+        }
+        matches!(
+            self.read_slow(c.wrapping_add(READER_BIAS), deadline, true),
+            Got::Yes
+        )
+    }
+
+    /// We hold a read lock: if reader-preferring readers may be queued
+    /// (PREFQ), grant them now (INV-PREFQ). Under WLOCK, `hand_on` grants
+    /// queued readers (behind a writer at the head: only reader-preferring
+    /// ones) while the lock is read-owned, which it is: we hold it.
+    #[inline]
+    fn grant_pref_readers_if_queued(&self) {
+        // Relaxed: PREFQ is set under WLOCK before its reader sleeps; the
+        // pass below re-reads everything under WLOCK. A PREFQ set after
+        // this load belongs to a reader whose own `hand_on` (under WLOCK,
+        // after its fetch_or) sees our count and grants it.
+        if self.count.load(Ordering::Relaxed) & PREFQ != 0 {
+            self.wake_readers_into_read_owned();
+        }
     }
 
     /// Release whichever lock the caller holds, read or write (pthread's one
@@ -709,14 +889,15 @@ impl<S: SpinPolicy> RawRwLock<S> {
     pub fn lock_shared_until_ns(&self, deadline: u64) -> bool {
         match self.read_fast() {
             Ok(()) => true,
-            Err(c) => matches!(self.read_slow(c, Some(deadline)), Got::Yes),
+            Err(c) => matches!(self.read_slow(c, Some(deadline), false), Got::Yes),
         }
     }
 
     /// Read slow path; `c` is the count after our add (our reader count is
-    /// in it).
+    /// in it). `pref`: a reader-preferring reader (queues as one, and passes
+    /// the turn to queued ones once it holds the lock: INV-PREFQ).
     #[cold]
-    fn read_slow(&self, c: u32, deadline: Option<u64>) -> Got {
+    fn read_slow(&self, c: u32, deadline: Option<u64>, pref: bool) -> Got {
         if c & READFAIL != 0 {
             self.drop_reader_count();
             panic!("klock::RwLock: more than 2^23 concurrent readers (reader count overflow)");
@@ -749,6 +930,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             && !wait::realtime()
             && self.steal_running()
         {
+            // steal_running passed the turn if anyone waits.
             return Got::Yes;
         }
         if mode == 2
@@ -760,12 +942,20 @@ impl<S: SpinPolicy> RawRwLock<S> {
         {
             self.set_reader_owned();
             stat::inc(Event::RwReadSlow);
+            if pref {
+                self.grant_pref_readers_if_queued();
+            }
             return Got::Yes;
         }
-        let got = self.wait(Class::Reader, 0, deadline);
+        let got = self.wait(Class::Reader, 0, deadline, pref);
         if matches!(got, Got::Yes) {
             self.set_reader_owned();
             stat::inc(Event::RwReadSlow);
+            if pref {
+                // Granted (the granter served every reader-preferring
+                // reader it could) or taken unqueued: pass on what is left.
+                self.grant_pref_readers_if_queued();
+            }
         }
         got
     }
@@ -944,7 +1134,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         {
             Got::Yes
         } else {
-            self.wait(Class::Writer, id, deadline)
+            self.wait(Class::Writer, id, deadline, false)
         };
         if matches!(got, Got::Yes) {
             self.set_writer_owned(id);
@@ -1096,9 +1286,10 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// Queue and wait for `class`; readers are granted the lock by a waker,
     /// writers and upgraders re-try when woken (writers are granted it on a
     /// hand-off or a fair unlock).
-    fn wait(&self, class: Class, id: u32, deadline: Option<u64>) -> Got {
+    /// `pref`: a reader-preferring reader (INV-PREFQ).
+    fn wait(&self, class: Class, id: u32, deadline: Option<u64>, pref: bool) -> Got {
         node::with_node(|q| match q {
-            Some(q) => self.wait_queued(q, class, deadline),
+            Some(q) => self.wait_queued(q, class, deadline, pref),
             None => self.wait_unqueued(class, id, deadline),
         })
     }
@@ -1145,19 +1336,23 @@ impl<S: SpinPolicy> RawRwLock<S> {
         wq.finish();
     }
 
-    fn wait_queued(&self, q: QNode, class: Class, deadline: Option<u64>) -> Got {
+    fn wait_queued(&self, q: QNode, class: Class, deadline: Option<u64>, pref: bool) -> Got {
         let me = q.tail();
         let w = RwWaiter::of(q.node());
         // Enqueue under WLOCK, then give whoever can go now its turn (maybe
-        // us: the lock may have become free meanwhile).
+        // us: the lock may have become free, or read-owned, meanwhile).
         self.wlock();
-        w.set_class(class);
+        w.set_class(class, pref);
         w.w.set_state(WaiterState::Sleeping);
         self.list.push_back(me);
         // Relaxed: an RMW under WLOCK; an unlock ordered after it sees
         // WAITERS and takes WLOCK (after us); one ordered before it freed the
-        // lock, which the hand-on below sees.
-        self.count.fetch_or(WAITERS, Ordering::Relaxed);
+        // lock, which the hand-on below sees. PREFQ likewise: a
+        // reader-preferring acquisition ordered after it passes the turn
+        // (after us); one ordered before it left its count, which the
+        // hand-on below sees (INV-PREFQ).
+        let bits = WAITERS | if pref { PREFQ } else { 0 };
+        self.count.fetch_or(bits, Ordering::Relaxed);
         self.pass_turn_and_wunlock();
         match class {
             Class::Reader => self.wait_granted(q, deadline),
@@ -1279,7 +1474,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         let add = class.share();
         let last = first && Waiter::decode(me).next_link() == me;
         // Only we (the head, if it is set) could have set HANDOFF.
-        let clear = HANDOFF | WAKING | if last { WAITERS } else { 0 };
+        let clear = HANDOFF | WAKING | if last { WAITERS | PREFQ } else { 0 };
         // Relaxed: the CAS decides.
         let mut c = self.count.load(Ordering::Relaxed);
         loop {
@@ -1326,7 +1521,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         // WAKING may stand for us (we are leaving): clearing is always safe.
         let clear = WAKING
             | if self.list.head() == 0 {
-                WAITERS | HANDOFF
+                WAITERS | HANDOFF | PREFQ
             } else if first {
                 HANDOFF // only the head sets it
             } else {
@@ -1341,22 +1536,31 @@ impl<S: SpinPolicy> RawRwLock<S> {
 
     /// Under WLOCK: select up to `KLOCK_RWSEM_WAKE_READERS` queued readers
     /// (skipping writers; patch 15), count them in one RMW (`(n,..) ->
-    /// (n+k,..)`, clearing HANDOFF, and WAITERS when the list empties),
-    /// unlink them and mark them Granting (the kernel's two passes: no
-    /// grantee runs before it is counted). The caller completes the grants
-    /// after releasing WLOCK ([`WakeQ::finish`]).
-    fn grant_readers(&self, sub: u32, add: u32, wq: &mut WakeQ) -> bool {
+    /// (n+k,..)`, clearing HANDOFF, WAITERS and PREFQ when the list
+    /// empties, PREFQ when no reader-preferring reader is left), unlink them
+    /// and mark them Granting (the kernel's two passes: no grantee runs
+    /// before it is counted). The caller completes the grants after
+    /// releasing WLOCK ([`WakeQ::finish`]).
+    ///
+    /// `only_pref` (a writer heads the list and the lock stays read-owned,
+    /// INV-PREFQ): only reader-preferring readers, HANDOFF (the head
+    /// writer's) kept, and only while the count after the release still
+    /// has readers and no writer: `(n,Q|P[|H]) -> (n+k,Q[|P][|H])`, n > 0.
+    fn grant_readers(&self, sub: u32, add: u32, wq: &mut WakeQ, only_pref: bool) -> bool {
         let limit = crate::tune::get().rwsem_wake_readers as usize;
         let start = wq.n;
         let h = self.list.head();
         let mut t = h;
         let mut left = 0usize;
+        let mut left_pref = 0usize;
         loop {
             let w = RwWaiter::decode(t);
-            if w.class() == Class::Reader && wq.n - start < limit {
+            let reader = w.class() == Class::Reader && (!only_pref || w.is_pref());
+            if reader && wq.n - start < limit {
                 wq.push(t | WakeQ::GRANT);
             } else {
                 left += 1;
+                left_pref += usize::from(w.class() == Class::Reader && w.is_pref());
             }
             t = w.w.next_link();
             if t == h {
@@ -1364,14 +1568,20 @@ impl<S: SpinPolicy> RawRwLock<S> {
             }
         }
         let k = (wq.n - start) as u32;
-        let clear = HANDOFF | if left == 0 { WAITERS } else { 0 };
+        let clear = if only_pref { 0 } else { HANDOFF }
+            | if left == 0 { WAITERS | PREFQ } else { 0 }
+            | if left_pref == 0 { PREFQ } else { 0 };
         // Relaxed: the CAS decides.
         let mut c = self.count.load(Ordering::Relaxed);
         loop {
             // Re-check on every try: a contender granter does not hold the
             // lock, so a stealing writer may take it meanwhile (then no
-            // grant: the kernel backs out the same way).
-            if (c - sub + add) & (WRITER | UPGRADING) != 0 {
+            // grant: the kernel backs out the same way). Reader-preferring
+            // readers behind a writer only join a lock that stays
+            // read-owned (a count failing readers drop without WLOCK may be
+            // gone).
+            let after = c - sub + add;
+            if after & (WRITER | UPGRADING) != 0 || (only_pref && readers(after) == 0) {
                 wq.n = start;
                 return false;
             }
@@ -1414,7 +1624,18 @@ impl<S: SpinPolicy> RawRwLock<S> {
         let class = (h != 0).then(|| RwWaiter::decode(h).class());
         // Relaxed: under WLOCK; the CASes below decide.
         let mut c = self.count.load(Ordering::Relaxed);
-        if class == Some(Class::Reader) && self.grant_readers(sub, add, wq) {
+        if class == Some(Class::Reader) && self.grant_readers(sub, add, wq, false) {
+            c = self.count.load(Ordering::Relaxed);
+        }
+        // INV-PREFQ: a writer heads the list and the lock stays read-owned:
+        // reader-preferring readers queued behind it join the readers.
+        let after = c - sub + add;
+        if class.is_some_and(|cl| cl != Class::Reader)
+            && c & PREFQ != 0
+            && readers(after) > 0
+            && after & (WRITER | UPGRADING) == 0
+            && self.grant_readers(sub, add, wq, true)
+        {
             c = self.count.load(Ordering::Relaxed);
         }
         let mut marked = false;
@@ -1427,7 +1648,8 @@ impl<S: SpinPolicy> RawRwLock<S> {
             {
                 if grant && cl == Class::Writer {
                     let last = Waiter::decode(h).next_link() == h;
-                    new = (after + WRITER) & !(HANDOFF | WAKING | if last { WAITERS } else { 0 });
+                    let empty = if last { WAITERS | PREFQ } else { 0 };
+                    new = (after + WRITER) & !(HANDOFF | WAKING | empty);
                     handed = true;
                 } else {
                     if !marked {
@@ -1648,7 +1870,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         }
         let got = self.try_take(Class::Upgrader) || {
             let id = crate::tid::current_id();
-            matches!(self.wait(Class::Upgrader, id, None), Got::Yes)
+            matches!(self.wait(Class::Upgrader, id, None, false), Got::Yes)
         };
         debug_assert!(got);
         self.set_reader_owned();
@@ -2065,6 +2287,152 @@ mod tests {
             readers as u64 * iters
         );
         drop(g);
+        assert_eq!(unsafe { l.raw() }.count_word(), 0);
+    }
+
+    /// Wait (up to 5 s) until `f` holds.
+    fn eventually(what: &str, f: impl Fn() -> bool) {
+        let t0 = std::time::Instant::now();
+        while !f() {
+            assert!(t0.elapsed().as_secs() < 5, "timed out waiting: {what}");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn pref_reads_pass_a_waiting_writer() {
+        let l: Arc<RawRwLock> = Arc::new(RawRwLock::new());
+        l.lock_shared();
+        let l2 = l.clone();
+        let w = std::thread::spawn(move || {
+            let t = l2.lock_exclusive();
+            unsafe { l2.unlock_exclusive(t) };
+        });
+        eventually("writer queued", || l.count_word() & WAITERS != 0);
+        let l3 = l.clone();
+        std::thread::spawn(move || {
+            // The fair read queues behind the writer; the reader-preferring
+            // ones get in (the lock is read-held).
+            assert!(!l3.try_lock_shared());
+            assert!(l3.try_lock_shared_prefer_readers());
+            assert!(l3.lock_shared_prefer_readers_until_ns(wait::now_ns() + 1_000_000));
+            l3.lock_shared_prefer_readers();
+            assert_eq!(readers(l3.count_word()), 4);
+            for _ in 0..3 {
+                unsafe { l3.unlock_shared() };
+            }
+        })
+        .join()
+        .unwrap();
+        assert!(!w.is_finished());
+        unsafe { l.unlock_shared() };
+        w.join().unwrap();
+        assert_eq!(l.count_word(), 0);
+    }
+
+    #[test]
+    fn pref_reads_never_join_a_writer() {
+        let l: Arc<RawRwLock> = Arc::new(RawRwLock::new());
+        let t = l.lock_exclusive();
+        assert!(!l.try_lock_shared_prefer_readers());
+        assert!(!l.lock_shared_prefer_readers_until_ns(wait::now_ns() + 2_000_000));
+        assert_eq!(l.count_word(), WRITER);
+        // Free, but a hand-off is owed to a waiter: no.
+        assert!(!is_pref_read_lockable(WAITERS | HANDOFF));
+        let l2 = l.clone();
+        let r = std::thread::spawn(move || {
+            l2.lock_shared_prefer_readers();
+            unsafe { l2.unlock_shared() };
+        });
+        eventually("reader queued", || l.count_word() & PREFQ != 0);
+        unsafe { l.unlock_exclusive(t) };
+        r.join().unwrap();
+        assert_eq!(l.count_word(), 0, "PREFQ and WAITERS cleared");
+    }
+
+    /// INV-PREFQ: a reader-preferring reader queued behind a writer at the
+    /// head gets in once another reader holds the lock.
+    #[test]
+    fn pref_reader_queued_behind_writer_is_granted_when_read_owned() {
+        let l: Arc<RawRwLock> = Arc::new(RawRwLock::new());
+        let t = l.lock_exclusive();
+        let l2 = l.clone();
+        let w = std::thread::spawn(move || {
+            let t = l2.lock_exclusive();
+            unsafe { l2.unlock_exclusive(t) };
+        });
+        eventually("writer queued", || l.count_word() & WAITERS != 0);
+        let inside = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (l3, in3) = (l.clone(), inside.clone());
+        let r = std::thread::spawn(move || {
+            l3.lock_shared_prefer_readers();
+            in3.store(true, Ordering::SeqCst);
+            unsafe { l3.unlock_shared() };
+        });
+        eventually("reader queued", || l.count_word() & PREFQ != 0);
+        unsafe { l.unlock_exclusive(t) };
+        // The writer may win first; either way, once we read-hold the lock
+        // the queued reader must get in beside us.
+        l.lock_shared_prefer_readers();
+        eventually("queued reader admitted beside a reader", || {
+            inside.load(Ordering::SeqCst)
+        });
+        unsafe { l.unlock_shared() };
+        r.join().unwrap();
+        w.join().unwrap();
+        assert_eq!(l.count_word(), 0);
+    }
+
+    /// Reader-preferring readers (blocking, try, timed) against writers:
+    /// no torn read, no lost update, a clean word at the end.
+    #[test]
+    fn pref_readers_and_writers_contended() {
+        for spin in [false, true] {
+            if spin {
+                hammer_pref::<SpinOsq>(4, 3, 5_000);
+            } else {
+                hammer_pref::<SpinOff>(4, 3, 5_000);
+            }
+        }
+    }
+
+    fn hammer_pref<S: SpinPolicy>(readers: usize, writers: usize, iters: u64) {
+        let l: Arc<lock_api::RwLock<RawRwLock<S>, (u64, u64)>> =
+            Arc::new(lock_api::RwLock::new((0, 0)));
+        let hs: Vec<_> = (0..readers + writers)
+            .map(|i| {
+                let l = l.clone();
+                std::thread::spawn(move || {
+                    let raw = unsafe { l.raw() };
+                    for k in 0..iters {
+                        if i < readers {
+                            let got = match k % 3 {
+                                0 => {
+                                    raw.lock_shared_prefer_readers();
+                                    true
+                                }
+                                1 => raw.try_lock_shared_prefer_readers(),
+                                _ => raw
+                                    .lock_shared_prefer_readers_until_ns(wait::now_ns() + 100_000),
+                            };
+                            if got {
+                                let g = unsafe { &*l.data_ptr() };
+                                assert_eq!(g.0, g.1, "torn read");
+                                unsafe { raw.unlock_shared() };
+                            }
+                        } else {
+                            let mut g = l.write();
+                            g.0 += 1;
+                            g.1 += 1;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(l.read().0, writers as u64 * iters);
         assert_eq!(unsafe { l.raw() }.count_word(), 0);
     }
 

@@ -1,7 +1,10 @@
 //! Loom models of the reader-writer lock (`klock::rwlock`, the rwsem):
 //! read/write and write/write exclusion through the wait list, no lost
 //! wake-up, the batch grant of queued readers, the hand-off to a waiting
-//! writer, downgrade, upgrade, and timed reads and writes racing a wake-up.
+//! writer, downgrade, upgrade, timed reads and writes racing a wake-up, and
+//! the reader-preferring reads (glibc's default rwlock kinds: admitted while
+//! read-held past a waiting writer, never past a writer that owns the lock,
+//! granted when the lock becomes read-owned behind a writer at the head).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom_rwlock`
 //! (CI sets `LOOM_MAX_PREEMPTIONS=2`; every model runs at that bound, 2 by
@@ -44,7 +47,7 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
 
 mod loom_common;
-use loom_common::{SlotGate, lease, loom_tunables, spawn};
+use loom_common::{SlotGate, lease, loom_tunables, spawn, until};
 
 /// Runs a model at `LOOM_MAX_PREEMPTIONS` (default 2), capped at
 /// `max_bound`, with this file's tunables (as `loom_common::run_model`, with
@@ -84,28 +87,6 @@ fn model(max_bound: usize, f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
     if klock::stat::ENABLED {
         eprint!("{}", klock::stat::snapshot().report());
         klock::stat::reset();
-    }
-}
-
-/// Yield until `flag` reaches `n` (a loom-friendly wait for another
-/// thread's progress). The read is a failed `compare_exchange` (as
-/// `klock::osq::peek` does): under loom a plain load in a loop may return a
-/// stale value forever, and so may an RMW that stores (`fetch_add(0)`: loom
-/// lets it read the waiter's own earlier RMW instead of the other thread's
-/// store, its modification order being partial); a failed CAS stores
-/// nothing and reads the newest value.
-fn until(flag: &AtomicUsize, n: usize) {
-    loop {
-        // SeqCst: a test flag; the CAS never succeeds (no flag holds MAX).
-        let v =
-            match flag.compare_exchange(usize::MAX, usize::MAX, Ordering::SeqCst, Ordering::SeqCst)
-            {
-                Ok(v) | Err(v) => v,
-            };
-        if v == n {
-            return;
-        }
-        thread::yield_now();
     }
 }
 
@@ -594,5 +575,170 @@ fn try_locks_race_unlock_slow() {
         w.join().unwrap();
         let got = tr.join().unwrap();
         s.check(2 + got);
+    });
+}
+
+// ---------------------------------------------------------------------------
+// Reader-preferring reads (glibc's default rwlock kinds; INV-PREFQ)
+// ---------------------------------------------------------------------------
+
+impl<S: SpinPolicy> Rw<S> {
+    /// Reader-preferring read lock, read, unlock; returns the value read.
+    fn read_pref(&self) -> usize {
+        self.l.lock_shared_prefer_readers();
+        // SAFETY: read lock held.
+        let v = unsafe { self.get() };
+        // SAFETY: taken above, released once.
+        unsafe { self.l.unlock_shared() };
+        v
+    }
+}
+
+/// Model 13: a reader-preferring reader is admitted while the lock is
+/// read-held with a writer waiting, by all three calls. Main holds a read
+/// lock until the reader says it is done; a writer arrives (it may queue,
+/// fail its re-try and set HANDOFF: `rwsem_handoff_ns` is 0 here); the
+/// reader's try and timed (deadline 1: its futex waits may time out) calls
+/// must succeed, and its blocking call must get in while main still holds
+/// the lock (main waits for it: a reader queued behind the writer would
+/// deadlock, which loom reports). Exclusion against the writer (loom's
+/// `UnsafeCell`); the writer gets in after both readers left.
+#[test]
+fn pref_reader_passes_waiting_writer() {
+    model(1, |g| {
+        let s = Arc::new(Rw::<SpinOff>::new());
+        let inside = Arc::new(AtomicUsize::new(0));
+        s.l.lock_shared();
+        let s1 = s.clone();
+        let w = spawn(g, move || s1.incr());
+        let (s2, in2) = (s.clone(), inside.clone());
+        let r = spawn(g, move || {
+            assert!(
+                s2.l.try_lock_shared_prefer_readers(),
+                "try refused while read-held"
+            );
+            // SAFETY: read lock held.
+            assert_eq!(unsafe { s2.get() }, 0);
+            // SAFETY: taken above, released once.
+            unsafe { s2.l.unlock_shared() };
+            assert!(
+                s2.l.lock_shared_prefer_readers_until_ns(1),
+                "timed read refused while read-held"
+            );
+            // SAFETY: read lock held.
+            assert_eq!(unsafe { s2.get() }, 0);
+            // SAFETY: taken above, released once.
+            unsafe { s2.l.unlock_shared() };
+            let v = s2.read_pref();
+            in2.fetch_add(1, Ordering::SeqCst);
+            v
+        });
+        until(&inside, 1);
+        // SAFETY: main's read lock, taken above, released once.
+        unsafe { s.l.unlock_shared() };
+        assert_eq!(r.join().unwrap(), 0, "the reader got in before main left");
+        w.join().unwrap();
+        s.check(1);
+    });
+}
+
+/// Model 14: a reader-preferring reader races the hand-off to a waiting
+/// writer. Main holds a read lock; a writer queues (and may set HANDOFF);
+/// main unlocks (handing the lock to the writer, or waking it) while a
+/// reader-preferring reader arrives. The reader must never join the lock
+/// the writer now owns (loom's `UnsafeCell`; it sees 0 or 1, untorn), and
+/// nobody is left asleep (a lost wake-up is a loom deadlock).
+#[test]
+fn pref_reader_races_handoff() {
+    model(1, |g| {
+        let s = Arc::new(Rw::<SpinOff>::new());
+        s.l.lock_shared();
+        let s1 = s.clone();
+        let w = spawn(g, move || s1.incr());
+        let s2 = s.clone();
+        let r = spawn(g, move || s2.read_pref());
+        // SAFETY: main's read lock, taken above, released once.
+        unsafe { s.l.unlock_shared() };
+        let v = r.join().unwrap();
+        w.join().unwrap();
+        assert!(v <= 1, "reader saw {v}");
+        s.check(1);
+    });
+}
+
+/// Model 15: a reader-preferring reader queued behind a writer at the head
+/// is granted the lock once it becomes read-owned (INV-PREFQ). Main holds
+/// the write lock; a writer and a reader-preferring reader R arrive (R may
+/// queue behind the writer); main unlocks and takes a reader-preferring
+/// read lock itself. R and main each wait, holding their read lock, until
+/// both are in: if R stayed queued behind the writer while main read-holds
+/// the lock, loom reports the deadlock (glibc's default kind admits R).
+#[test]
+fn pref_reader_granted_behind_writer() {
+    model(1, |g| {
+        let s = Arc::new(Rw::<SpinOff>::new());
+        let inside = Arc::new(AtomicUsize::new(0));
+        let t = s.l.lock_exclusive();
+        let s1 = s.clone();
+        let w = spawn(g, move || s1.incr());
+        let (s2, in2) = (s.clone(), inside.clone());
+        let r = spawn(g, move || {
+            s2.l.lock_shared_prefer_readers();
+            // SAFETY: read lock held.
+            let v = unsafe { s2.get() };
+            in2.fetch_add(1, Ordering::SeqCst);
+            until(&in2, 2);
+            // SAFETY: taken above, released once.
+            unsafe { s2.l.unlock_shared() };
+            v
+        });
+        // SAFETY: write lock held.
+        unsafe { s.bump() };
+        // SAFETY: `t` comes from the lock above and is released once.
+        unsafe { s.l.unlock_exclusive(t) };
+        s.l.lock_shared_prefer_readers();
+        // SAFETY: read lock held.
+        let mine = unsafe { s.get() };
+        inside.fetch_add(1, Ordering::SeqCst);
+        until(&inside, 2);
+        // SAFETY: taken above, released once.
+        unsafe { s.l.unlock_shared() };
+        let v = r.join().unwrap();
+        w.join().unwrap();
+        assert!(
+            mine >= 1 && v >= 1 && mine == v,
+            "readers saw {mine} and {v}"
+        );
+        s.check(2);
+    });
+}
+
+/// Model 16: a timed reader-preferring read races the write unlock's grant
+/// (as model 9: its futex wait may time out before or after the grant
+/// selected it). Main holds the write lock, unlocks, writes again.
+#[test]
+fn pref_timed_read_races_grant() {
+    model(2, |g| {
+        let s = Arc::new(Rw::<SpinOff>::new());
+        let t = s.l.lock_exclusive();
+        let s2 = s.clone();
+        let h = spawn(g, move || {
+            s2.l.lock_shared_prefer_readers_until_ns(1).then(|| {
+                // SAFETY: read lock held.
+                let v = unsafe { s2.get() };
+                // SAFETY: taken above, released once.
+                unsafe { s2.l.unlock_shared() };
+                v
+            })
+        });
+        // SAFETY: write lock held.
+        unsafe { s.bump() };
+        // SAFETY: `t` comes from the lock above and is released once.
+        unsafe { s.l.unlock_exclusive(t) };
+        s.incr();
+        if let Some(v) = h.join().unwrap() {
+            assert!(v == 1 || v == 2, "timed reader saw {v}");
+        }
+        s.check(2);
     });
 }

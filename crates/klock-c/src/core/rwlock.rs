@@ -8,12 +8,20 @@
 //! ```
 //!
 //! * One unlock for both sides (pthread's `pthread_rwlock_unlock`).
-//! * **Recursive read locks**: glibc's default rwlock lets a thread that
-//!   holds a read lock take another even while a writer waits; klock's
-//!   rwsem queues readers behind waiting writers (that is what keeps
-//!   writers from starving), which would deadlock such a thread. So a
-//!   thread that holds any read lock (a per-thread count) takes further
-//!   ones with [`klock::rwlock::RawRwLock::lock_shared_recursive`].
+//! * **Read policy**, chosen per call ([`ReadPolicy`]):
+//!   [`ReadPolicy::PreferReaders`] is glibc's default rwlock kind: a reader
+//!   never waits while the lock is read-owned, even while writers wait
+//!   ([`klock::rwlock::RawRwLock::lock_shared_prefer_readers`]; writers may
+//!   wait indefinitely). [`ReadPolicy::Fair`] is klock's rwsem: new readers
+//!   queue behind a waiting writer (writers do not starve), except:
+//! * **Recursive read locks** (fair policy): glibc's default rwlock lets a
+//!   thread that holds a read lock take another even while a writer waits;
+//!   klock's rwsem queues readers behind waiting writers, which would
+//!   deadlock such a thread. So a thread that holds any read lock (a
+//!   per-thread count) takes further ones with
+//!   [`klock::rwlock::RawRwLock::lock_shared_recursive`]. (Another thread's
+//!   reader still queues: a reader that holds the lock while it waits for
+//!   another thread's reader can deadlock under the fair policy.)
 //! * EDEADLK when the write-holder asks for either lock again.
 //!
 //! ```
@@ -71,6 +79,27 @@ fn add_reads_held(up: bool) {
     });
 }
 
+/// How a read lock treats waiting writers.
+///
+/// ```
+/// use klock_c::core::rwlock::{KRwLock, ReadPolicy};
+/// let l: KRwLock = KRwLock::new();
+/// assert_eq!(l.rdlock_with(ReadPolicy::PreferReaders), 0);
+/// assert_eq!(l.tryrdlock_with(ReadPolicy::Fair), 0);
+/// assert_eq!(l.unlock(), 0);
+/// assert_eq!(l.unlock(), 0);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadPolicy {
+    /// klock's rwsem: a new reader queues behind a waiting writer (a thread
+    /// already holding a read lock excepted; see the module docs).
+    Fair,
+    /// glibc's default kind (`PTHREAD_RWLOCK_PREFER_READER_NP`, and
+    /// `PREFER_WRITER_NP`, which glibc treats alike): a reader never waits
+    /// while the lock is read-owned.
+    PreferReaders,
+}
+
 /// How an acquisition waits.
 #[derive(Clone, Copy)]
 enum How {
@@ -108,26 +137,53 @@ impl<S: SpinPolicy> KRwLock<S> {
         }
     }
 
-    /// Read lock, blocking.
+    /// Read lock, blocking ([`ReadPolicy::Fair`]).
     #[inline]
     pub fn rdlock(&self) -> c_int {
-        self.read(How::Block)
+        self.read(How::Block, ReadPolicy::Fair)
     }
 
-    /// Read lock without waiting (EBUSY).
+    /// Read lock without waiting (EBUSY; [`ReadPolicy::Fair`]).
     #[inline]
     pub fn tryrdlock(&self) -> c_int {
-        self.read(How::Try)
+        self.read(How::Try, ReadPolicy::Fair)
     }
 
     /// Read lock until `abstime` on `clock` (ETIMEDOUT; EINVAL for a bad
-    /// time, checked only when the call would block).
+    /// time, checked only when the call would block; [`ReadPolicy::Fair`]).
     ///
     /// # Safety
     ///
     /// `abstime` is null or points to a readable `timespec`.
     pub unsafe fn timedrdlock(&self, clock: clockid_t, abstime: *const timespec) -> c_int {
-        self.read(How::Until(clock, abstime))
+        self.read(How::Until(clock, abstime), ReadPolicy::Fair)
+    }
+
+    /// [`rdlock`](Self::rdlock) with the given [`ReadPolicy`].
+    #[inline]
+    pub fn rdlock_with(&self, p: ReadPolicy) -> c_int {
+        self.read(How::Block, p)
+    }
+
+    /// [`tryrdlock`](Self::tryrdlock) with the given [`ReadPolicy`]
+    /// (reader-preferring: succeeds while read-owned, whoever waits).
+    #[inline]
+    pub fn tryrdlock_with(&self, p: ReadPolicy) -> c_int {
+        self.read(How::Try, p)
+    }
+
+    /// [`timedrdlock`](Self::timedrdlock) with the given [`ReadPolicy`].
+    ///
+    /// # Safety
+    ///
+    /// `abstime` is null or points to a readable `timespec`.
+    pub unsafe fn timedrdlock_with(
+        &self,
+        p: ReadPolicy,
+        clock: clockid_t,
+        abstime: *const timespec,
+    ) -> c_int {
+        self.read(How::Until(clock, abstime), p)
     }
 
     /// Write lock, blocking.
@@ -152,7 +208,7 @@ impl<S: SpinPolicy> KRwLock<S> {
     }
 
     #[inline]
-    fn read(&self, how: How) -> c_int {
+    fn read(&self, how: How, p: ReadPolicy) -> c_int {
         if let Err(e) = self.check() {
             return e;
         }
@@ -162,17 +218,20 @@ impl<S: SpinPolicy> KRwLock<S> {
             add_reads_held(true);
             return 0;
         }
-        self.read_slow(how)
+        self.read_slow(how, p)
     }
 
     #[cold]
-    fn read_slow(&self, how: How) -> c_int {
+    fn read_slow(&self, how: How, p: ReadPolicy) -> c_int {
         if self.is_my_write_lock() {
             return if matches!(how, How::Try) {
                 EBUSY
             } else {
                 EDEADLK
             };
+        }
+        if p == ReadPolicy::PreferReaders {
+            return self.read_prefer_readers(how);
         }
         let recursive = reads_held() > 0;
         let got = (recursive && self.raw.try_lock_shared_recursive())
@@ -189,6 +248,32 @@ impl<S: SpinPolicy> KRwLock<S> {
                 // SAFETY: caller's contract.
                 How::Until(clock, abstime) => match unsafe { time::deadline(clock, abstime) } {
                     Ok(d) => self.raw.lock_shared_until_ns(d),
+                    Err(e) => return e,
+                },
+            };
+        if got {
+            add_reads_held(true);
+            0
+        } else if matches!(how, How::Try) {
+            EBUSY
+        } else {
+            ETIMEDOUT
+        }
+    }
+
+    /// The reader-preferring slow path (no recursion special case needed:
+    /// a read-owned lock admits every reader).
+    fn read_prefer_readers(&self, how: How) -> c_int {
+        let got = self.raw.try_lock_shared_prefer_readers()
+            || match how {
+                How::Try => false,
+                How::Block => {
+                    self.raw.lock_shared_prefer_readers();
+                    true
+                }
+                // SAFETY: caller's contract.
+                How::Until(clock, abstime) => match unsafe { time::deadline(clock, abstime) } {
+                    Ok(d) => self.raw.lock_shared_prefer_readers_until_ns(d),
                     Err(e) => return e,
                 },
             };
@@ -301,6 +386,55 @@ mod tests {
         });
         assert!(writer_in.load(Ordering::SeqCst));
         assert_eq!(l.unlock(), EPERM);
+    }
+
+    /// Another thread's reader: the fair policy queues it behind a waiting
+    /// writer (EBUSY, ETIMEDOUT), the reader-preferring one admits it.
+    #[test]
+    fn other_threads_reader_and_a_waiting_writer() {
+        let l: KRwLock = KRwLock::new();
+        assert_eq!(l.rdlock(), 0);
+        let writer_in = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                assert_eq!(l.wrlock(), 0);
+                writer_in.store(true, Ordering::SeqCst);
+                assert_eq!(l.unlock(), 0);
+            });
+            let t0 = std::time::Instant::now();
+            while l.raw().count_word() & klock::rwlock::WAITERS == 0 {
+                assert!(t0.elapsed().as_secs() < 5, "writer never queued");
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            s.spawn(|| {
+                let soon = timespec {
+                    tv_sec: 0,
+                    tv_nsec: 0,
+                };
+                assert_eq!(l.tryrdlock_with(ReadPolicy::Fair), EBUSY);
+                assert_eq!(
+                    unsafe { l.timedrdlock_with(ReadPolicy::Fair, libc::CLOCK_MONOTONIC, &soon) },
+                    ETIMEDOUT
+                );
+                assert_eq!(l.tryrdlock_with(ReadPolicy::PreferReaders), 0);
+                assert_eq!(
+                    unsafe {
+                        l.timedrdlock_with(ReadPolicy::PreferReaders, libc::CLOCK_MONOTONIC, &soon)
+                    },
+                    0
+                );
+                assert_eq!(l.rdlock_with(ReadPolicy::PreferReaders), 0);
+                for _ in 0..3 {
+                    assert_eq!(l.unlock(), 0);
+                }
+            })
+            .join()
+            .unwrap();
+            assert!(!writer_in.load(Ordering::SeqCst));
+            assert_eq!(l.unlock(), 0);
+        });
+        assert!(writer_in.load(Ordering::SeqCst));
+        assert_eq!(l.raw().count_word(), 0);
     }
 
     #[test]

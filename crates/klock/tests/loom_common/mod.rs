@@ -123,3 +123,25 @@ pub fn spawn<T: Send + 'static>(
         v
     })
 }
+
+/// Yield until `flag` reaches `n` (a loom-friendly wait for another
+/// thread's progress). The read is a failed `compare_exchange` (as
+/// `klock::osq::peek` does): under loom a plain load in a loop may return a
+/// stale value forever, and so may an RMW that stores (`fetch_add(0)`: loom
+/// lets it read the waiter's own earlier RMW instead of the other thread's
+/// store, its modification order being partial); a failed CAS stores
+/// nothing and reads the newest value.
+pub fn until(flag: &AtomicUsize, n: usize) {
+    loop {
+        // SeqCst: a test flag; the CAS never succeeds (no flag holds MAX).
+        let v =
+            match flag.compare_exchange(usize::MAX, usize::MAX, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(v) | Err(v) => v,
+            };
+        if v == n {
+            return;
+        }
+        thread::yield_now();
+    }
+}

@@ -1,0 +1,159 @@
+//! Loom models of the rwsem's reader-preferring reads (glibc's default
+//! rwlock kinds; INV-PREFQ in `klock::rwlock`) with **no hand-off**: a
+//! woken writer that fails its re-try sleeps again without HANDOFF.
+//!
+//! `tests/loom_rwlock.rs` runs with `rwsem_handoff_ns = 0`, where the first
+//! writer claims HANDOFF at its first failed re-try, so the lock is never
+//! free with a writer at the head and a reader-preferring reader queued
+//! behind it: the path where a reader-preferring reader joins a free lock
+//! and must pass the turn to the queued ones is unreachable there. Here the
+//! threshold is the default (loom's clock stays at 0, so it never passes;
+//! the INV-HANDOFF-TIMER timer is off under loom): that path is reached.
+//! Tunables are per process, hence a file of its own.
+//!
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom_rwlock_pref`
+//! (three-thread models, at preemption bound 1 as in `loom_rwlock.rs`).
+#![cfg(loom)]
+
+use klock::rwlock::{RawRwLock, SpinOff};
+use loom::cell::UnsafeCell;
+use loom::sync::Arc;
+use loom::sync::atomic::{AtomicUsize, Ordering};
+
+mod loom_common;
+use loom_common::{SlotGate, lease, loom_tunables, spawn, until};
+
+/// Runs a model at `LOOM_MAX_PREEMPTIONS` (default 2) capped at
+/// `max_bound`, with loom's small budgets and the default hand-off
+/// threshold (never reached: loom's clock is 0).
+fn model(max_bound: usize, f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
+    let mut t = loom_tunables();
+    t.rwsem_rspin_ns = 0;
+    assert!(t.rwsem_handoff_ns > 0);
+    let _ = klock::tune::set(t);
+    let mut b = loom::model::Builder::new();
+    b.preemption_bound = Some(b.preemption_bound.unwrap_or(2).min(max_bound));
+    b.max_branches = b.max_branches.max(5_000);
+    let iters = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let i2 = iters.clone();
+    b.check(move || {
+        // Relaxed: a count read after `check` returns (same thread).
+        i2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        lease();
+        f(&Arc::new(SlotGate(AtomicUsize::new(0))))
+    });
+    eprintln!(
+        "loom: {} executions",
+        iters.load(std::sync::atomic::Ordering::Relaxed)
+    );
+}
+
+/// A value under the rwsem (loom's `UnsafeCell` reports a write
+/// overlapping another access: exclusion).
+struct Rw {
+    l: RawRwLock<SpinOff>,
+    v: UnsafeCell<usize>,
+}
+
+// SAFETY: `v` is written only under the write lock and read only under a
+// read lock; loom checks it.
+unsafe impl Sync for Rw {}
+
+impl Rw {
+    fn new() -> Self {
+        Rw {
+            l: RawRwLock::new(),
+            v: UnsafeCell::new(0),
+        }
+    }
+
+    /// # Safety
+    ///
+    /// The caller holds the lock.
+    unsafe fn get(&self) -> usize {
+        // SAFETY: the lock is held (caller's contract).
+        self.v.with(|p| unsafe { *p })
+    }
+
+    /// Write lock, increment, unlock.
+    fn incr(&self) {
+        let t = self.l.lock_exclusive();
+        // SAFETY: write lock held.
+        self.v.with_mut(|p| unsafe { *p += 1 });
+        // SAFETY: `t` comes from the lock above and is released once.
+        unsafe { self.l.unlock_exclusive(t) };
+    }
+
+    /// Reader-preferring read lock held until `inside` reaches 2 (the other
+    /// reader is in too); returns the value read.
+    fn read_pref_together(&self, inside: &AtomicUsize) -> usize {
+        self.l.lock_shared_prefer_readers();
+        // SAFETY: read lock held.
+        let v = unsafe { self.get() };
+        inside.fetch_add(1, Ordering::SeqCst);
+        until(inside, 2);
+        // SAFETY: taken above, released once.
+        unsafe { self.l.unlock_shared() };
+        v
+    }
+}
+
+/// A reader-preferring reader R queued behind a writer at the head is
+/// granted the lock once another reader-preferring reader makes it
+/// read-owned. Main holds the write lock; a writer W and R arrive (both may
+/// queue, W first); main unlocks (W is woken, the lock is free) and reads
+/// the reader-preferring way: it joins the free lock and must pass the turn
+/// to R (INV-PREFQ). Main and R each hold their read lock until both are
+/// in: R left queued behind W is a deadlock, which loom reports. W fails
+/// its re-try while they read and sleeps without HANDOFF: the last reader's
+/// unlock must wake it (no lost wake-up).
+#[test]
+fn pref_reader_granted_behind_woken_writer() {
+    model(1, |g| {
+        let s = Arc::new(Rw::new());
+        let inside = Arc::new(AtomicUsize::new(0));
+        let t = s.l.lock_exclusive();
+        let s1 = s.clone();
+        let w = spawn(g, move || s1.incr());
+        let (s2, in2) = (s.clone(), inside.clone());
+        let r = spawn(g, move || s2.read_pref_together(&in2));
+        loom::thread::yield_now(); // let W and R queue
+        // SAFETY: `t` comes from the lock above and is released once.
+        unsafe { s.l.unlock_exclusive(t) };
+        let mine = s.read_pref_together(&inside);
+        let v = r.join().unwrap();
+        w.join().unwrap();
+        assert_eq!(mine, v, "the readers overlapped a write");
+        let t = s.l.lock_exclusive();
+        // SAFETY: write lock held.
+        assert_eq!(unsafe { s.get() }, 1);
+        // SAFETY: as above.
+        unsafe { s.l.unlock_exclusive(t) };
+        assert_eq!(s.l.count_word(), 0, "count word not clean");
+    });
+}
+
+/// A reader-preferring reader races a woken writer for a free lock.
+/// Main holds a read lock; W queues; main unlocks (waking W) while a
+/// reader-preferring reader arrives: either may win; the reader never
+/// joins the lock W owns (exclusion), and W, if it lost, is woken again by
+/// the reader's unlock.
+#[test]
+fn pref_reader_races_woken_writer() {
+    model(2, |g| {
+        let s = Arc::new(Rw::new());
+        s.l.lock_shared();
+        let s1 = s.clone();
+        let w = spawn(g, move || s1.incr());
+        // SAFETY: main's read lock, taken above, released once.
+        unsafe { s.l.unlock_shared() };
+        s.l.lock_shared_prefer_readers();
+        // SAFETY: read lock held.
+        let v = unsafe { s.get() };
+        // SAFETY: taken above, released once.
+        unsafe { s.l.unlock_shared() };
+        w.join().unwrap();
+        assert!(v <= 1, "reader saw {v}");
+        assert_eq!(s.l.count_word(), 0, "count word not clean");
+    });
+}
