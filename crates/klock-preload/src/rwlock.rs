@@ -117,6 +117,22 @@ unsafe fn kr<'a, S: SpinPolicy>(l: *mut pthread_rwlock_t) -> &'a KRwLock<S> {
     unsafe { &*l.cast::<KRwLock<S>>() }
 }
 
+/// The fast paths before any dispatch: with statistics off, on a
+/// klock-served lock, the core's uncontended operation
+/// ([`KRwLock::rdlock_fast`], `wrlock_fast`, `unlock_fast`). They are the
+/// same for both variants (which differ only in how they wait), so the lock
+/// is viewed as either. `None`: take the full path.
+///
+/// # Safety
+///
+/// `l` is non-null and points to a live `pthread_rwlock_t`.
+#[inline(always)]
+unsafe fn fast(l: *mut pthread_rwlock_t, f: impl FnOnce(&KRwLock<SpinOsq>) -> bool) -> bool {
+    // SAFETY: caller's contract; `kr` needs a klock-served lock (checked
+    // first).
+    !stats::enabled() && !unsafe { is_glibc(l) } && f(unsafe { kr::<SpinOsq>(l) })
+}
+
 /// Which side and how an acquisition waits.
 #[derive(Clone, Copy)]
 enum Op {
@@ -287,6 +303,22 @@ pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_in
         return EINVAL;
     }
     // SAFETY: non-null rwlock from the program.
+    if unsafe { fast(l, |k| k.unlock_fast()) } {
+        return 0;
+    }
+    // SAFETY: as above.
+    unsafe { unlock_full(l) }
+}
+
+/// `pthread_rwlock_unlock` after the fast path: out of line (an
+/// `extern "C"` function, so that the entry can tail-call it).
+///
+/// # Safety
+///
+/// `l` is non-null and points to an rwlock.
+#[inline(never)]
+unsafe extern "C" fn unlock_full(l: *mut pthread_rwlock_t) -> c_int {
+    // SAFETY: caller's contract.
     if unsafe { is_glibc(l) } {
         return call_real!(rwlock_unlock(l), trivially_ok = false);
     }
@@ -297,7 +329,7 @@ pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_in
 /// (`|l| op`: the operation, computed from the klock-served object).
 macro_rules! rw_entry {
     ($(#[$doc:meta])* $name:ident ( $($p:ident : $t:ty),* ) => $real:ident,
-     |$l:ident| $op:expr) => {
+     |$l:ident| $op:expr $(, fast: $fast:expr)?) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -309,16 +341,29 @@ macro_rules! rw_entry {
             if l.is_null() {
                 return EINVAL;
             }
-            // SAFETY: non-null rwlock from the program.
-            if unsafe { is_glibc(l) } {
-                return call_real!($real(l $(, $p)*), trivially_ok = false);
+            $(
+                // SAFETY: non-null rwlock from the program.
+                if unsafe { fast(l, $fast) } {
+                    return 0;
+                }
+            )?
+            /// The entry after the fast path, out of line (`extern "C"`, so
+            /// the entry can tail-call it).
+            #[inline(never)]
+            unsafe extern "C" fn full(l: *mut pthread_rwlock_t $(, $p: $t)*) -> c_int {
+                // SAFETY: non-null rwlock from the program.
+                if unsafe { is_glibc(l) } {
+                    return call_real!($real(l $(, $p)*), trivially_ok = false);
+                }
+                let $l = l;
+                // SAFETY: `l` is a non-null, klock-served rwlock (checked
+                // above); the read entries' op reads its kind word.
+                #[allow(unused_unsafe)]
+                let op = unsafe { $op };
+                by_rwlock_variant!(acquire(l, op))
             }
-            let $l = l;
-            // SAFETY: `l` is a non-null, klock-served rwlock (checked above);
-            // the read entries' op reads its kind word.
-            #[allow(unused_unsafe)]
-            let op = unsafe { $op };
-            by_rwlock_variant!(acquire(l, op))
+            // SAFETY: non-null rwlock from the program.
+            unsafe { full(l $(, $p)*) }
         }
     };
 }
@@ -326,12 +371,14 @@ macro_rules! rw_entry {
 rw_entry!(
     /// `pthread_rwlock_rdlock`: EDEADLK if the caller holds the write lock;
     /// the kind's read policy (module docs).
-    pthread_rwlock_rdlock() => rwlock_rdlock, |l| Op::Read(How::Block, read_policy(l))
+    pthread_rwlock_rdlock() => rwlock_rdlock, |l| Op::Read(How::Block, read_policy(l)),
+    fast: |k| k.rdlock_fast()
 );
 rw_entry!(
     /// `pthread_rwlock_tryrdlock`: EBUSY instead of waiting (a
     /// reader-preferring kind succeeds while the lock is read-held).
-    pthread_rwlock_tryrdlock() => rwlock_tryrdlock, |l| Op::Read(How::Try, read_policy(l))
+    pthread_rwlock_tryrdlock() => rwlock_tryrdlock, |l| Op::Read(How::Try, read_policy(l)),
+    fast: |k| k.rdlock_fast()
 );
 rw_entry!(
     /// `pthread_rwlock_timedrdlock`: until `abstime` on CLOCK_REALTIME.
@@ -345,11 +392,13 @@ rw_entry!(
 );
 rw_entry!(
     /// `pthread_rwlock_wrlock`: EDEADLK if the caller holds the write lock.
-    pthread_rwlock_wrlock() => rwlock_wrlock, |_l| Op::Write(How::Block)
+    pthread_rwlock_wrlock() => rwlock_wrlock, |_l| Op::Write(How::Block),
+    fast: |k| k.wrlock_fast()
 );
 rw_entry!(
     /// `pthread_rwlock_trywrlock`: EBUSY instead of waiting.
-    pthread_rwlock_trywrlock() => rwlock_trywrlock, |_l| Op::Write(How::Try)
+    pthread_rwlock_trywrlock() => rwlock_trywrlock, |_l| Op::Write(How::Try),
+    fast: |k| k.wrlock_fast()
 );
 rw_entry!(
     /// `pthread_rwlock_timedwrlock`: until `abstime` on CLOCK_REALTIME.

@@ -41,6 +41,7 @@ pub mod rwlock;
 pub mod spin;
 pub mod stat;
 pub mod tid;
+pub mod tls;
 pub mod tune;
 pub mod wait;
 pub mod waitlist;

@@ -1078,6 +1078,51 @@ impl<S: SpinPolicy> RawRwLock<S> {
         })
     }
 
+    /// The uncontended release of whichever side the caller holds, for the
+    /// C layer's one unlock: the write lock when the count is exactly
+    /// `(0,W)` and the owner hint names the caller (released as
+    /// [`unlock_exclusive`](Self::unlock_exclusive) does), or a read lock
+    /// whose release is plain (`is_plain_read_release`: one CAS,
+    /// `(n,-) -> (n-1,-)`). Returns `Some(true)` for the write lock,
+    /// `Some(false)` for a read lock, `None` changing nothing (the caller
+    /// takes [`unlock_any`](Self::unlock_any)).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds this lock (read or write).
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// assert!(l.try_lock_shared());
+    /// assert_eq!(unsafe { l.try_unlock_uncontended() }, Some(false));
+    /// let t = l.try_lock_exclusive().unwrap();
+    /// std::mem::forget(t);
+    /// assert_eq!(unsafe { l.try_unlock_uncontended() }, Some(true));
+    /// assert!(!l.is_locked());
+    /// ```
+    #[inline(always)]
+    pub unsafe fn try_unlock_uncontended(&self) -> Option<bool> {
+        // Relaxed: the CAS (ours or unlock_exclusive's) decides.
+        let c = self.count.load(Ordering::Relaxed);
+        if c == WRITER {
+            let id = crate::tid::current_id();
+            // Relaxed: the hint names us only if we wrote it (we hold the lock).
+            if owner_id(self.owner.load(Ordering::Relaxed)) != id {
+                return None;
+            }
+            // SAFETY: we hold the write lock (WRITER set, our id in the hint).
+            unsafe { self.unlock_exclusive(WriteToken { id }) };
+            return Some(true);
+        }
+        // Release pairs with the next writer's Acquire (as in unlock_shared).
+        (is_plain_read_release(c)
+            && self
+                .count
+                .compare_exchange(c, c - READER_BIAS, Ordering::Release, Ordering::Relaxed)
+                .is_ok())
+        .then_some(false)
+    }
+
     /// Release the write lock.
     ///
     /// # Safety

@@ -86,72 +86,15 @@ loom::thread_local! {
     static TID_GUARD: TidGuard = TidGuard(Cell::new(0));
 }
 
-/// The calling thread's id slot (0 = not assigned yet): the one value every
-/// lock fast path reads.
-///
-/// On x86-64 Linux it is a 4-byte thread-local in the **initial-exec** TLS
-/// model, defined and read with inline assembly: one `%fs`-relative load,
-/// also when klock is linked into a shared object (the C library, the
-/// interposer), where Rust's `thread_local!` would be a general-dynamic
-/// access through `__tls_get_addr` (about 3 ns per call, measured in
-/// `docs/results/2026-11-25-preload.md`). Stable Rust has no per-variable
-/// TLS model, hence the assembly. Static TLS is always accessible on the
-/// thread, also while its destructors run, so the slot needs no `try_with`.
-/// (A shared object using initial-exec TLS is marked `STATIC_TLS`; glibc
-/// loads it at startup or by `dlopen` from its static-TLS reserve, which 4
-/// bytes do not exhaust.)
+// The calling thread's id slot (0 = not assigned yet): the one value every
+// lock fast path reads. On x86-64 Linux an initial-exec thread-local
+// ([`crate::thread_word!`]): one `%fs`-relative load, also inside a shared
+// object (the C library, the interposer), where `thread_local!` would be a
+// general-dynamic access through `__tls_get_addr` (about 3 ns per call).
+// Static TLS is accessible on the thread also while its destructors run,
+// so the slot needs no `try_with`.
 #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
-mod slot {
-    // The symbol is hidden (each shared object that links klock has its own
-    // slot, as it has its own id allocator) and versioned by name, so two
-    // klock copies in one binary cannot collide.
-    std::arch::global_asm!(
-        ".pushsection .tbss.klock_tid_slot_v1,\"awT\",@nobits",
-        ".p2align 2",
-        ".globl klock_tid_slot_v1",
-        ".hidden klock_tid_slot_v1",
-        ".type klock_tid_slot_v1,@object",
-        ".size klock_tid_slot_v1,4",
-        "klock_tid_slot_v1:",
-        ".zero 4",
-        ".popsection",
-    );
-
-    /// Read the slot.
-    #[inline(always)]
-    pub(super) fn get() -> u32 {
-        let v: u32;
-        // SAFETY: the slot is a 4-byte object in this module's own TLS block;
-        // `klock_tid_slot_v1@GOTTPOFF` is its offset from the thread pointer,
-        // so the load reads the calling thread's copy. Nothing else is read
-        // or written.
-        unsafe {
-            std::arch::asm!(
-                "mov {off}, qword ptr [rip + klock_tid_slot_v1@GOTTPOFF]",
-                "mov {v:e}, dword ptr fs:[{off}]",
-                off = out(reg) _,
-                v = out(reg) v,
-                options(nostack, readonly, preserves_flags),
-            );
-        }
-        v
-    }
-
-    /// Write the slot.
-    #[inline]
-    pub(super) fn set(v: u32) {
-        // SAFETY: as in `get`; writes only the calling thread's slot.
-        unsafe {
-            std::arch::asm!(
-                "mov {off}, qword ptr [rip + klock_tid_slot_v1@GOTTPOFF]",
-                "mov dword ptr fs:[{off}], {v:e}",
-                off = out(reg) _,
-                v = in(reg) v,
-                options(nostack, preserves_flags),
-            );
-        }
-    }
-}
+crate::thread_word!(mod slot = "klock_tid_slot_v1");
 
 /// The slot elsewhere: a const-initialised `thread_local!` without a
 /// destructor (after the thread's TLS is gone, reads give [`ANON_ID`]).

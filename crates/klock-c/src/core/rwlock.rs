@@ -41,7 +41,6 @@ use klock::mutex::{SpinOsq, SpinPolicy};
 use klock::rwlock::RawRwLock;
 use klock::tid::current_id;
 use libc::{EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT, c_int, clockid_t, timespec};
-use std::cell::Cell;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// A klock rwlock with pthread semantics (see the module docs).
@@ -58,24 +57,40 @@ const _: () = assert!(std::mem::align_of::<KRwLock>() == 4);
 /// `state` of a destroyed lock.
 const DESTROYED: i32 = -1;
 
-thread_local! {
-    /// Read locks this thread holds, over all KRwLocks (see the module docs).
-    static READS_HELD: Cell<u32> = const { Cell::new(0) };
+// Read locks this thread holds, over all KRwLocks (see the module docs):
+// an initial-exec thread-local where klock provides one (one `%fs` load on
+// the read fast paths, also inside the interposer), else `thread_local!`.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+klock::thread_word!(mod reads_word = "klock_c_reads_held_v1");
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+mod reads_word {
+    use std::cell::Cell;
+    thread_local! {
+        static READS_HELD: Cell<u32> = const { Cell::new(0) };
+    }
+    #[inline]
+    pub fn get() -> u32 {
+        READS_HELD.try_with(Cell::get).unwrap_or(0)
+    }
+    #[inline]
+    pub fn set(v: u32) {
+        let _ = READS_HELD.try_with(|c| c.set(v));
+    }
 }
 
 #[inline]
 fn reads_held() -> u32 {
-    READS_HELD.try_with(Cell::get).unwrap_or(0)
+    reads_word::get()
 }
 
 #[inline]
 fn add_reads_held(up: bool) {
-    let _ = READS_HELD.try_with(|c| {
-        c.set(if up {
-            c.get().saturating_add(1)
-        } else {
-            c.get().saturating_sub(1)
-        })
+    let c = reads_word::get();
+    reads_word::set(if up {
+        c.saturating_add(1)
+    } else {
+        c.saturating_sub(1)
     });
 }
 
@@ -344,6 +359,67 @@ impl<S: SpinPolicy> KRwLock<S> {
             add_reads_held(false);
         }
         0
+    }
+
+    /// The uncontended read lock ([`ReadPolicy`] does not matter here): a
+    /// usable lock that takes a reader at once. `false` changes nothing;
+    /// the caller takes the full path.
+    ///
+    /// ```
+    /// use klock_c::core::rwlock::KRwLock;
+    /// let l: KRwLock = KRwLock::new();
+    /// assert!(l.rdlock_fast());
+    /// assert!(!l.wrlock_fast());
+    /// assert!(l.unlock_fast());
+    /// ```
+    #[inline(always)]
+    pub fn rdlock_fast(&self) -> bool {
+        if self.check().is_ok() && self.raw.try_lock_shared() {
+            add_reads_held(true);
+            return true;
+        }
+        false
+    }
+
+    /// The uncontended write lock: a usable, free lock, taken in one CAS.
+    /// `false` changes nothing; the caller takes the full path.
+    ///
+    /// ```
+    /// use klock_c::core::rwlock::KRwLock;
+    /// let l: KRwLock = KRwLock::new();
+    /// assert!(l.wrlock_fast());
+    /// assert!(!l.rdlock_fast());
+    /// assert!(l.unlock_fast());
+    /// ```
+    #[inline(always)]
+    pub fn wrlock_fast(&self) -> bool {
+        self.check().is_ok() && self.raw.try_lock_exclusive().is_some()
+    }
+
+    /// The uncontended unlock of the side the caller holds
+    /// (`RawRwLock::try_unlock_uncontended`). `false` changes nothing;
+    /// the caller takes the full [`unlock`](Self::unlock).
+    ///
+    /// ```
+    /// use klock_c::core::rwlock::KRwLock;
+    /// let l: KRwLock = KRwLock::new();
+    /// assert!(!l.unlock_fast());
+    /// ```
+    #[inline(always)]
+    pub fn unlock_fast(&self) -> bool {
+        if self.check().is_err() || !self.raw.is_locked() {
+            return false;
+        }
+        // SAFETY: pthread's contract: only a holder calls unlock, and the
+        // lock is held.
+        match unsafe { self.raw.try_unlock_uncontended() } {
+            Some(true) => true,
+            Some(false) => {
+                add_reads_held(false);
+                true
+            }
+            None => false,
+        }
     }
 
     /// Destroy: EBUSY while held; afterwards every call is EINVAL until the

@@ -1,0 +1,81 @@
+//! Per-thread words in the **initial-exec** TLS model: [`thread_word!`].
+//!
+//! A `thread_local!` in a shared object (the C library, the interposer) is
+//! a general-dynamic access, a call to `__tls_get_addr` (about 3 ns), and
+//! stable Rust has no per-variable TLS model. On x86-64 Linux this macro
+//! defines a 4-byte `.tbss` object with assembly and reads it with one
+//! `%fs`-relative load through its `GOTTPOFF` offset. A shared object that
+//! uses it is marked `STATIC_TLS`; glibc loads it at startup (preload) or
+//! by `dlopen` from its static-TLS reserve, which a few words do not
+//! exhaust. Static TLS stays accessible while the thread's destructors run.
+//! Other targets use the `thread_local!` fallback of each user.
+
+/// `thread_word!(mod NAME = "SYMBOL")` defines `mod NAME` with
+/// `get() -> u32` and `set(u32)` on the calling thread's copy of a 4-byte
+/// initial-exec thread-local (initially 0) named `SYMBOL` (hidden; pick a
+/// name unique in the process image, with a version suffix). x86-64 Linux
+/// only.
+///
+/// ```
+/// # #[cfg(all(target_arch = "x86_64", target_os = "linux"))] {
+/// klock::thread_word!(mod w = "klock_doc_example_word_v1");
+/// assert_eq!(w::get(), 0);
+/// w::set(7);
+/// assert_eq!(w::get(), 7);
+/// assert_eq!(std::thread::spawn(w::get).join().unwrap(), 0);
+/// # }
+/// ```
+#[macro_export]
+macro_rules! thread_word {
+    (mod $name:ident = $sym:literal) => {
+        #[allow(dead_code)]
+        mod $name {
+            ::std::arch::global_asm!(
+                concat!(".pushsection .tbss.", $sym, ",\"awT\",@nobits"),
+                ".p2align 2",
+                concat!(".globl ", $sym),
+                concat!(".hidden ", $sym),
+                concat!(".type ", $sym, ",@object"),
+                concat!(".size ", $sym, ",4"),
+                concat!($sym, ":"),
+                ".zero 4",
+                ".popsection",
+            );
+
+            /// Read the calling thread's word.
+            #[inline(always)]
+            pub fn get() -> u32 {
+                let v: u32;
+                // SAFETY: the symbol is a 4-byte object in this image's TLS
+                // block; its GOTTPOFF entry holds its offset from the thread
+                // pointer, so the load reads the calling thread's copy and
+                // nothing else.
+                unsafe {
+                    ::std::arch::asm!(
+                        concat!("mov {off}, qword ptr [rip + ", $sym, "@GOTTPOFF]"),
+                        "mov {v:e}, dword ptr fs:[{off}]",
+                        off = out(reg) _,
+                        v = out(reg) v,
+                        options(nostack, readonly, preserves_flags),
+                    );
+                }
+                v
+            }
+
+            /// Write the calling thread's word.
+            #[inline(always)]
+            pub fn set(v: u32) {
+                // SAFETY: as in `get`; writes only the calling thread's copy.
+                unsafe {
+                    ::std::arch::asm!(
+                        concat!("mov {off}, qword ptr [rip + ", $sym, "@GOTTPOFF]"),
+                        "mov dword ptr fs:[{off}], {v:e}",
+                        off = out(reg) _,
+                        v = in(reg) v,
+                        options(nostack, preserves_flags),
+                    );
+                }
+            }
+        }
+    };
+}
