@@ -130,12 +130,83 @@ pub fn get() -> Config {
     if v != 0 { unpack(v) } else { read() }
 }
 
-/// The spinlock fast path's gate: [`GATE_TAS`] once the configuration is
-/// read with `KLOCK_SPIN` = `tas`, and [`GATE_STATS`] once statistics are
-/// on. Both only ever get set (`fetch_or`), so no update is lost; the fast
-/// path runs iff the value is exactly `GATE_TAS`. Relaxed: a filter; the
+/// The fast paths' gate: [`GATE_TAS`] once the configuration is read with
+/// `KLOCK_SPIN` = `tas`, and [`GATE_STATS`] once statistics are on. Both
+/// only ever get set (`fetch_or`), so no update is lost. The spinlock fast
+/// path runs iff the value is exactly `GATE_TAS`, the mutex and rwlock ones
+/// iff `GATE_STATS` is clear. Relaxed: a filter; the
 /// full path re-reads the configuration and statistics itself.
-static SPIN_GATE: AtomicU32 = AtomicU32::new(0);
+///
+/// On x86-64 the word is a hidden symbol defined in assembly and read
+/// RIP-relative (one load): a Rust `static` in this crate is reached
+/// through the GOT (two loads), which measured as the last ~0.5 ns between
+/// the interposed `pthread_spin_lock`/`unlock` pair and glibc's,
+/// (`docs/results/2026-11-25-preload.md`).
+mod gate {
+    use std::sync::atomic::AtomicU32;
+
+    #[cfg(target_arch = "x86_64")]
+    std::arch::global_asm!(
+        ".pushsection .bss.klock_preload_spin_gate_v1,\"aw\",@nobits",
+        ".p2align 2",
+        ".globl klock_preload_spin_gate_v1",
+        ".hidden klock_preload_spin_gate_v1",
+        ".type klock_preload_spin_gate_v1,@object",
+        ".size klock_preload_spin_gate_v1,4",
+        "klock_preload_spin_gate_v1:",
+        ".zero 4",
+        ".popsection",
+    );
+
+    /// The word (for the rare updates).
+    #[cfg(target_arch = "x86_64")]
+    pub(super) fn word() -> &'static AtomicU32 {
+        let p: *const AtomicU32;
+        // SAFETY: only computes the address of the 4-byte, 4-aligned,
+        // zero-initialised object defined above, which lives as long as the
+        // library and is accessed only atomically.
+        unsafe {
+            std::arch::asm!(
+                "lea {p}, [rip + klock_preload_spin_gate_v1]",
+                p = out(reg) p,
+                options(nostack, nomem, preserves_flags, pure),
+            );
+            &*p
+        }
+    }
+
+    /// A relaxed load of the word: one RIP-relative `mov` (an aligned
+    /// 4-byte load is atomic on x86-64; `fetch_or` is the only writer).
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    pub(super) fn load() -> u32 {
+        let v: u32;
+        // SAFETY: reads the object defined above, nothing else.
+        unsafe {
+            std::arch::asm!(
+                "mov {v:e}, dword ptr [rip + klock_preload_spin_gate_v1]",
+                v = out(reg) v,
+                options(nostack, readonly, preserves_flags),
+            );
+        }
+        v
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    static GATE: AtomicU32 = AtomicU32::new(0);
+
+    #[cfg(not(target_arch = "x86_64"))]
+    pub(super) fn word() -> &'static AtomicU32 {
+        &GATE
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    #[inline(always)]
+    pub(super) fn load() -> u32 {
+        // Relaxed: see the module's parent doc.
+        GATE.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
 const GATE_TAS: u32 = 1;
 const GATE_STATS: u32 = 2;
 
@@ -144,14 +215,23 @@ const GATE_STATS: u32 = 2;
 /// (the caller's full path reads it).
 #[inline(always)]
 pub fn spin_fast() -> bool {
-    // Relaxed: see SPIN_GATE.
-    SPIN_GATE.load(Ordering::Relaxed) == GATE_TAS
+    gate::load() == GATE_TAS
 }
 
-/// Statistics were switched on: close the spinlock fast path for good.
+/// May the mutex and rwlock entry points take their uncontended fast
+/// paths (statistics off)? One RIP-relative load ([`stats::enabled`]'s
+/// `static` is two, through the GOT).
+///
+/// [`stats::enabled`]: crate::stats::enabled
+#[inline(always)]
+pub fn locks_fast() -> bool {
+    gate::load() & GATE_STATS == 0
+}
+
+/// Statistics were switched on: close the fast paths for good.
 pub(crate) fn stats_on() {
-    // Relaxed: see SPIN_GATE.
-    SPIN_GATE.fetch_or(GATE_STATS, Ordering::Relaxed);
+    // Relaxed: see `gate`.
+    gate::word().fetch_or(GATE_STATS, Ordering::Relaxed);
 }
 
 #[cold]
@@ -168,8 +248,8 @@ fn read() -> Config {
         Err(v) => unpack(v),
     };
     if c.spin == SpinVariant::Glibc {
-        // Relaxed: see SPIN_GATE.
-        SPIN_GATE.fetch_or(GATE_TAS, Ordering::Relaxed);
+        // Relaxed: see `gate`.
+        gate::word().fetch_or(GATE_TAS, Ordering::Relaxed);
     }
     c
 }

@@ -287,7 +287,7 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int
 unsafe fn lock_fast(m: *mut pthread_mutex_t) -> bool {
     // SAFETY: caller's contract; `lock_fast` reads the kind before touching
     // the klock word (a glibc-served kind is refused without a write).
-    !stats::enabled() && unsafe { km::<SpinOsq>(m) }.lock_fast()
+    config::locks_fast() && unsafe { km::<SpinOsq>(m) }.lock_fast()
 }
 
 /// The uncontended unlock, before any dispatch ([`KMutex::unlock_fast`]);
@@ -299,7 +299,7 @@ unsafe fn lock_fast(m: *mut pthread_mutex_t) -> bool {
 #[inline(always)]
 unsafe fn unlock_fast(m: *mut pthread_mutex_t) -> bool {
     // SAFETY: as in `lock_fast`.
-    !stats::enabled() && unsafe { km::<SpinOsq>(m) }.unlock_fast()
+    config::locks_fast() && unsafe { km::<SpinOsq>(m) }.unlock_fast()
 }
 
 /// The dispatch shared by the acquisition entry points.

@@ -130,7 +130,7 @@ unsafe fn kr<'a, S: SpinPolicy>(l: *mut pthread_rwlock_t) -> &'a KRwLock<S> {
 unsafe fn fast(l: *mut pthread_rwlock_t, f: impl FnOnce(&KRwLock<SpinOsq>) -> bool) -> bool {
     // SAFETY: caller's contract; `kr` needs a klock-served lock (checked
     // first).
-    !stats::enabled() && !unsafe { is_glibc(l) } && f(unsafe { kr::<SpinOsq>(l) })
+    config::locks_fast() && !unsafe { is_glibc(l) } && f(unsafe { kr::<SpinOsq>(l) })
 }
 
 /// Which side and how an acquisition waits.

@@ -1099,6 +1099,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// std::mem::forget(t);
     /// assert_eq!(unsafe { l.try_unlock_uncontended() }, Some(true));
     /// assert!(!l.is_locked());
+    /// assert_eq!(unsafe { l.try_unlock_uncontended() }, None);
     /// ```
     #[inline(always)]
     pub unsafe fn try_unlock_uncontended(&self) -> Option<bool> {
@@ -1115,7 +1116,9 @@ impl<S: SpinPolicy> RawRwLock<S> {
             return Some(true);
         }
         // Release pairs with the next writer's Acquire (as in unlock_shared).
-        (is_plain_read_release(c)
+        // (A free lock, readers 0, is not ours to release: `None`.)
+        (readers(c) > 0
+            && is_plain_read_release(c)
             && self
                 .count
                 .compare_exchange(c, c - READER_BIAS, Ordering::Release, Ordering::Relaxed)

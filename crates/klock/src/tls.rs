@@ -11,7 +11,7 @@
 //! Other targets use the `thread_local!` fallback of each user.
 
 /// `thread_word!(mod NAME = "SYMBOL")` defines `mod NAME` with
-/// `get() -> u32` and `set(u32)` on the calling thread's copy of a 4-byte
+/// `get() -> u32`, `set(u32)` and `add(u32)` (wrapping) on the calling thread's copy of a 4-byte
 /// initial-exec thread-local (initially 0) named `SYMBOL` (hidden; pick a
 /// name unique in the process image, with a version suffix). x86-64 Linux
 /// only.
@@ -21,7 +21,9 @@
 /// klock::thread_word!(mod w = "klock_doc_example_word_v1");
 /// assert_eq!(w::get(), 0);
 /// w::set(7);
-/// assert_eq!(w::get(), 7);
+/// w::add(2);
+/// w::add(1u32.wrapping_neg());
+/// assert_eq!(w::get(), 8);
 /// assert_eq!(std::thread::spawn(w::get).join().unwrap(), 0);
 /// # }
 /// ```
@@ -60,6 +62,24 @@ macro_rules! thread_word {
                     );
                 }
                 v
+            }
+
+            /// Add `d` to the calling thread's word (wrapping; subtract
+            /// with `d.wrapping_neg()`): one instruction after the offset
+            /// load.
+            #[inline(always)]
+            pub fn add(d: u32) {
+                // SAFETY: as in `get`; changes only the calling thread's copy
+                // (a plain, non-atomic add: no other thread touches it).
+                unsafe {
+                    ::std::arch::asm!(
+                        concat!("mov {off}, qword ptr [rip + ", $sym, "@GOTTPOFF]"),
+                        "add dword ptr fs:[{off}], {d:e}",
+                        off = out(reg) _,
+                        d = in(reg) d,
+                        options(nostack),
+                    );
+                }
             }
 
             /// Write the calling thread's word.

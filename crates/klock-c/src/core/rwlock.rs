@@ -74,8 +74,8 @@ mod reads_word {
         READS_HELD.try_with(Cell::get).unwrap_or(0)
     }
     #[inline]
-    pub fn set(v: u32) {
-        let _ = READS_HELD.try_with(|c| c.set(v));
+    pub fn add(d: u32) {
+        let _ = READS_HELD.try_with(|c| c.set(c.get().wrapping_add(d)));
     }
 }
 
@@ -84,14 +84,13 @@ fn reads_held() -> u32 {
     reads_word::get()
 }
 
+/// Count a read lock taken (`up`) or released. Wrapping: an unlock without
+/// a lock is the program's error (pthread: undefined); it then reads as
+/// "holds read locks", which only lets the thread's reads pass waiting
+/// writers.
 #[inline]
 fn add_reads_held(up: bool) {
-    let c = reads_word::get();
-    reads_word::set(if up {
-        c.saturating_add(1)
-    } else {
-        c.saturating_sub(1)
-    });
+    reads_word::add(if up { 1 } else { 1u32.wrapping_neg() });
 }
 
 /// How a read lock treats waiting writers.
@@ -407,11 +406,11 @@ impl<S: SpinPolicy> KRwLock<S> {
     /// ```
     #[inline(always)]
     pub fn unlock_fast(&self) -> bool {
-        if self.check().is_err() || !self.raw.is_locked() {
+        if self.check().is_err() {
             return false;
         }
-        // SAFETY: pthread's contract: only a holder calls unlock, and the
-        // lock is held.
+        // SAFETY: pthread's contract: only a holder calls unlock (a free
+        // lock answers `None`: the full path reports EPERM).
         match unsafe { self.raw.try_unlock_uncontended() } {
             Some(true) => true,
             Some(false) => {
