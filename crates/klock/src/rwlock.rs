@@ -1079,8 +1079,8 @@ impl<S: SpinPolicy> RawRwLock<S> {
     }
 
     /// The uncontended release of whichever side the caller holds, for the
-    /// C layer's one unlock: the write lock when the count is exactly
-    /// `(0,W)` and the owner hint names the caller (released as
+    /// C layer's one unlock: with WRITER set, the write lock when the count
+    /// is exactly `(0,W)` and the owner hint names the caller (released as
     /// [`unlock_exclusive`](Self::unlock_exclusive) does), or a read lock
     /// whose release is plain (`is_plain_read_release`: one CAS,
     /// `(n,-) -> (n-1,-)`). Returns `Some(true)` for the write lock,
@@ -1105,7 +1105,13 @@ impl<S: SpinPolicy> RawRwLock<S> {
     pub unsafe fn try_unlock_uncontended(&self) -> Option<bool> {
         // Relaxed: the CAS (ours or unlock_exclusive's) decides.
         let c = self.count.load(Ordering::Relaxed);
-        if c == WRITER {
+        if c & WRITER != 0 {
+            // The write side (as `unlock_any` decides). Any other bit or a
+            // reader count (a reader's optimistic add, about to be taken
+            // back) sends it to the full path: that count is not ours.
+            if c != WRITER {
+                return None;
+            }
             let id = crate::tid::current_id();
             // Relaxed: the hint names us only if we wrote it (we hold the lock).
             if owner_id(self.owner.load(Ordering::Relaxed)) != id {
@@ -2202,6 +2208,27 @@ mod tests {
     use super::*;
     use std::sync::Arc;
     use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn try_unlock_uncontended_leaves_a_transient_reader_count_alone() {
+        // `(0,W)` plus a reader's optimistic add (about to be taken back):
+        // the writer's fast unlock must not take that count as its own.
+        let l = RawRwLock::<SpinOff>::new();
+        std::mem::forget(l.try_lock_exclusive().unwrap());
+        l.count.fetch_add(READER_BIAS, Ordering::Relaxed);
+        assert_eq!(unsafe { l.try_unlock_uncontended() }, None);
+        assert_eq!(l.count.load(Ordering::Relaxed), WRITER | READER_BIAS);
+        l.count.fetch_sub(READER_BIAS, Ordering::Relaxed);
+        assert_eq!(unsafe { l.try_unlock_uncontended() }, Some(true));
+        assert!(!l.is_locked());
+        // A free lock is nobody's to release.
+        assert_eq!(unsafe { l.try_unlock_uncontended() }, None);
+        // Two readers: each release is one plain CAS.
+        assert!(l.try_lock_shared() && l.try_lock_shared());
+        assert_eq!(unsafe { l.try_unlock_uncontended() }, Some(false));
+        assert_eq!(unsafe { l.try_unlock_uncontended() }, Some(false));
+        assert!(!l.is_locked());
+    }
 
     #[test]
     fn sizes_and_zero_init() {
