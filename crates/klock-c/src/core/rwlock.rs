@@ -244,50 +244,56 @@ impl<S: SpinPolicy> KRwLock<S> {
                 EDEADLK
             };
         }
+        let raw = &self.raw;
         if p == ReadPolicy::PreferReaders {
-            return self.read_prefer_readers(how);
+            // No recursion special case: a read-owned lock admits every
+            // reader of this policy.
+            return self.read_by(
+                how,
+                || raw.try_lock_shared_prefer_readers(),
+                || raw.lock_shared_prefer_readers(),
+                |d| raw.lock_shared_prefer_readers_until_ns(d),
+            );
         }
-        let recursive = reads_held() > 0;
-        let got = (recursive && self.raw.try_lock_shared_recursive())
-            || match how {
-                How::Try => false,
-                How::Block if recursive => {
-                    self.raw.lock_shared_recursive();
-                    true
-                }
-                How::Block => {
-                    self.raw.lock_shared();
-                    true
-                }
-                // SAFETY: caller's contract.
-                How::Until(clock, abstime) => match unsafe { time::deadline(clock, abstime) } {
-                    Ok(d) => self.raw.lock_shared_until_ns(d),
-                    Err(e) => return e,
-                },
-            };
-        if got {
-            add_reads_held(true);
-            0
-        } else if matches!(how, How::Try) {
-            EBUSY
-        } else {
-            ETIMEDOUT
+        if reads_held() > 0 {
+            // A thread holding read locks passes waiting writers (they may
+            // wait for it); a timed one queues fairly once that fails.
+            return self.read_by(
+                how,
+                || raw.try_lock_shared_recursive(),
+                || raw.lock_shared_recursive(),
+                |d| raw.lock_shared_until_ns(d),
+            );
         }
+        // The fair try already failed in `read`.
+        self.read_by(
+            how,
+            || false,
+            || raw.lock_shared(),
+            |d| raw.lock_shared_until_ns(d),
+        )
     }
 
-    /// The reader-preferring slow path (no recursion special case needed:
-    /// a read-owned lock admits every reader).
-    fn read_prefer_readers(&self, how: How) -> c_int {
-        let got = self.raw.try_lock_shared_prefer_readers()
+    /// One read acquisition after the fast path: `try_` first, then per
+    /// `how` nothing (EBUSY), `block`, or `until` a deadline (ETIMEDOUT; a
+    /// bad `abstime` EINVAL); a read lock taken is counted.
+    fn read_by(
+        &self,
+        how: How,
+        try_: impl FnOnce() -> bool,
+        block: impl FnOnce(),
+        until: impl FnOnce(u64) -> bool,
+    ) -> c_int {
+        let got = try_()
             || match how {
                 How::Try => false,
                 How::Block => {
-                    self.raw.lock_shared_prefer_readers();
+                    block();
                     true
                 }
                 // SAFETY: caller's contract.
                 How::Until(clock, abstime) => match unsafe { time::deadline(clock, abstime) } {
-                    Ok(d) => self.raw.lock_shared_prefer_readers_until_ns(d),
+                    Ok(d) => until(d),
                     Err(e) => return e,
                 },
             };
