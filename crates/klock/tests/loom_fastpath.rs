@@ -201,8 +201,9 @@ impl Rw {
             .l
             .try_lock_exclusive()
             .unwrap_or_else(|| self.l.lock_exclusive());
-        // The C layer keeps no token: `unlock_any` rebuilds it.
-        std::mem::forget(t);
+        // The C layer keeps no token (`unlock_any` rebuilds it): dropping
+        // it releases nothing.
+        let _ = t;
         // SAFETY: we hold the write lock.
         unsafe { self.write_and_unlock() }
     }
@@ -210,7 +211,8 @@ impl Rw {
     /// The blocking write lock alone (C `wrlock` after its `wrlock_fast`
     /// failed), increment, C `unlock`; returns the value before.
     fn incr_blocking(&self) -> usize {
-        std::mem::forget(self.l.lock_exclusive());
+        // The token is dropped (releases nothing): see `incr`.
+        let _ = self.l.lock_exclusive();
         // SAFETY: we hold the write lock.
         unsafe { self.write_and_unlock() }
     }
@@ -317,8 +319,8 @@ fn writer_fast_unlock_vs_pref_reader() {
 fn writer_fast_unlock_two_writers_reader() {
     model(1, |g| {
         let s = Arc::new(Rw::new());
-        let t = s.l.lock_exclusive();
-        std::mem::forget(t);
+        // The token is dropped (releases nothing): see `Rw::incr`.
+        let _ = s.l.lock_exclusive();
         let s1 = s.clone();
         let r = spawn(g, move || s1.read(ReadKind::Plain));
         let s2 = s.clone();
@@ -438,7 +440,8 @@ impl M {
         // SAFETY: we hold it and release it once (by the fast CAS, or else
         // `unlock` with the token).
         if unsafe { self.m.try_unlock_uncontended() } {
-            std::mem::forget(t);
+            // Released: the token is spent (dropping it releases nothing).
+            let _ = t;
         } else {
             // SAFETY: as above.
             unsafe { self.m.unlock(t) };
