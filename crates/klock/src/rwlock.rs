@@ -2214,7 +2214,7 @@ mod tests {
         // `(0,W)` plus a reader's optimistic add (about to be taken back):
         // the writer's fast unlock must not take that count as its own.
         let l = RawRwLock::<SpinOff>::new();
-        std::mem::forget(l.try_lock_exclusive().unwrap());
+        let _held = l.try_lock_exclusive().unwrap();
         l.count.fetch_add(READER_BIAS, Ordering::Relaxed);
         assert_eq!(unsafe { l.try_unlock_uncontended() }, None);
         assert_eq!(l.count.load(Ordering::Relaxed), WRITER | READER_BIAS);
