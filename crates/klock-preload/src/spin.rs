@@ -6,8 +6,9 @@
 //! below when held; `pthread_spin_init` and `pthread_spin_unlock` store 1;
 //! lock is `lock decl` (it got the lock iff the word went 1 -> 0), then
 //! spins on plain loads while the word is <= 0; trylock is a CAS 1 -> 0
-//! (EBUSY otherwise). We keep that protocol exactly (take = CAS 1 -> 0,
-//! release = store 1), so a process-shared spinlock keeps working between
+//! (EBUSY otherwise). We keep that protocol exactly (take = a decrement
+//! that went 1 -> 0 on the first try, CAS 1 -> 0 after; release = store
+//! 1), so a process-shared spinlock keeps working between
 //! processes with and without the preload, and any thread or process may
 //! release it. Only the waiting changes: klock's bounded spin with
 //! exponential backoff (`KLOCK_TAS_BACKOFF_MIN_NS`/`_MAX_NS`) for
@@ -260,15 +261,13 @@ pub unsafe extern "C" fn pthread_spin_lock(l: *mut pthread_spinlock_t) -> c_int 
     if l.is_null() {
         return EINVAL;
     }
-    // The uncontended lock in glibc's protocol, before any dispatch: one CAS
-    // 1 -> 0. Acquire pairs with the Release store of the unlock (as in
-    // `g_try`).
+    // The uncontended lock in glibc's protocol, before any dispatch: one
+    // atomic decrement, taken iff the word went 1 -> 0. A failed decrement
+    // leaves the held word one lower, which glibc's own lockers do too (held
+    // is <= 0; the unlock stores 1). Acquire pairs with the Release store of
+    // the unlock (as in `g_try`).
     // SAFETY: non-null spinlock from the program.
-    if config::spin_fast()
-        && unsafe { word(l) }
-            .compare_exchange(FREE, TAKEN, Ordering::Acquire, Ordering::Relaxed)
-            .is_ok()
-    {
+    if config::spin_fast() && unsafe { word(l) }.fetch_sub(1, Ordering::Acquire) == FREE {
         return 0;
     }
     // SAFETY: as above.
