@@ -388,6 +388,16 @@ mod imp {
         Snapshot { values }
     }
 
+    pub(super) fn thread_snapshot() -> Snapshot {
+        let mut values = [0; NUM_EVENTS];
+        let _ = LOCAL.try_with(|l| {
+            for (v, c) in values.iter_mut().zip(l.0.c.iter()) {
+                *v = c.load(Ordering::Relaxed);
+            }
+        });
+        Snapshot { values }
+    }
+
     pub(super) fn reset() {
         let mut g = global();
         g.retired = [0; NUM_EVENTS];
@@ -486,6 +496,31 @@ pub fn snapshot() -> Snapshot {
     #[cfg(feature = "stats")]
     {
         imp::snapshot()
+    }
+    #[cfg(not(feature = "stats"))]
+    {
+        Snapshot {
+            values: [0; NUM_EVENTS],
+        }
+    }
+}
+
+/// The calling OS thread's own counters (all zero without the feature).
+///
+/// Other threads' counts are not included, so a test can count what its own
+/// thread did while other tests run beside it. Under loom every model thread
+/// runs on the test's OS thread, so this is the whole model's count.
+///
+/// ```
+/// let before = klock::stat::thread_snapshot();
+/// klock::stat::inc(klock::stat::Event::MutexWake);
+/// let d = klock::stat::thread_snapshot().delta(&before);
+/// assert_eq!(d.get(klock::stat::Event::MutexWake), u64::from(klock::stat::ENABLED));
+/// ```
+pub fn thread_snapshot() -> Snapshot {
+    #[cfg(feature = "stats")]
+    {
+        imp::thread_snapshot()
     }
     #[cfg(not(feature = "stats"))]
     {

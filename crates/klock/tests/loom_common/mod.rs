@@ -13,25 +13,85 @@ use loom::thread::{self, JoinHandle};
 /// Runs a model with tunables `t` (set once per process: each loom file is
 /// its own process) at `LOOM_MAX_PREEMPTIONS` (default 2), capped at
 /// `max_bound`; prints the number of executions explored and, with
-/// `--features stats`, which paths they took.
-pub fn run_model(t: Tunables, max_bound: usize, f: impl Fn() + Sync + Send + 'static) {
+/// `--features stats`, which paths they took. Returns those counts summed
+/// over every execution (all zero without `stats`).
+pub fn run_model(
+    t: Tunables,
+    max_bound: usize,
+    f: impl Fn() + Sync + Send + 'static,
+) -> klock::stat::Snapshot {
     let _ = klock::tune::set(t);
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(b.preemption_bound.unwrap_or(2).min(max_bound));
     let iters = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let i2 = iters.clone();
+    // Every model thread runs on this OS thread, so this thread's counters
+    // are the model's, whatever other tests run beside it.
+    let before = klock::stat::thread_snapshot();
     b.check(move || {
         // Relaxed: a count read after `check` returns (same thread).
         i2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         f()
     });
+    let counts = klock::stat::thread_snapshot().delta(&before);
     eprintln!(
         "loom: {} executions",
         iters.load(std::sync::atomic::Ordering::Relaxed)
     );
     if klock::stat::ENABLED {
-        eprint!("{}", klock::stat::snapshot().report());
-        klock::stat::reset();
+        eprint!("{}", counts.report());
+    }
+    counts
+}
+
+/// As [`run_model`], then fails unless every event in `reach` was counted in
+/// at least one execution: the branches a model claims to cover (hand-off,
+/// kick-ahead, OSQ unqueue, ...) are shown to be explored, not just asserted
+/// "if observed". Needs `--features stats` (CI's loom step builds with it);
+/// without it the model fails and says so.
+pub fn run_model_reaching(
+    t: Tunables,
+    max_bound: usize,
+    reach: &[klock::stat::Event],
+    f: impl Fn() + Sync + Send + 'static,
+) -> klock::stat::Snapshot {
+    assert!(
+        klock::stat::ENABLED,
+        "this model asserts that it reaches {:?}: build the loom tests with \
+         --features stats (as .ci/run does)",
+        reach.iter().map(|e| e.name()).collect::<Vec<_>>()
+    );
+    let counts = run_model(t, max_bound, f);
+    for e in reach {
+        assert!(
+            counts.get(*e) > 0,
+            "no execution reached {} (the branch this model claims to cover)",
+            e.name()
+        );
+    }
+    counts
+}
+
+/// A branch a model observes from outside the lock (a returned value, a
+/// word read back): `hit` in the execution that takes it, `assert_reached`
+/// after the model. Use one `static` per model.
+pub struct Branch(std::sync::atomic::AtomicUsize);
+
+impl Branch {
+    pub const fn new() -> Self {
+        Branch(std::sync::atomic::AtomicUsize::new(0))
+    }
+    pub fn hit(&self) {
+        // Relaxed: a count read after loom's `check` returns.
+        self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+    pub fn count(&self) -> usize {
+        // Relaxed: as `hit`.
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    /// Fails unless some execution took the branch named `what`.
+    pub fn assert_reached(&self, what: &str) {
+        assert!(self.count() > 0, "no execution reached: {what}");
     }
 }
 
