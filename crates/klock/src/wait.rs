@@ -1024,24 +1024,69 @@ mod tests {
         t.join().unwrap();
     }
 
+    /// Block until thread `tid` of this process is asleep (state `S`) and
+    /// has entered its futex wait `n` times (`entered`).
+    fn until_asleep(tid: u32, entered: &AtomicU32, n: u32) {
+        let path = format!("/proc/self/task/{tid}/stat");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let stat = std::fs::read_to_string(&path).unwrap();
+            // The state follows the parenthesised command name.
+            let state = stat.rsplit(") ").next().unwrap().chars().next();
+            // Acquire: pairs with the sleeper's Release increment.
+            if entered.load(Ordering::Acquire) >= n && state == Some('S') {
+                return;
+            }
+            assert!(std::time::Instant::now() < deadline, "sleeper never slept");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     #[test]
     fn bitset_wakes_only_matching() {
+        // The sleeper waits with bitset 1<<4 while the word stays 0. A wake
+        // with a disjoint bitset must find nobody (returns 0, the sleeper
+        // stays asleep); a matching one must wake exactly it (returns 1).
+        // A plain wake that ignored the bitset would return 1 the first time.
         let w = Arc::new(AtomicU32::new(0));
-        let woke = Arc::new(AtomicU32::new(0));
-        let (w2, woke2) = (w.clone(), woke.clone());
+        let entered = Arc::new(AtomicU32::new(0));
+        let tid = Arc::new(AtomicU32::new(0));
+        let (w2, e2, t2) = (w.clone(), entered.clone(), tid.clone());
         let t = std::thread::spawn(move || {
+            // SAFETY: gettid has no preconditions.
+            t2.store(unsafe { libc::gettid() } as u32, Ordering::Release);
             while w2.load(Ordering::Acquire) == 0 {
+                // Release: pairs with `until_asleep`'s Acquire load.
+                e2.fetch_add(1, Ordering::Release);
                 futex_wait_bitset(&w2, 0, 1 << 4, None);
             }
-            woke2.store(1, Ordering::Release);
         });
-        std::thread::sleep(Duration::from_millis(5));
-        // A wake with a disjoint bitset must not release it (it re-checks anyway).
-        futex_wake_bitset(&w, u32::MAX, 1 << 5);
+        let tid = loop {
+            // Acquire: pairs with the sleeper's Release store.
+            match tid.load(Ordering::Acquire) {
+                0 => std::thread::yield_now(),
+                t => break t,
+            }
+        };
+        until_asleep(tid, &entered, 1);
+        assert_eq!(
+            futex_wake_bitset(&w, u32::MAX, 1 << 5),
+            0,
+            "disjoint bitset woke a waiter"
+        );
+        until_asleep(tid, &entered, 1);
+        assert_eq!(entered.load(Ordering::Acquire), 1, "the sleeper woke");
+        assert_eq!(
+            futex_wake_bitset(&w, u32::MAX, 1 << 4),
+            1,
+            "matching bitset woke nobody"
+        );
+        // The woken sleeper finds the word still 0 and sleeps again.
+        until_asleep(tid, &entered, 2);
+        // Release: pairs with the sleeper's Acquire load of the word.
         w.store(1, Ordering::Release);
-        futex_wake_bitset(&w, u32::MAX, 1 << 4);
+        futex_wake(&w, u32::MAX);
         t.join().unwrap();
-        assert_eq!(woke.load(Ordering::Acquire), 1);
     }
 
     #[test]

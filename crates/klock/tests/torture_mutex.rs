@@ -59,13 +59,26 @@ fn torture<S: SpinPolicy>(run: Duration) {
             std::thread::spawn(move || {
                 let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ ((i as u64 + 1) * 0x1234_5678));
                 let mut ops = 0u64;
+                let mut before_stop = 0u64;
                 let mut first_op: Option<Duration> = None;
                 let mut timeouts = 0u64;
+                // Keep going past the stop until this thread has its first
+                // acquisition (for the first-acquisition bound below); only
+                // the acquisitions made before the stop count as progress.
                 while !stop.load(Ordering::Relaxed) || ops == 0 {
+                    let stopped = stop.load(Ordering::Relaxed);
                     let r = rng.next();
                     let mut g = if i % 4 == 3 && r.is_multiple_of(2) {
-                        // Timed lockers: leave the wait list on timeout.
-                        match m.try_lock_for(Duration::from_micros(200 + r % 3000)) {
+                        // Timed lockers: leave the wait list on timeout. One
+                        // attempt in eight allows only 1 µs, so that with 16
+                        // threads a CPU some time out in every run (counted
+                        // and asserted below).
+                        let d = if r.is_multiple_of(16) {
+                            Duration::from_micros(1)
+                        } else {
+                            Duration::from_micros(200 + r % 3000)
+                        };
+                        match m.try_lock_for(d) {
                             Some(g) => g,
                             None => {
                                 timeouts += 1;
@@ -98,29 +111,45 @@ fn torture<S: SpinPolicy>(run: Duration) {
                         drop(g);
                     }
                     ops += 1;
+                    if !stopped {
+                        before_stop += 1;
+                    }
                     if first_op.is_none() {
                         first_op = Some(start.elapsed());
                     }
                 }
-                (ops, first_op.unwrap(), timeouts)
+                (ops, before_stop, first_op.unwrap(), timeouts)
             })
         })
         .collect();
     std::thread::sleep(run);
     stop.store(true, Ordering::Relaxed);
     let mut total = 0;
-    let mut min = u64::MAX;
-    for h in hs {
-        let (ops, first, _timeouts) = h.join().unwrap();
+    let mut starved = Vec::new();
+    let mut timeouts = 0;
+    for (i, h) in hs.into_iter().enumerate() {
+        let (ops, before_stop, first, t) = h.join().unwrap();
         // Starvation check: generous bound, not a performance assertion.
         assert!(
             first < Duration::from_secs(20),
             "a thread waited {first:?} for its first acquisition"
         );
         total += ops;
-        min = min.min(ops);
+        timeouts += t;
+        if before_stop == 0 {
+            starved.push(i);
+        }
     }
-    assert!(min >= 1, "every thread made progress");
+    assert!(
+        starved.is_empty(),
+        "threads {starved:?} made no acquisition within {run:?}"
+    );
+    // The timed lockers' give-up path ran (and the clean word below shows
+    // that every one of them left the wait list).
+    assert!(
+        timeouts > 0,
+        "no timed lock timed out: the timeout path was not exercised"
+    );
     let g = m.lock();
     assert_eq!(g.counter, total, "lost update");
     drop(g);

@@ -192,7 +192,7 @@ fn report_and_compare_bad_flags_say_what_is_allowed() {
 }
 
 #[test]
-fn compare_of_a_report_with_itself_flags_nothing() {
+fn compare_flags_what_changed_and_nothing_else() {
     let f = std::env::temp_dir().join(format!("lockbench-cmp-{}.json", std::process::id()));
     let out = lockbench(&[
         "mutex",
@@ -214,6 +214,44 @@ fn compare_of_a_report_with_itself_flags_nothing() {
     let out = lockbench(&["compare", f.to_str().unwrap(), f.to_str().unwrap()]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{text}");
-    assert!(text.contains("0 improved, 0 regressed"), "{text}");
+    // Both records matched (a compare that matched nothing would also flag
+    // nothing), and neither is flagged.
+    assert!(
+        text.contains("2 matched: 0 improved, 0 regressed, 2 within noise"),
+        "{text}"
+    );
+
+    // The same report with klock_mutex's runs ten times faster: compare must
+    // flag that record improved and leave std alone, so the check above can
+    // fail.
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    let mut scaled = 0;
+    for r in v["results"].as_array_mut().unwrap() {
+        if r["lock"] == "klock_mutex" && r["implicit"] == false {
+            let t = r["throughput_mops"].as_f64().unwrap();
+            r["throughput_mops"] = (t * 10.0).into();
+            for x in r["runs_mops"].as_array_mut().unwrap() {
+                *x = (x.as_f64().unwrap() * 10.0).into();
+            }
+            scaled += 1;
+        }
+    }
+    assert_eq!(scaled, 1);
+    let g = std::env::temp_dir().join(format!("lockbench-cmp10-{}.json", std::process::id()));
+    std::fs::write(&g, serde_json::to_string(&v).unwrap()).unwrap();
+    let out = lockbench(&["compare", f.to_str().unwrap(), g.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("2 matched: 1 improved, 0 regressed, 1 within noise"),
+        "{text}"
+    );
+    let klock_row = text
+        .lines()
+        .find(|l| l.starts_with("| klock_mutex"))
+        .unwrap_or_else(|| panic!("no klock_mutex row: {text}"));
+    assert!(klock_row.contains("10.00x"), "{klock_row}");
     let _ = std::fs::remove_file(f);
+    let _ = std::fs::remove_file(g);
 }

@@ -782,6 +782,7 @@ mod tests {
     use super::word::{handoff_requested, has_waiters, owner_id};
     use super::*;
     use std::sync::Arc;
+    use std::sync::atomic::AtomicBool;
     use std::time::Duration;
 
     #[test]
@@ -875,24 +876,37 @@ mod tests {
 
     #[test]
     fn unlock_fair_hands_off() {
+        // The waiter publishes its id, queues, and once it owns the lock
+        // holds it until told to release: so right after `unlock_fair` the
+        // word must already name it (a hand-off), where a plain unlock would
+        // leave the word free or owned by nobody until the woken waiter ran.
         let m = Arc::new(RawMutex::<SpinOff>::new());
         let t = m.lock();
-        let m2 = m.clone();
+        let waiter_id = Arc::new(AtomicU32::new(0));
+        let release = Arc::new(AtomicBool::new(false));
+        let (m2, id2, rel2) = (m.clone(), waiter_id.clone(), release.clone());
         let h = std::thread::spawn(move || {
+            // Release: pairs with the Acquire load below.
+            id2.store(current_id(), Ordering::Release);
             let t = m2.lock();
-            let id = t.id();
+            // Acquire: pairs with the Release store after the check.
+            while !rel2.load(Ordering::Acquire) {
+                std::thread::yield_now();
+            }
             unsafe { m2.unlock(t) };
-            id
         });
         // Wait until the other thread is queued.
         while !has_waiters(m.owner_word()) {
             std::thread::yield_now();
         }
         unsafe { m.unlock_fair(t) };
-        // Handed off: the word names the waiter (or it already released it).
         let w = m.owner_word();
-        let id = h.join().unwrap();
-        assert!(owner_id(w) == id || is_free(w), "{w:#x}");
+        // Acquire: pairs with the waiter's Release store of its id.
+        let id = waiter_id.load(Ordering::Acquire);
+        // Release: pairs with the waiter's Acquire load.
+        release.store(true, Ordering::Release);
+        h.join().unwrap();
+        assert_eq!(owner_id(w), id, "unlock_fair did not hand off: {w:#x}");
         assert_eq!(m.owner_word(), 0);
     }
 
