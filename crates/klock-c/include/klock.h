@@ -178,6 +178,9 @@ int klock_spinlock_trylock(klock_spinlock_t *s);
 int klock_spinlock_unlock(klock_spinlock_t *s);
 /* 0, EBUSY (locked), EINVAL. */
 int klock_spinlock_destroy(klock_spinlock_t *s);
+/* The KLOCK_SPIN variant in effect: "unfair", "pv", "pvbase", "native",
+ * "ticket", "pvticket" or "tas" (static storage). */
+const char *klock_spinlock_variant(void);
 
 /* ---- condition variable ---------------------------------------------------
  * Waits take a klock_mutex_t the caller holds (else EPERM; a recursive

@@ -317,6 +317,19 @@ pub unsafe extern "C" fn klock_spinlock_destroy(s: *mut KSpin) -> c_int {
     unsafe { with(s, KSpin::destroy) }
 }
 
+/// `klock_spinlock_variant()`: the `KLOCK_SPIN` variant this process's
+/// spinlocks use (`"unfair"`, `"pv"`, `"pvbase"`, `"native"`, `"ticket"`,
+/// `"pvticket"` or `"tas"`; static storage). Fixed at the first use.
+#[unsafe(no_mangle)]
+pub extern "C" fn klock_spinlock_variant() -> *const c_char {
+    static NAME: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
+    NAME.get_or_init(|| {
+        // A kind's name has no NUL byte.
+        std::ffi::CString::new(klock::spin::RawSpin::kind().name()).unwrap_or_default()
+    })
+    .as_ptr()
+}
+
 // ---- condvar ---------------------------------------------------------------
 
 /// `klock_cond_init(c, clock)`: a condvar whose timed waits use `clock`

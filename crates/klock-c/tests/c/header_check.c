@@ -36,6 +36,7 @@ STATIC_ASSERT(KLOCK_MUTEX_NORMAL == 0 && KLOCK_MUTEX_RECURSIVE == 1 &&
 
 /* Every function, with the type the documentation gives it. */
 static const char *(*const f_version)(void) = klock_version;
+static const char *(*const f_spin_variant)(void) = klock_spinlock_variant;
 static int (*const f_mutex_init)(klock_mutex_t *, int) = klock_mutex_init;
 static int (*const f_mutex_1[])(klock_mutex_t *) = {
     klock_mutex_lock, klock_mutex_trylock, klock_mutex_unlock, klock_mutex_destroy};
@@ -121,7 +122,7 @@ int main(void) {
     expect(strcmp(klock_version(), KLOCK_VERSION), 0, "klock_version() == KLOCK_VERSION");
 
     /* The declarations matched (above); mark the checks used. */
-    (void)f_version, (void)f_mutex_init, (void)f_mutex_1, (void)f_mutex_timed;
+    (void)f_version, (void)f_spin_variant, (void)f_mutex_init, (void)f_mutex_1, (void)f_mutex_timed;
     (void)f_mutex_clock, (void)f_rwlock_1, (void)f_rwlock_timed, (void)f_rwlock_clock;
     (void)f_spin, (void)f_cond_init, (void)f_cond_wait, (void)f_cond_timed;
     (void)f_cond_clock, (void)f_cond_1;

@@ -3,6 +3,7 @@
  * threads than CPUs (so waiters queue, sleep and are kicked at unlock).
  * tests/c_api.rs runs it once per KLOCK_SPIN variant. */
 #include "common.h"
+#include <string.h>
 
 static klock_spinlock_t st_spin = KLOCK_SPINLOCK_INITIALIZER;
 
@@ -91,6 +92,11 @@ int main(void) {
         FAIL("counter %ld, expected %ld (lost updates)", counter, (long)THREADS * ITERS);
     EXPECT(klock_spinlock_destroy(&counter_s), 0);
 
-    printf("PASS spinlock (KLOCK_SPIN=%s)\n", variant ? variant : "default");
+    /* The library must have run the variant KLOCK_SPIN asked for (the
+     * default is the queued unfair lock). */
+    const char *ran = klock_spinlock_variant();
+    if (strcmp(ran, variant ? variant : "unfair") != 0)
+        FAIL("KLOCK_SPIN=%s but the library ran the %s variant", variant ? variant : "(unset)", ran);
+    printf("PASS spinlock (KLOCK_SPIN=%s, ran %s)\n", variant ? variant : "default", ran);
     return 0;
 }
