@@ -106,6 +106,8 @@ static inline void sleep_ms(long ms) {
     }
 }
 
+#include "blocked.h"
+
 /* Run f(arg) on a new thread and wait for it (for "another thread does X"). */
 static inline void on_other_thread(void *(*f)(void *), void *arg) {
     pthread_t t;

@@ -156,8 +156,10 @@ static void destroyed(void) {
 
 /* A timed lock that gets the mutex when the holder releases it in time. */
 static klock_mutex_t handoff_m = KLOCK_MUTEX_INITIALIZER;
+static volatile pid_t timed_waiter_tid;
 static void *timed_waiter(void *arg) {
     (void)arg;
+    timed_waiter_tid = gettid();
     struct timespec ts = in_ms(CLOCK_MONOTONIC, 5000);
     EXPECT(klock_mutex_clocklock(&handoff_m, CLOCK_MONOTONIC, &ts), 0);
     EXPECT(klock_mutex_unlock(&handoff_m), 0);
@@ -168,7 +170,9 @@ static void timed_success(void) {
     PHASE("timed lock succeeds when released");
     EXPECT(klock_mutex_lock(&handoff_m), 0);
     pthread_t t = spawn(timed_waiter, NULL);
-    sleep_ms(20);
+    while (!timed_waiter_tid)
+        sched_yield();
+    wait_thread_blocked(timed_waiter_tid, 5000); /* it waits in the timed lock */
     EXPECT(klock_mutex_unlock(&handoff_m), 0);
     pthread_join(t, NULL);
 }

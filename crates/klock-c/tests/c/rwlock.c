@@ -129,8 +129,10 @@ static void destroyed(void) {
 /* A reader that holds the lock takes it again while a writer waits. */
 static klock_rwlock_t rec_l = KLOCK_RWLOCK_INITIALIZER;
 static volatile int writer_in;
+static volatile pid_t writer_tid;
 static void *writer(void *arg) {
     (void)arg;
+    writer_tid = gettid();
     EXPECT(klock_rwlock_wrlock(&rec_l), 0);
     writer_in = 1;
     EXPECT(klock_rwlock_unlock(&rec_l), 0);
@@ -141,7 +143,10 @@ static void recursive_read(void) {
     PHASE("recursive read past a waiting writer");
     EXPECT(klock_rwlock_rdlock(&rec_l), 0);
     pthread_t t = spawn(writer, NULL);
-    sleep_ms(30); /* let the writer queue */
+    while (!writer_tid)
+        sched_yield();
+    wait_thread_blocked(writer_tid, 5000); /* the writer is queued, asleep */
+    CHECK(!writer_in);
     EXPECT(klock_rwlock_rdlock(&rec_l), 0);
     struct timespec ts = in_ms(CLOCK_MONOTONIC, 1000);
     EXPECT(klock_rwlock_clockrdlock(&rec_l, CLOCK_MONOTONIC, &ts), 0);

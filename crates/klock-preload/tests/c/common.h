@@ -176,29 +176,8 @@ static inline void *join(pthread_t t) {
     return ret;
 }
 
-/* Wait until thread `tid` (gettid()) sleeps in the kernel: its state in
- * /proc/self/task/<tid>/stat is 'S' (or 'D').  Used to know that a thread
- * that announced it is about to block in a lock call really is blocked there
- * (queued), not still on its way in.  Fails after `max_ms`. */
-__attribute__((unused)) static void wait_thread_blocked(pid_t tid, long max_ms) {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)tid);
-    for (long waited = 0;; waited++) {
-        FILE *f = fopen(path, "r");
-        if (!f)
-            FAIL("open %s: %s", path, strerror(errno));
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-        buf[n] = 0;
-        /* "pid (comm) S ...": the state follows the last ") ". */
-        char *p = strrchr(buf, ')');
-        if (p && p[1] == ' ' && (p[2] == 'S' || p[2] == 'D'))
-            return;
-        if (waited >= max_ms)
-            FAIL("thread %d never blocked (stat: %s)", (int)tid, buf);
-        sleep_ms(1);
-    }
-}
+/* wait_thread_blocked(tid, max_ms): shared with klock-c's C tests. */
+#include "../../../klock-c/tests/c/blocked.h"
 
 /* Small deterministic PRNG (xorshift64*) for per-thread randomness without
  * rand()'s hidden libc lock. */

@@ -11,10 +11,16 @@ static pthread_mutex_t cm = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t c = PTHREAD_COND_INITIALIZER;
 static pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
 static atomic_int blocked;
+static atomic_int tids[5]; /* each blocker's gettid(), by arrival */
+
+/* Count this thread as about to block and publish its id. */
+static void arrive(void) {
+    atomic_store(&tids[atomic_fetch_add(&blocked, 1)], (int)gettid());
+}
 
 static void *lock_blocker(void *arg) {
     (void)arg;
-    atomic_fetch_add(&blocked, 1);
+    arrive();
     OK(pthread_mutex_lock(&held)); /* main holds it forever */
     FAIL("got a mutex that was never released");
 }
@@ -22,7 +28,7 @@ static void *lock_blocker(void *arg) {
 static void *cond_blocker(void *arg) {
     int timed = (int)(intptr_t)arg;
     OK(pthread_mutex_lock(&cm));
-    atomic_fetch_add(&blocked, 1);
+    arrive();
     for (;;) {
         if (timed) {
             struct timespec dl = deadline_ms(CLOCK_REALTIME, 3600 * 1000);
@@ -36,7 +42,7 @@ static void *cond_blocker(void *arg) {
 
 static void *rw_blocker(void *arg) {
     (void)arg;
-    atomic_fetch_add(&blocked, 1);
+    arrive();
     OK(pthread_rwlock_wrlock(&rw)); /* main holds a read lock forever */
     FAIL("got a write lock while a reader holds it");
 }
@@ -70,7 +76,12 @@ int main(void) {
     n++;
     while (atomic_load(&blocked) < n)
         sched_yield();
-    sleep_ms(50); /* let them block */
+    CHECK(n == 5, "tids[] holds 5 blockers, not %d", n);
+    for (int i = 0; i < n; i++) {
+        while (!atomic_load(&tids[i]))
+            sched_yield();
+        wait_thread_blocked(atomic_load(&tids[i]), 5000); /* asleep in its lock */
+    }
     /* Traffic on the condvar's mutex from main, then leave. */
     for (int i = 0; i < 100; i++) {
         OK(pthread_mutex_lock(&cm));

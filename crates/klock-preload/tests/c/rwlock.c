@@ -129,9 +129,11 @@ static void test_try(void) {
 
 static pthread_rwlock_t rec_rw = PTHREAD_RWLOCK_INITIALIZER;
 static atomic_int rec_writer_state; /* 1 = about to block, 2 = got it */
+static atomic_int rec_writer_tid;
 
 static void *rec_writer(void *arg) {
     (void)arg;
+    atomic_store(&rec_writer_tid, (int)gettid());
     atomic_store(&rec_writer_state, 1);
     OK(pthread_rwlock_wrlock(&rec_rw));
     atomic_store(&rec_writer_state, 2);
@@ -147,7 +149,7 @@ static void test_recursive_read(void) {
         pthread_t w = spawn(rec_writer, NULL);
         while (atomic_load(&rec_writer_state) == 0)
             sched_yield();
-        sleep_ms(50); /* give the writer time to queue up */
+        wait_thread_blocked(atomic_load(&rec_writer_tid), 5000); /* queued, asleep */
         CHECK(atomic_load(&rec_writer_state) == 1,
               "writer got in while a reader held the lock");
         /* Default kind: this must not deadlock behind the queued writer. */
