@@ -22,8 +22,8 @@
 //! - xz and zstd: threaded compress / decompress round trips of the pigz
 //!   input, compared byte for byte (condvar signal and timed-wait handoffs).
 //!
-//! Programs are found on PATH. A missing program is a failure when `CI` is
-//! set ("install <package>"); otherwise the test prints a SKIPPED line (to
+//! Programs are found on PATH. A missing program is a failure under
+//! `.ci/run` (`KLOCK_CI=1`) or when `CI` is set ("install <package>"); otherwise the test prints a SKIPPED line (to
 //! the terminal, past the output capture) and returns. The Debian packages
 //! are listed in `tests/packages.txt`.
 
@@ -365,7 +365,7 @@ fn sqlite_threaded_bulk_insert() {
         }
         common::note(&format!(
             "SKIPPED {test}: <sqlite3.h> not found (install the Debian package \
-             `libsqlite3-dev`; with CI set this is a failure)"
+             `libsqlite3-dev`; under .ci/run or with CI set this is a failure)"
         ));
         return;
     }
@@ -1141,6 +1141,11 @@ fn pi_stress_inversions() {
         // Its progress line is redrawn with carriage returns.
         let out = format!("{}\n{}", r.stdout, r.stderr).replace('\r', "\n");
         if mode == Mode::Plain && !r.success() && out.contains("boosting to max priority") {
+            // .ci/run runs as root, so there this is a failure.
+            assert!(
+                !common::in_ci(),
+                "{test}: pi_stress may not use SCHED_FIFO (run .ci/run as root)"
+            );
             common::note(&format!(
                 "SKIPPED {test}: pi_stress may not use SCHED_FIFO here (needs root or \
                  CAP_SYS_NICE)"

@@ -560,22 +560,31 @@ mod tests {
     #[test]
     fn counts_sum_across_threads_including_exited() {
         let _s = TEST_SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-        // Other tests may count too: use deltas on an event only this test uses.
+        // Other tests may count the same event concurrently (the unfair
+        // spinlock counts UnfairClaim): each thread's own block is exact, the
+        // global sum can only exceed what this test added.
         let before = snapshot().get(Event::UnfairClaim);
         let hs: Vec<_> = (0..4)
             .map(|_| {
                 std::thread::spawn(|| {
+                    let mine = thread_snapshot().get(Event::UnfairClaim);
                     for _ in 0..100 {
                         inc(Event::UnfairClaim);
                     }
+                    thread_snapshot().get(Event::UnfairClaim) - mine
                 })
             })
             .collect();
         for h in hs {
-            h.join().unwrap();
+            assert_eq!(h.join().unwrap(), 100, "a thread's own counter");
         }
+        let mine = thread_snapshot().get(Event::UnfairClaim);
         add(Event::UnfairClaim, 5);
-        assert_eq!(snapshot().get(Event::UnfairClaim) - before, 405);
+        assert_eq!(thread_snapshot().get(Event::UnfairClaim) - mine, 5);
+        // The four threads have exited: their counts were retired into the
+        // sum, not lost with them.
+        let d = snapshot().get(Event::UnfairClaim) - before;
+        assert!(d >= 405, "{d} < 405: exited threads' counts lost");
         let r = snapshot().report();
         assert!(r.contains("unfair_claim"));
         reset();

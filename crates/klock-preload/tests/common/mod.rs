@@ -462,8 +462,11 @@ pub fn find_on_path(name: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Whether a skipped test is a failure: under `.ci/run` (which exports
+/// `KLOCK_CI=1`) or a CI service (`CI` set), whoever calls it.
 pub fn in_ci() -> bool {
-    env::var_os("CI").is_some_and(|v| !v.is_empty())
+    let set = |v: &str| env::var_os(v).is_some_and(|v| !v.is_empty());
+    set("CI") || set("KLOCK_CI")
 }
 
 /// Prints a note that bypasses the test harness's output capture, so skips
@@ -473,7 +476,7 @@ pub fn note(msg: &str) {
     let _ = writeln!(e, "{msg}");
 }
 
-/// Finds `program` on PATH. When missing: panics under CI (`CI` set), or
+/// Finds `program` on PATH. When missing: panics under CI ([`in_ci`]), or
 /// prints a visible SKIPPED note and returns `None`.
 pub fn require_program(test: &str, program: &str, package: &str) -> Option<PathBuf> {
     if let Some(p) = find_on_path(program) {
@@ -487,7 +490,7 @@ pub fn require_program(test: &str, program: &str, package: &str) -> Option<PathB
     }
     note(&format!(
         "SKIPPED {test}: `{program}` not found on PATH (install the Debian package \
-         `{package}`; with CI set this is a failure)"
+         `{package}`; under .ci/run or with CI set this is a failure)"
     ));
     None
 }

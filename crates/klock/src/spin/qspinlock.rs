@@ -922,14 +922,16 @@ mod tests {
         let _s = crate::stat::TEST_SERIAL
             .lock()
             .unwrap_or_else(|e| e.into_inner());
-        let before = crate::stat::snapshot();
         let l = std::sync::Arc::new(RawQSpinLock::<Pv>::new());
         let t = l.lock();
         let l2 = l.clone();
+        // The second locker's own counters: other tests cannot add to them.
         let h = std::thread::spawn(move || {
+            let before = crate::stat::thread_snapshot();
             let t = l2.lock();
             // SAFETY: held, with its token.
             unsafe { l2.unlock(t) };
+            crate::stat::thread_snapshot().delta(&before)
         });
         // Let the other thread find the lock held (it waits however long we take).
         while l.word() & !LOCKED_MASK == 0 && !h.is_finished() {
@@ -937,8 +939,7 @@ mod tests {
         }
         // SAFETY: held, with its token.
         unsafe { l.unlock(t) };
-        h.join().unwrap();
-        let d = crate::stat::snapshot().delta(&before);
+        let d = h.join().unwrap();
         assert!(d.get(Event::LockPending) + d.get(Event::LockSlowpath) >= 1);
     }
 
