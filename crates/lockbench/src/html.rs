@@ -371,6 +371,7 @@ svg{display:block;margin:0.8em 0}.err{color:#b00;font-weight:bold}\
 .better{background:#d4edda;color:#155724;font-weight:bold}\
 .same{background:#eeeeee;color:#444}\
 .worse{background:#f8d7da;color:#721c24;font-weight:bold}\
+.inconclusive{background:#fff3cd;color:#856404}\
 ul.picks li{margin:0.3em 0}p.meta{color:#555;font-size:13px}\
 table.verdict td:nth-child(2){text-align:left}\
 pre{background:#f7f7f7;padding:0.6em;font-size:12px;overflow-x:auto}";
@@ -419,12 +420,13 @@ pub fn verdict_html(report: &Report, extra: &[verdict::Sample]) -> String {
     s.push_str("<ul class=\"picks\">\n");
     for (sm, _, _) in &fams {
         s.push_str(&format!(
-            "<li><b>{}</b> {} <span class=\"meta\">({} better, {} same, {} worse)</span></li>\n",
+            "<li><b>{}</b> {} <span class=\"meta\">({} better, {} same, {} worse, {} inconclusive)</span></li>\n",
             esc(&sm.headline),
             esc(&sm.detail),
             sm.better,
             sm.same,
-            sm.worse
+            sm.worse,
+            sm.inconclusive
         ));
     }
     s.push_str("</ul>\n");
@@ -434,6 +436,7 @@ pub fn verdict_html(report: &Report, extra: &[verdict::Sample]) -> String {
                 Outcome::Better => "better",
                 Outcome::Same => "same",
                 Outcome::Worse => "worse",
+                Outcome::Inconclusive => "inconclusive",
             })
         };
         s.push_str(&table_html(t, Some("verdict"), &class));

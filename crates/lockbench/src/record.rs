@@ -86,6 +86,10 @@ pub struct Record {
     pub per_thread_ops: Vec<u64>,
     /// Per-thread max/min ratio (median over runs); `null` = infinite (a starved thread).
     pub fairness_max_min: Option<f64>,
+    /// The smallest share of the mean over all threads that any one thread
+    /// had in any run (its ops / the mean; 0 = a thread did nothing in a run).
+    /// `null` in reports written before it was recorded.
+    pub min_thread_share: Option<f64>,
     /// Throughput / ideal (see docs/lockbench.md); `null` if not applicable.
     pub ceiling_fraction: Option<f64>,
     /// Sampled acquisition latency (percentiles: median over runs; max: over all runs).

@@ -491,6 +491,7 @@ pub fn verdict_text(samples: &[crate::verdict::Sample], color: bool) -> String {
                 Outcome::Better => "\x1b[1;32m",
                 Outcome::Same => "\x1b[2m",
                 Outcome::Worse => "\x1b[1;31m",
+                Outcome::Inconclusive => "\x1b[33m",
             })
         };
         s.push_str(&t.to_text_styled(&style));

@@ -1,20 +1,24 @@
 //! The verdict: klock's default locks against the best peer measured in the same run.
 //!
 //! For every case (a workload at one thread count) in which a klock default lock
-//! ([`FAMILIES`]) was measured, the verdict picks the best *peer* (a lock that is not
-//! klock's, of the same kind) by its median and reports
+//! ([`FAMILIES`]) was measured, the verdict picks the best *eligible peer* (a lock
+//! that is not klock's, of the same kind) by its median and reports
 //!
 //! * the ratio klock / best peer, oriented so that > 1 means klock is better (for a
-//!   time or ns/op, peer / klock), with the range the runs allow: from klock's worst
-//!   run against the peer's best to klock's best against the peer's worst;
-//! * the outcome: **better** when klock's slowest run beats the peer's fastest,
-//!   **worse** when klock's fastest run loses to the peer's slowest, else **same**
-//!   (the runs' min-max ranges overlap: the difference is within noise).
+//!   time or ns/op, peer / klock), with a 95 % bootstrap confidence interval over
+//!   the interleaved runs ([`crate::stats::ratio_ci`]: paired by round);
+//! * the outcome: **same** when the whole interval lies within ±[`SAME_MARGIN`]
+//!   (5 %), else **better** when it lies above 1, **worse** when below 1, and
+//!   **inconclusive** when it straddles 1 and reaches past ±5 %: the row then says
+//!   how many more runs would likely decide it ([`Cell::more_runs`]).
 //!
-//! A reader/writer peer that starved a class in the run (a thread of it under
-//! [`STARVED_MIN_AVG`] of its class mean: glibc's default rwlock starves writers,
-//! std's does at 18+18) is not eligible as the best peer, because total throughput
-//! rewards starving writers; the tables beside the verdict show every lock's shares.
+//! Fairness and tail latency are part of the verdict, not footnotes. A lock is not
+//! eligible as "the pick" when, in some run, a thread did less than
+//! [`STARVED_MIN_AVG`] of the mean over all threads (zero-op classes included:
+//! glibc's default rwlock starves writers, std's does at 18+18), or when its
+//! p99.9 is more than [`TAIL_MAX_X`] times the best eligible peer's. Such a
+//! peer is left out; when klock is such a lock its row reads **worse**, saying
+//! why ([`Cell::note`]).
 //!
 //! [`summarize`] turns a family's cases into one sentence naming the lock to pick.
 
@@ -137,27 +141,67 @@ pub struct Sample {
     pub higher_better: bool,
     /// Unit of `median`, e.g. `Mops/s`.
     pub unit: String,
-    /// The class this reader/writer lock starved in the run (a thread of it
-    /// got under [`STARVED_MIN_AVG`] of its class mean), if any. Such a peer
-    /// is not "the best peer": total throughput rewards starving writers.
+    /// Whom this lock starved in the run (a thread under [`STARVED_MIN_AVG`]
+    /// of the mean over all threads in some run): `"writers"`, `"readers"` or
+    /// `"a thread"`. Such a lock is not eligible: total throughput rewards
+    /// starving a thread.
     pub starves: Option<&'static str>,
+    /// p99.9 latency of one acquisition in ns, when the record measured it.
+    pub tail_ns: Option<u64>,
 }
 
-/// A reader/writer record whose slowest thread of a class did less than this
-/// fraction of that class's mean starved the class (the issue's no-starvation
-/// criterion is 0.5; 0.1 keeps merely unfair locks eligible as peers).
+/// A record in which some thread, in some run, did less than this fraction of
+/// the mean over all threads starved that thread (zero-op classes included).
 pub const STARVED_MIN_AVG: f64 = 0.1;
 
-/// The class a reader/writer record starved, if any (see [`Sample::starves`]).
+/// A lock whose p99.9 latency exceeds this multiple of the best eligible
+/// peer's is not eligible as the pick.
+pub const TAIL_MAX_X: f64 = 2.0;
+
+/// "same" needs the whole confidence interval within 1 ± this.
+pub const SAME_MARGIN: f64 = 0.05;
+
+/// Whom a record starved, if anyone (see [`Sample::starves`]): the smallest
+/// share of the mean over all threads that any thread had in any run
+/// (`min_thread_share`; for reports written before it, the median run's
+/// per-thread counts and the classes' minima).
 fn starved_class(r: &Record) -> Option<&'static str> {
-    let low = |c: &crate::record::ClassMetrics| {
-        c.ops_per_thread.min < STARVED_MIN_AVG * c.ops_per_thread.avg
+    let classes = [&r.readers, &r.writers].into_iter().flatten();
+    let all_mean = if r.ops_per_thread.avg > 0.0 {
+        r.ops_per_thread.avg
+    } else {
+        // Older records may carry only the classes' figures.
+        let (n, sum) = classes.fold((0usize, 0.0), |(n, s), c| {
+            (n + c.threads, s + c.threads as f64 * c.ops_per_thread.avg)
+        });
+        if n > 0 { sum / n as f64 } else { 0.0 }
     };
-    match (&r.readers, &r.writers) {
-        (_, Some(w)) if low(w) => Some("writers"),
-        (Some(rd), _) if low(rd) => Some("readers"),
-        _ => None,
+    let share = r.min_thread_share.unwrap_or_else(|| {
+        let classes = [&r.readers, &r.writers]
+            .into_iter()
+            .flatten()
+            .map(|c| c.ops_per_thread.min);
+        let min = classes.fold(
+            if r.ops_per_thread.avg > 0.0 {
+                r.ops_per_thread.min
+            } else {
+                f64::INFINITY
+            },
+            f64::min,
+        );
+        if all_mean > 0.0 { min / all_mean } else { 1.0 }
+    });
+    if share >= STARVED_MIN_AVG {
+        return None;
     }
+    let low = |c: &Option<crate::record::ClassMetrics>| {
+        c.as_ref().map_or(f64::INFINITY, |c| c.ops_per_thread.min)
+    };
+    Some(match (&r.readers, &r.writers) {
+        (Some(_), Some(_)) if low(&r.writers) <= low(&r.readers) => "writers",
+        (Some(_), Some(_)) => "readers",
+        _ => "a thread",
+    })
 }
 
 impl Sample {
@@ -223,29 +267,35 @@ pub fn samples(report: &Report) -> Vec<Sample> {
                 higher_better: higher,
                 unit: unit.into(),
                 starves: starved_class(r),
+                tail_ns: (r.latency_ns.samples > 0 && r.latency_ns.p999 > 0)
+                    .then_some(r.latency_ns.p999),
             }
         })
         .collect()
 }
 
-/// Better, same within noise, or worse.
+/// Better, same, worse, or not yet decided by the runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// klock's worst run beats the peer's best.
+    /// The confidence interval lies above 1 (and not all within ±5 %).
     Better,
-    /// The runs' ranges overlap.
+    /// The confidence interval lies within ±[`SAME_MARGIN`].
     Same,
-    /// klock's best run loses to the peer's worst.
+    /// The confidence interval lies below 1 (and not all within ±5 %), or
+    /// klock starved a thread or had more than [`TAIL_MAX_X`] the tail.
     Worse,
+    /// The interval straddles 1 and reaches past ±5 %: more runs needed.
+    Inconclusive,
 }
 
 impl Outcome {
-    /// `better`, `same`, `worse`.
+    /// `better`, `same`, `worse`, `inconclusive`.
     pub fn word(self) -> &'static str {
         match self {
             Outcome::Better => "better",
             Outcome::Same => "same",
             Outcome::Worse => "worse",
+            Outcome::Inconclusive => "inconclusive",
         }
     }
 }
@@ -267,47 +317,93 @@ pub struct Cell {
     pub peer: Sample,
     /// Every eligible peer's sample in this case (the best one included).
     pub peers: Vec<Sample>,
-    /// klock relative to the peer, > 1 = klock better (median ratio).
+    /// klock relative to the peer, > 1 = klock better (median of the
+    /// per-round ratios).
     pub ratio: f64,
-    /// The least favourable ratio the runs allow.
+    /// Lower end of the ratio's 95 % confidence interval.
     pub ratio_lo: f64,
-    /// The most favourable ratio the runs allow.
+    /// Upper end of the ratio's 95 % confidence interval.
     pub ratio_hi: f64,
     /// The outcome.
     pub outcome: Outcome,
+    /// For an inconclusive row: about how many more runs (per lock) would
+    /// decide it, if the spread stays as it is.
+    pub more_runs: Option<usize>,
+    /// Why klock's row is worse whatever its throughput (it starved a
+    /// thread, or its p99.9 is more than [`TAIL_MAX_X`] the best peer's).
+    pub note: Option<String>,
 }
 
-/// Compares a klock sample with a peer's: (ratio, lo, hi, outcome).
+/// Compares a klock sample with a peer's: (ratio, lo, hi, outcome), the ratio
+/// with its 95 % bootstrap interval over the runs (see the module docs).
 ///
 /// ```
 /// use lockbench::verdict::{Outcome, Sample, compare_samples};
-/// let s = |m: f64, runs: Vec<f64>| Sample {
+/// let s = |runs: Vec<f64>| Sample {
 ///     scenario: "x".into(), point: "T=2".into(), order: 2, lock: "l".into(),
-///     median: m, runs, higher_better: true, unit: "Mops/s".into(), starves: None,
+///     median: lockbench::stats::median(&runs), runs, higher_better: true,
+///     unit: "Mops/s".into(), starves: None, tail_ns: None,
 /// };
-/// let (r, lo, hi, o) = compare_samples(&s(2.0, vec![1.9, 2.1]), &s(1.0, vec![0.9, 1.1]));
+/// let (r, lo, hi, o) = compare_samples(&s(vec![1.9, 2.0, 2.1]), &s(vec![0.9, 1.0, 1.1]));
 /// assert_eq!(o, Outcome::Better);
-/// assert!((r - 2.0).abs() < 1e-9 && lo > 1.7 && hi < 2.4);
-/// let (_, _, _, o) = compare_samples(&s(1.05, vec![0.9, 1.1]), &s(1.0, vec![0.95, 1.2]));
+/// assert!((r - 2.0).abs() < 0.2 && lo > 1.7 && hi < 2.4);
+/// // Within 2 % in every round: the same.
+/// let (_, _, _, o) = compare_samples(&s(vec![1.01, 1.52, 0.99]), &s(vec![1.0, 1.5, 1.0]));
 /// assert_eq!(o, Outcome::Same);
+/// // 0.9x in every round, however noisy the peer: worse.
+/// let (_, _, _, o) = compare_samples(&s(vec![0.9, 1.8, 0.45]), &s(vec![1.0, 2.0, 0.5]));
+/// assert_eq!(o, Outcome::Worse);
 /// ```
 pub fn compare_samples(k: &Sample, p: &Sample) -> (f64, f64, f64, Outcome) {
-    let (km, kl, kh) = k.range();
-    let (pm, pl, ph) = p.range();
-    let div = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::INFINITY };
-    let (r, lo, hi) = if k.higher_better {
-        (div(km, pm), div(kl, ph), div(kh, pl))
-    } else {
-        (div(pm, km), div(pl, kh), div(ph, kl))
+    let (r, lo, hi, o, _) = compare_full(k, p);
+    (r, lo, hi, o)
+}
+
+/// [`compare_samples`] plus, when inconclusive, about how many more runs per
+/// lock would decide it (the interval's width shrinks as 1/sqrt(runs)).
+pub fn compare_full(k: &Sample, p: &Sample) -> (f64, f64, f64, Outcome, Option<usize>) {
+    let one = |s: &Sample| {
+        if s.runs.is_empty() {
+            vec![s.median]
+        } else {
+            s.runs.clone()
+        }
     };
-    let outcome = if lo > 1.0 {
+    let (kr, pr) = (one(k), one(p));
+    let (r, lo, hi) = if k.higher_better {
+        crate::stats::ratio_ci(&kr, &pr)
+    } else {
+        // Time per op: the peer's over klock's, so > 1 is still klock better.
+        crate::stats::ratio_ci(&pr, &kr)
+    };
+    let n = kr.len().min(pr.len());
+    let m = SAME_MARGIN;
+    let outcome = if n < 2 || !(lo.is_finite() && hi.is_finite()) {
+        Outcome::Inconclusive
+    } else if lo >= 1.0 - m && hi <= 1.0 + m {
+        Outcome::Same
+    } else if lo > 1.0 {
         Outcome::Better
     } else if hi < 1.0 {
         Outcome::Worse
     } else {
-        Outcome::Same
+        Outcome::Inconclusive
     };
-    (r, lo, hi, outcome)
+    let more = (outcome == Outcome::Inconclusive).then(|| {
+        // The half-width that would decide: inside ±m around 1 ("same"), or
+        // clear of 1 ("better"/"worse"), whichever allows the wider interval.
+        let need = (m - (r - 1.0).abs()).max((r - 1.0).abs());
+        let half = (hi - lo) / 2.0;
+        if n < 2 {
+            5usize.saturating_sub(n).max(1)
+        } else if need <= 0.0 || !half.is_finite() {
+            usize::MAX
+        } else {
+            let total = (n as f64 * (half / need).powi(2)).ceil() as usize;
+            total.saturating_sub(n).max(1)
+        }
+    });
+    (r, lo, hi, outcome, more)
 }
 
 /// The verdict rows for every (scenario, point) where a klock default lock and at
@@ -346,6 +442,13 @@ pub fn cells(samples: &[Sample]) -> Vec<Cell> {
                     .filter(|s| s.median.is_finite() && s.median > 0.0)
                     .filter(|s| s.starves.is_none())
                     .collect();
+                // Tail: the best (lowest) p99.9 among the non-starving peers.
+                let best_tail = peers.iter().filter_map(|s| s.tail_ns).min();
+                let tail_ok = |s: &Sample| match (s.tail_ns, best_tail) {
+                    (Some(t), Some(b)) => t as f64 <= TAIL_MAX_X * b as f64,
+                    _ => true,
+                };
+                let peers: Vec<&Sample> = peers.into_iter().filter(|s| tail_ok(s)).collect();
                 let peer = peers.iter().copied().max_by(|a, b| {
                     if k.higher_better {
                         a.median.total_cmp(&b.median)
@@ -356,7 +459,18 @@ pub fn cells(samples: &[Sample]) -> Vec<Cell> {
                 let Some(p) = peer else {
                     continue;
                 };
-                let (ratio, ratio_lo, ratio_hi, outcome) = compare_samples(k, p);
+                let (ratio, ratio_lo, ratio_hi, mut outcome, more_runs) = compare_full(k, p);
+                let note = match (k.starves, k.tail_ns, best_tail) {
+                    (Some(who), _, _) => Some(format!("klock starved {who}")),
+                    (None, Some(t), Some(b)) if !tail_ok(k) => Some(format!(
+                        "klock's p99.9 {:.1}x the best peer's",
+                        t as f64 / b.max(1) as f64
+                    )),
+                    _ => None,
+                };
+                if note.is_some() {
+                    outcome = Outcome::Worse;
+                }
                 out.push(Cell {
                     family: fam,
                     scenario: sc.to_string(),
@@ -369,6 +483,12 @@ pub fn cells(samples: &[Sample]) -> Vec<Cell> {
                     ratio_lo,
                     ratio_hi,
                     outcome,
+                    more_runs: if outcome == Outcome::Inconclusive {
+                        more_runs
+                    } else {
+                        None
+                    },
+                    note,
                 });
             }
         }
@@ -387,6 +507,8 @@ pub struct Summary {
     pub same: usize,
     /// Cases where klock is worse.
     pub worse: usize,
+    /// Cases the runs did not decide.
+    pub inconclusive: usize,
     /// The lock to pick (a Rust type or a peer's lockbench name).
     pub pick: String,
     /// The answer: `Mutex: pick parking_lot.`
@@ -475,7 +597,7 @@ pub fn summarize(cells: &[Cell]) -> Vec<Summary> {
                     match o {
                         Outcome::Better => ahead.push((c, r)),
                         Outcome::Worse => behind.push((c, r)),
-                        Outcome::Same => {}
+                        Outcome::Same | Outcome::Inconclusive => {}
                     }
                 }
             }
@@ -561,12 +683,36 @@ pub fn summarize(cells: &[Cell]) -> Vec<Summary> {
                 )
             }
         };
+        let inc: Vec<&Cell> = by(Outcome::Inconclusive);
+        let mut detail = detail;
+        if !inc.is_empty() {
+            let more = inc.iter().filter_map(|c| c.more_runs).max().unwrap_or(0);
+            detail.push_str(&format!(
+                " {} of {n} cases are inconclusive ({}){}.",
+                inc.len(),
+                list(&inc),
+                if more == usize::MAX || more == 0 {
+                    String::new()
+                } else {
+                    format!(": about {more} more runs per lock would decide them")
+                }
+            ));
+        }
+        let starved: Vec<&Cell> = cs.iter().copied().filter(|c| c.note.is_some()).collect();
+        if !starved.is_empty() {
+            detail.push_str(&format!(
+                " Fairness or tail ruled klock out at {} ({}).",
+                list(&starved),
+                starved[0].note.as_deref().unwrap_or_default()
+            ));
+        }
         let sentence = format!("{headline} {detail}");
         out.push(Summary {
             family: fam,
             better: b.len(),
             same: s.len(),
             worse: w.len(),
+            inconclusive: inc.len(),
             pick,
             headline,
             detail,
@@ -611,6 +757,16 @@ pub fn fmt_ratio(c: &Cell) -> String {
     format!("{}x ({}-{})", f(c.ratio), f(c.ratio_lo), f(c.ratio_hi))
 }
 
+/// The verdict column: the outcome, and why (klock ruled out) or how many
+/// more runs would decide (inconclusive).
+pub fn outcome_text(c: &Cell) -> String {
+    match (&c.note, c.more_runs) {
+        (Some(n), _) => format!("{} ({n})", c.outcome.word()),
+        (None, Some(m)) if m != usize::MAX => format!("{} (~{m} more runs)", c.outcome.word()),
+        _ => c.outcome.word().to_string(),
+    }
+}
+
 /// The verdict table of one family (plain cells; the terminal and HTML renderers
 /// colour the last two columns by [`Cell::outcome`]).
 pub fn table(fam: &Family, cells: &[&Cell]) -> crate::table::Table {
@@ -623,7 +779,7 @@ pub fn table(fam: &Family, cells: &[&Cell]) -> crate::table::Table {
                 fmt_value(c.klock.median, &c.klock.unit),
                 format!("{} {}", c.peer.lock, fmt_value(c.peer.median, &c.peer.unit)),
                 fmt_ratio(c),
-                c.outcome.word().to_string(),
+                outcome_text(c),
             ]
         })
         .collect();
@@ -637,7 +793,7 @@ pub fn table(fam: &Family, cells: &[&Cell]) -> crate::table::Table {
             "threads",
             "klock (median)",
             "best peer (median)",
-            "klock vs peer (run range)",
+            "klock vs peer (95% CI)",
             "verdict",
         ]
         .map(String::from)
@@ -659,9 +815,10 @@ pub fn by_family(cells: &[Cell]) -> Vec<(Summary, Vec<&Cell>, crate::table::Tabl
 }
 
 /// How to read the verdict, one line.
-pub const LEGEND: &str = "klock vs peer > 1 means klock is better (throughput ratio; for ns/op and times, peer / klock). \
-     The range runs from klock's worst run against the peer's best to the reverse. \
-     better / worse: the runs' min-max ranges do not overlap; same: they overlap (within noise).";
+pub const LEGEND: &str = "klock vs peer > 1 means klock is better (throughput ratio; for ns/op and times, peer / klock), \
+     the median of the per-round ratios with its 95 % bootstrap confidence interval over the interleaved runs. \
+     same: the interval lies within ±5 %; better / worse: it lies above / below 1; inconclusive: neither (more runs would decide). \
+     A lock that starved a thread (under 10 % of the mean in a run) or whose p99.9 is over 2x the best peer's is never the pick; klock's row then reads worse.";
 
 #[cfg(test)]
 mod tests {
@@ -767,6 +924,153 @@ mod tests {
     }
 
     #[test]
+    fn consistently_slower_reads_worse_however_noisy_the_peer() {
+        // klock at exactly 0.9x the peer in every round; the peer's own runs
+        // vary by 2x, so the runs' min-max ranges overlap (the old rule read
+        // "same"). Paired by round, the interval is 0.9..0.9: worse.
+        let peer = [4.0, 6.0, 3.0, 5.5, 4.5];
+        let k: Vec<f64> = peer.iter().map(|x| x * 0.9).collect();
+        let cs = cells(&samples(&Report {
+            results: vec![
+                rec("mutex", "klock_mutex", 8, &k),
+                rec("mutex", "parking_lot", 8, &peer),
+            ],
+            ..Report::default()
+        }));
+        assert_eq!(cs[0].outcome, Outcome::Worse, "{:?}", cs[0]);
+        assert!((cs[0].ratio - 0.9).abs() < 1e-9);
+        // A 0.66x median with scattered rounds is not "same" either.
+        let cs = cells(&samples(&Report {
+            results: vec![
+                rec("mutex", "klock_mutex", 8, &[2.0, 4.5, 2.6, 3.9, 2.2]),
+                rec("mutex", "parking_lot", 8, &[4.0, 5.0, 3.5, 4.8, 3.9]),
+            ],
+            ..Report::default()
+        }));
+        assert_ne!(cs[0].outcome, Outcome::Same, "{:?}", cs[0]);
+    }
+
+    #[test]
+    fn noisy_rounds_are_inconclusive_and_say_how_many_more_runs() {
+        // Rounds scatter around 1.0 by +-15 %: neither within 5 % nor clear of 1.
+        let cs = cells(&samples(&Report {
+            results: vec![
+                rec("mutex", "klock_mutex", 8, &[1.15, 0.85, 1.1, 0.9, 1.0]),
+                rec("mutex", "parking_lot", 8, &[1.0, 1.0, 1.0, 1.0, 1.0]),
+            ],
+            ..Report::default()
+        }));
+        let c = &cs[0];
+        assert_eq!(c.outcome, Outcome::Inconclusive, "{c:?}");
+        let more = c.more_runs.expect("a number of runs");
+        assert!((1..1000).contains(&more), "{more}");
+        assert!(outcome_text(c).contains("more runs"), "{}", outcome_text(c));
+        let sm = summarize(&cs).remove(0);
+        assert_eq!(sm.inconclusive, 1);
+        assert!(sm.detail.contains("inconclusive"), "{}", sm.detail);
+    }
+
+    #[test]
+    fn a_zero_op_class_makes_a_peer_ineligible() {
+        use crate::record::ClassMetrics;
+        // The whole writer class did nothing: each writer equals its class
+        // mean (0), which the old per-class rule let pass.
+        let class = |avg: f64| ClassMetrics {
+            threads: 4,
+            ops_per_thread: crate::stats::MinAvgMax {
+                min: avg,
+                avg,
+                max: avg,
+            },
+            ..ClassMetrics::default()
+        };
+        let rw = |lock: &str, mops: f64, writer_ops: f64| {
+            let mut r = rec("rwlock", lock, 8, &[mops, mops * 1.01, mops * 0.99]);
+            r.readers = Some(class(100.0));
+            r.writers = Some(class(writer_ops));
+            r
+        };
+        let report = Report {
+            results: vec![
+                rw("klock_rwsem", 5.0, 40.0),
+                rw("std_rw", 9.0, 0.0),
+                rw("parking_lot_rw", 6.0, 30.0),
+            ],
+            ..Report::default()
+        };
+        let ss = samples(&report);
+        let std_rw = ss.iter().find(|s| s.lock == "std_rw").unwrap();
+        assert_eq!(std_rw.starves, Some("writers"));
+        let c = cells(&ss);
+        let c = c.iter().find(|c| c.family.name == "RwLock").unwrap();
+        assert_eq!(c.peer.lock, "parking_lot_rw");
+        // The same through the per-run share the runner records.
+        let mut r = rec("mutex", "std", 8, &[9.0, 9.0, 9.0]);
+        r.min_thread_share = Some(0.0);
+        assert_eq!(
+            samples(&Report {
+                results: vec![r],
+                ..Report::default()
+            })[0]
+                .starves,
+            Some("a thread")
+        );
+    }
+
+    #[test]
+    fn tail_and_starvation_rule_out_peers_and_klock() {
+        let with_tail = |lock: &str, runs: &[f64], p999: u64, share: f64| {
+            let mut r = rec("mutex", lock, 32, runs);
+            r.latency_ns.p999 = p999;
+            r.latency_ns.samples = 1000;
+            r.min_thread_share = Some(share);
+            r
+        };
+        // std is fastest but its p99.9 is 3x parking_lot's: not the peer.
+        let cs = cells(&samples(&Report {
+            results: vec![
+                with_tail("klock_mutex", &[5.0, 5.0, 5.0], 1000, 0.8),
+                with_tail("std", &[6.0, 6.0, 6.0], 3000, 0.8),
+                with_tail("parking_lot", &[5.0, 5.1, 4.9], 1000, 0.8),
+            ],
+            ..Report::default()
+        }));
+        let c = cs.iter().find(|c| c.family.name == "Mutex").unwrap();
+        assert_eq!(c.peer.lock, "parking_lot");
+        assert_eq!(c.outcome, Outcome::Same);
+        // klock faster but starving a thread: worse, and the row says why.
+        let cs = cells(&samples(&Report {
+            results: vec![
+                with_tail("klock_mutex", &[7.0, 7.0, 7.0], 1000, 0.001),
+                with_tail("parking_lot", &[5.0, 5.1, 4.9], 1000, 0.8),
+            ],
+            ..Report::default()
+        }));
+        let c = cs.iter().find(|c| c.family.name == "Mutex").unwrap();
+        assert_eq!(c.outcome, Outcome::Worse);
+        assert!(
+            outcome_text(c).contains("starved a thread"),
+            "{}",
+            outcome_text(c)
+        );
+        // klock faster but with 5x the tail: worse.
+        let cs = cells(&samples(&Report {
+            results: vec![
+                with_tail("klock_mutex", &[7.0, 7.0, 7.0], 5000, 0.8),
+                with_tail("parking_lot", &[5.0, 5.1, 4.9], 1000, 0.8),
+            ],
+            ..Report::default()
+        }));
+        let c = cs.iter().find(|c| c.family.name == "Mutex").unwrap();
+        assert_eq!(c.outcome, Outcome::Worse);
+        assert!(
+            outcome_text(c).contains("p99.9 5.0x"),
+            "{}",
+            outcome_text(c)
+        );
+    }
+
+    #[test]
     fn ratios_are_computed_from_the_records() {
         let cs = cells(&samples(&synthetic()));
         let get = |fam: &str, sc: &str, pt: &str| {
@@ -779,9 +1083,10 @@ mod tests {
         // lock) is not a peer at all.
         let c = get("Mutex", "mutex balanced", "T=8");
         assert_eq!(c.peer.lock, "parking_lot");
-        assert!((c.ratio - 4.2 / 2.1).abs() < 1e-9, "{}", c.ratio);
-        assert!((c.ratio_lo - 4.0 / 2.2).abs() < 1e-9);
-        assert!((c.ratio_hi - 4.4 / 2.0).abs() < 1e-9);
+        // Paired by round: 4.0/2.0, 4.2/2.1, 4.4/2.2, all 2.0.
+        assert!((c.ratio - 2.0).abs() < 1e-9, "{}", c.ratio);
+        assert!((c.ratio_lo - 2.0).abs() < 1e-9);
+        assert!((c.ratio_hi - 2.0).abs() < 1e-9);
         assert_eq!(c.outcome, Outcome::Better);
         let c = get("Mutex", "mutex balanced", "T=2");
         assert_eq!((c.peer.lock.as_str(), c.outcome), ("std", Outcome::Same));
@@ -856,22 +1161,23 @@ mod tests {
             "{}",
             m.detail
         );
-        // Within noise of the best peer everywhere, and of that peer everywhere.
+        // Within 5 % of the best peer in every round everywhere, and of that
+        // peer everywhere.
         let m = summary(vec![
-            rec("mutex", "klock_mutex", 1, &[1.0, 1.2]),
-            rec("mutex", "std", 1, &[1.1, 1.3]),
+            rec("mutex", "klock_mutex", 1, &[1.0, 1.3]),
+            rec("mutex", "std", 1, &[1.01, 1.29]),
         ]);
         assert_eq!(m.headline, "Mutex: pick klock::Mutex or std.");
-        // Within noise of each case's best peer, but the usual best peer collapses
+        // The same as each case's best peer, but the usual best peer collapses
         // somewhere: klock alone.
         let m = summary(vec![
-            rec("mutex", "klock_mutex", 1, &[1.0, 1.2]),
-            rec("mutex", "std", 1, &[1.1, 1.3]),
-            rec("mutex", "klock_mutex", 2, &[1.0, 1.2]),
-            rec("mutex", "std", 2, &[1.1, 1.3]),
+            rec("mutex", "klock_mutex", 1, &[1.0, 1.3]),
+            rec("mutex", "std", 1, &[1.01, 1.29]),
+            rec("mutex", "klock_mutex", 2, &[1.0, 1.3]),
+            rec("mutex", "std", 2, &[1.01, 1.29]),
             rec("mutex", "klock_mutex", 8, &[1.0, 1.2]),
             rec("mutex", "std", 8, &[0.1, 0.2]),
-            rec("mutex", "parking_lot", 8, &[1.1, 1.2]),
+            rec("mutex", "parking_lot", 8, &[1.01, 1.19]),
         ]);
         assert_eq!(m.headline, "Mutex: pick klock::Mutex.");
         assert!(
@@ -892,7 +1198,7 @@ mod tests {
         }
         let m = fams.iter().find(|f| f.0.family.name == "Mutex").unwrap();
         assert!(
-            m.2.to_text().contains("2.00x (1.82-2.20)"),
+            m.2.to_text().contains("2.00x (2.00-2.00)"),
             "{}",
             m.2.to_text()
         );

@@ -475,6 +475,7 @@ pub fn samples(
                 higher_better: true,
                 unit: "MB/s".into(),
                 starves: None,
+                tail_ns: None,
             });
         }
     }

@@ -737,6 +737,7 @@ pub fn samples(
                 higher_better: true,
                 unit: "jobs/min".into(),
                 starves: None,
+                tail_ns: None,
             });
         }
     }

@@ -579,6 +579,10 @@ fn aggregate(c: &Config, k: Collected) -> Record {
         ops_per_thread: min_avg_max(&m.ops),
         per_thread_ops: m.ops.clone(),
         fairness_max_min: median_opt(&kept.iter().map(|o| fairness(&o.ops)).collect::<Vec<_>>()),
+        min_thread_share: kept
+            .iter()
+            .map(|o| crate::stats::min_share(&o.ops))
+            .reduce(f64::min),
         ceiling_fraction: None,
         latency_ns: latency(&lats.iter().map(Vec::as_slice).collect::<Vec<_>>()),
         cpu_ns_per_op: median(

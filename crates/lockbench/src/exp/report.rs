@@ -431,6 +431,7 @@ pub fn preload_section(recs: &[Record], note: &str) -> Section {
                 higher_better: true,
                 unit: String::new(),
                 starves: None,
+                tail_ns: None,
             };
             let gs = Sample {
                 lock: g.lock.clone(),

@@ -673,6 +673,7 @@ pub fn samples(d: &SpinData) -> Vec<crate::verdict::Sample> {
             higher_better: false,
             unit: "s".into(),
             starves: None,
+            tail_ns: None,
         })
         .collect()
 }
