@@ -747,13 +747,7 @@ impl PollBackoff {
 /// assert_eq!(parse_cpu_max("max 100000"), None);
 /// ```
 pub fn parse_cpu_max(s: &str) -> Option<usize> {
-    let mut it = s.split_whitespace();
-    let quota = it.next()?;
-    let period = it.next().unwrap_or("100000");
-    if quota == "max" {
-        return None;
-    }
-    quota_cpus(quota.parse().ok()?, period.parse().ok()?)
+    cpu_max_ratio(s).map(round_up_cpus)
 }
 
 /// Parse cgroup v1 `cpu.cfs_quota_us` and `cpu.cfs_period_us` contents into a CPU
@@ -765,19 +759,26 @@ pub fn parse_cpu_max(s: &str) -> Option<usize> {
 /// assert_eq!(parse_cfs_quota("-1", "100000"), None);
 /// ```
 pub fn parse_cfs_quota(quota: &str, period: &str) -> Option<usize> {
-    let q: i64 = quota.trim().parse().ok()?;
-    let p: i64 = period.trim().parse().ok()?;
-    if q <= 0 || p <= 0 {
-        return None;
-    }
-    quota_cpus(q as u64, p as u64)
+    quota_ratio(quota, period).map(round_up_cpus)
 }
 
-fn quota_cpus(quota: u64, period: u64) -> Option<usize> {
-    if quota == 0 || period == 0 {
-        return None;
-    }
-    Some(quota.div_ceil(period).max(1) as usize)
+/// A v2 `cpu.max` ("quota period", "max period") as a fraction of CPUs.
+fn cpu_max_ratio(s: &str) -> Option<f64> {
+    let mut it = s.split_whitespace();
+    let quota = it.next()?;
+    quota_ratio(quota, it.next().unwrap_or("100000"))
+}
+
+/// quota / period in CPUs; `None` for "max", -1, 0 or garbage.
+fn quota_ratio(quota: &str, period: &str) -> Option<f64> {
+    let q: f64 = quota.trim().parse().ok()?;
+    let p: f64 = period.trim().parse().ok()?;
+    (q > 0.0 && p > 0.0).then_some(q / p)
+}
+
+/// Half a CPU of quota still runs one thread at a time.
+fn round_up_cpus(cpus: f64) -> usize {
+    (cpus.ceil() as usize).max(1)
 }
 
 /// Find this process's cgroup v2 path in `/proc/self/cgroup` contents ("0::/path").
@@ -789,38 +790,68 @@ fn cgroup_v2_path(proc_cgroup: &str) -> Option<&str> {
         .map(str::trim)
 }
 
+/// This process's cgroup CPU quota in CPUs (quota / period, not rounded),
+/// read now: the smallest over its own group and every ancestor, cgroup v2
+/// (`cpu.max`, the `0::` line of `/proc/self/cgroup`) and v1 (`cpu.cfs_quota_us`
+/// under the `cpu` controller's mount, the process's own `cpu` group path).
+/// `None` when no quota applies or none can be read.
+///
+/// ```
+/// if let Some(q) = klock::wait::cgroup_quota() {
+///     assert!(q > 0.0);
+/// }
+/// ```
 #[cfg(not(loom))]
-fn cgroup_cpus() -> Option<usize> {
+pub fn cgroup_quota() -> Option<f64> {
     let read = |p: &str| std::fs::read_to_string(p).ok();
-    let mut best: Option<usize> = None;
-    let mut consider = |v: Option<usize>| {
+    let mut best: Option<f64> = None;
+    let mut consider = |v: Option<f64>| {
         if let Some(v) = v {
             best = Some(best.map_or(v, |b| b.min(v)));
         }
     };
-    // cgroup v2: our own group and every ancestor up to the mount root.
-    if let Some(pc) = read("/proc/self/cgroup")
-        && let Some(path) = cgroup_v2_path(&pc)
-    {
-        let mut p = path.trim_end_matches('/').to_string();
+    // Every directory from `path` up to the hierarchy's root.
+    let ancestors = |path: &str| {
+        let mut out = Vec::new();
+        let mut p = path.trim().trim_end_matches('/').to_string();
         loop {
-            consider(read(&format!("/sys/fs/cgroup{p}/cpu.max")).and_then(|s| parse_cpu_max(&s)));
+            out.push(p.clone());
             match p.rfind('/') {
                 Some(i) => p.truncate(i),
                 None => break,
             }
         }
+        out
+    };
+    let pc = read("/proc/self/cgroup").unwrap_or_default();
+    // cgroup v2: our own group and every ancestor up to the mount root.
+    if let Some(path) = cgroup_v2_path(&pc) {
+        for p in ancestors(path) {
+            consider(read(&format!("/sys/fs/cgroup{p}/cpu.max")).and_then(|s| cpu_max_ratio(&s)));
+        }
     }
-    // cgroup v1.
+    // cgroup v1: the `cpu` controller's group ("N:cpu,cpuacct:/path").
+    let v1 = pc.lines().find_map(|l| {
+        let mut f = l.splitn(3, ':');
+        let (_, ctrl, path) = (f.next()?, f.next()?, f.next()?);
+        ctrl.split(',').any(|c| c == "cpu").then_some(path)
+    });
     for dir in ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"] {
-        if let (Some(q), Some(p)) = (
-            read(&format!("{dir}/cpu.cfs_quota_us")),
-            read(&format!("{dir}/cpu.cfs_period_us")),
-        ) {
-            consider(parse_cfs_quota(&q, &p));
+        for p in ancestors(v1.unwrap_or("/")) {
+            if let (Some(q), Some(per)) = (
+                read(&format!("{dir}{p}/cpu.cfs_quota_us")),
+                read(&format!("{dir}{p}/cpu.cfs_period_us")),
+            ) {
+                consider(quota_ratio(&q, &per));
+            }
         }
     }
     best
+}
+
+#[cfg(not(loom))]
+fn cgroup_cpus() -> Option<usize> {
+    cgroup_quota().map(round_up_cpus)
 }
 
 #[cfg(not(loom))]

@@ -16,6 +16,21 @@ pub struct Cli {
     /// What to run; without one, `report --quick`.
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// Run under a CPU quota of CPUS (e.g. 0.5): the process moves into a new
+    /// cgroup limited to that bandwidth (v1 `cpu.cfs_quota_us` or v2
+    /// `cpu.max`); needs root or a delegated cgroup.
+    #[arg(long, global = true, value_name = "CPUS", value_parser = parse_quota)]
+    pub quota: Option<f64>,
+}
+
+/// `--quota`: a positive number of CPUs, at most 4096.
+fn parse_quota(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(q) if q.is_finite() && q >= 0.01 && q <= 4096.0 => Ok(q),
+        _ => Err(format!(
+            "{s:?}: allowed: a number of CPUs in 0.01..=4096, e.g. 0.5"
+        )),
+    }
 }
 
 /// Subcommands.
@@ -182,6 +197,22 @@ pub fn main() -> i32 {
             }
             return e.exit_code();
         }
+    };
+    // Before anything reads the effective CPU count (klock computes it once).
+    let _quota = match cli.quota.map(crate::quota::QuotaGroup::enter) {
+        Some(Ok(g)) => {
+            eprintln!(
+                "lockbench: running under a CPU quota of {} CPUs (cgroup {})",
+                g.cpus,
+                g.dir().display()
+            );
+            Some(g)
+        }
+        Some(Err(e)) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+        None => None,
     };
     let cmd = cli
         .command

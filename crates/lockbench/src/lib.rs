@@ -20,6 +20,7 @@ pub mod html;
 pub mod locks;
 pub mod noise;
 pub mod progress;
+pub mod quota;
 pub mod record;
 pub mod runner;
 pub mod stats;

@@ -59,6 +59,8 @@ pub struct Params {
     pub duration_s: f64,
     /// Noise (CPU hog) threads.
     pub noise: usize,
+    /// The CPU quota (in CPUs) the run had under `--quota`; `null` without.
+    pub quota_cpus: Option<f64>,
 }
 
 /// One result row.

@@ -111,28 +111,10 @@ pub fn affinity_cpus() -> Option<usize> {
     }
 }
 
-/// CPU quota from cgroup v2 `cpu.max` or v1 `cpu.cfs_quota_us`, as a CPU count.
+/// This process's cgroup CPU quota in CPUs (v2 `cpu.max` or v1
+/// `cpu.cfs_quota_us`, own group and ancestors): [`klock::wait::cgroup_quota`].
 pub fn cgroup_quota_cpus() -> Option<f64> {
-    if let Ok(s) = std::fs::read_to_string("/sys/fs/cgroup/cpu.max") {
-        let mut it = s.split_whitespace();
-        let (q, p) = (it.next()?, it.next()?);
-        if q == "max" {
-            return None;
-        }
-        let (q, p): (f64, f64) = (q.parse().ok()?, p.parse().ok()?);
-        return (p > 0.0).then_some(q / p);
-    }
-    let q: f64 = std::fs::read_to_string("/sys/fs/cgroup/cpu/cpu.cfs_quota_us")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    let p: f64 = std::fs::read_to_string("/sys/fs/cgroup/cpu/cpu.cfs_period_us")
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    (q > 0.0 && p > 0.0).then_some(q / p)
+    klock::wait::cgroup_quota()
 }
 
 /// Description of the machine a report was measured on.

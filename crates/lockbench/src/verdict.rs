@@ -223,6 +223,9 @@ pub fn scenario_of(r: &Record) -> String {
     if r.params.noise > 0 {
         s.push_str(&format!(" +{} noise", r.params.noise));
     }
+    if let Some(q) = r.params.quota_cpus {
+        s.push_str(&format!(" quota {q} CPU"));
+    }
     s
 }
 

@@ -255,3 +255,53 @@ fn compare_flags_what_changed_and_nothing_else() {
     let _ = std::fs::remove_file(f);
     let _ = std::fs::remove_file(g);
 }
+
+#[test]
+fn quota_runs_in_a_limited_cgroup_or_says_why_not() {
+    assert_usage_error(&["--quota", "0", "mutex"], &["0.01..=4096"]);
+    assert_usage_error(&["mutex", "--quota", "lots"], &["0.01..=4096"]);
+    let f = std::env::temp_dir().join(format!("lockbench-quota-{}.json", std::process::id()));
+    let out = lockbench(&[
+        "mutex",
+        "--quota",
+        "0.5",
+        "--locks",
+        "std",
+        "--threads",
+        "2",
+        "--duration",
+        "0.05",
+        "--runs",
+        "1",
+        "--no-idle-gate",
+        "--quiet",
+        "--json",
+        f.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    if out.status.code() == Some(2) {
+        // Not permitted here: the error names the cgroup file and the cause.
+        assert!(err.contains("--quota") && err.contains("cgroup"), "{err}");
+        let ci = ["CI", "KLOCK_CI"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some_and(|v| !v.is_empty()));
+        assert!(!ci, "under .ci/run (root) --quota must work: {err}");
+        eprintln!("NOT RUN: --quota not permitted here: {err}");
+        return;
+    }
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
+    assert_eq!(v["machine"]["cgroup_quota_cpus"], 0.5, "{v}");
+    assert_eq!(v["machine"]["effective_cpus"], 1, "{v}");
+    assert_eq!(v["results"][0]["params"]["quota_cpus"], 0.5);
+    // The group is gone afterwards.
+    assert!(err.contains("running under a CPU quota of 0.5"), "{err}");
+    let dir = err
+        .split("(cgroup ")
+        .nth(1)
+        .and_then(|s| s.split(')').next())
+        .unwrap()
+        .to_string();
+    assert!(!std::path::Path::new(&dir).exists(), "{dir} left behind");
+    let _ = std::fs::remove_file(f);
+}

@@ -571,6 +571,7 @@ fn aggregate(c: &Config, k: Collected) -> Record {
             cs_work_ns: cal.ns_for(cal.iters_for(c.workload.cs_ns)),
             duration_s: c.duration.as_secs_f64(),
             noise: c.noise,
+            quota_cpus: crate::quota::active(),
         },
         implicit: c.implicit,
         throughput_mops: median(&tputs),

@@ -962,6 +962,7 @@ pub fn records(runs: &[RunResult], ws: &[Workload], threads: &[usize], d: f64) -
                     params: Params {
                         workload: w.name().into(),
                         duration_s: if w.fixed_work() { 0.0 } else { d },
+                        quota_cpus: crate::quota::active(),
                         ..Params::default()
                     },
                     throughput_mops: if vals.is_empty() { 0.0 } else { median(&vals) },

@@ -501,6 +501,78 @@ pub fn preload_section(recs: &[Record], note: &str) -> Section {
     }
 }
 
+/// The quota of the full report's quota row, in CPUs.
+const QUOTA_ROW_CPUS: f64 = 0.5;
+
+/// The full report's quota row: `balanced` at T = 8 and 32 for every mutex
+/// competitor, run as a child `lockbench --quota 0.5 mutex ...` (a process
+/// must enter its cgroup before klock reads the CPU count). Its records carry
+/// the quota in their parameters, so they form their own verdict rows. `Err`
+/// says why the row could not run (e.g. not permitted to create a cgroup).
+fn run_quota_row(
+    mutexes: &[crate::adapter::LockEntry],
+    p: &Plan,
+    dir: &std::path::Path,
+    no_gate: bool,
+) -> Result<Vec<Record>, String> {
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find the lockbench binary: {e}"))?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let json = dir.join("quota.json");
+    let txt = dir.join("quota.txt");
+    let names: Vec<&str> = mutexes.iter().map(|e| e.name).collect();
+    let mut cmd = std::process::Command::new(exe);
+    cmd.arg("--quota")
+        .arg(QUOTA_ROW_CPUS.to_string())
+        .arg("mutex")
+        .arg("--locks")
+        .arg(names.join(","))
+        .args(["--workload", "balanced", "--threads", "8,32", "--quiet"])
+        .arg("--duration")
+        .arg(p.balanced.1.to_string())
+        .arg("--runs")
+        .arg(p.balanced.2.to_string())
+        .arg("--json")
+        .arg(&json)
+        .stdin(std::process::Stdio::null());
+    if no_gate {
+        cmd.arg("--no-idle-gate");
+    }
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run `lockbench --quota`: {e}"))?;
+    let mut log = out.stdout.clone();
+    log.extend_from_slice(&out.stderr);
+    let _ = std::fs::write(&txt, &log);
+    if !out.status.success() {
+        let first = String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .find(|l| l.starts_with("error"))
+            .unwrap_or("")
+            .to_string();
+        return Err(format!(
+            "`lockbench --quota {QUOTA_ROW_CPUS} mutex` failed ({}){}; its output is in {}",
+            out.status,
+            if first.is_empty() {
+                String::new()
+            } else {
+                format!(": {first}")
+            },
+            txt.display()
+        ));
+    }
+    std::fs::read_to_string(&json)
+        .ok()
+        .and_then(|t| Report::from_json(&t).ok())
+        .map(|r| r.results)
+        .ok_or_else(|| {
+            format!(
+                "the quota run wrote no report; its output is in {}",
+                txt.display()
+            )
+        })
+}
+
 /// Runs the suite; returns the exit status.
 pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
     let t0 = Instant::now();
@@ -593,10 +665,21 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
         results.extend(run_configs(cfgs, &opts(*runs), &mut machine));
     }
 
-    let seed = match &seeds {
+    let mut seed = match &seeds {
         Some(sp) => run_seeds(sp, &mut machine, &say, Some(&args.out))?,
         None => SeedResults::default(),
     };
+    if args.full {
+        say("mutex under a CPU quota of 0.5 CPUs");
+        match run_quota_row(&mutexes, &p, &args.out, args.no_idle_gate) {
+            Ok(recs) => results.extend(recs),
+            Err(why) => seed.sections.push(Section {
+                title: format!("mutex balanced under --quota {QUOTA_ROW_CPUS}"),
+                notes: vec![format!("Skipped: {why}")],
+                ..Section::default()
+            }),
+        }
+    }
     drop(suite);
 
     let report = Report {

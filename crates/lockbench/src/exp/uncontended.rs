@@ -44,6 +44,7 @@ pub fn measure(
                         "uncontended"
                     }
                     .into(),
+                    quota_cpus: crate::quota::active(),
                     ..Params::default()
                 },
                 throughput_mops: 1e3 / m.max(1e-9),
