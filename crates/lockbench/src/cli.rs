@@ -26,7 +26,7 @@ pub struct Cli {
 /// `--quota`: a positive number of CPUs, at most 4096.
 fn parse_quota(s: &str) -> Result<f64, String> {
     match s.parse::<f64>() {
-        Ok(q) if q.is_finite() && q >= 0.01 && q <= 4096.0 => Ok(q),
+        Ok(q) if (0.01..=4096.0).contains(&q) => Ok(q),
         _ => Err(format!(
             "{s:?}: allowed: a number of CPUs in 0.01..=4096, e.g. 0.5"
         )),
