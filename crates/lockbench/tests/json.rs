@@ -17,6 +17,7 @@ fn sample() -> Report {
             cs_work_ns: 99.5,
             duration_s: 0.5,
             noise: 1,
+            quota_cpus: Some(0.5),
         },
         throughput_mops: 6.25,
         runs_mops: vec![6.0, 6.25, 7.0],
