@@ -2,12 +2,13 @@
 //! subcommand. Writes report.json, report.csv and report.html into `--out`.
 //!
 //! * quick (default, ≲ 3 min on 2 CPUs): every mutex competitor on `balanced` at
-//!   T = 1, 2, 4, 8 (0.3 s × 3 runs); every rwlock at 2+2 and 8+8 (0.3 s × 3);
-//!   uncontended (10^6 ops × 3). Idle gate shortened (0.5 s wait, 1 retry, 50 s total
+//!   T = 1, 2, 4, 8 (0.2 s × 5 runs); every rwlock at 2+2 and 8+8 (0.2 s × 5);
+//!   uncontended (10^6 ops × 5). Idle gate shortened (0.5 s wait, 1 retry, 50 s total
 //!   budget; after that runs are only flagged).
 //! * full (~30 min): `balanced` at T = 1, 2, 4, 8, 32 (2 s × 5), `hot` at the same
 //!   thread counts (1 s × 3), rwlock 2+2 and 8+8 (2 s × 5: the writer-starvation check),
-//!   uncontended (10^7 ops × 10); then the seed experiments, each laid out like its
+//!   uncontended (10^7 ops × 10); a quota row (`balanced` at T = 8, 32 under
+//!   `--quota 0.5`, a child process); then the seed experiments, each laid out like its
 //!   seed's tables with the seed's numbers beside ours: `spin` (seed 001), `fserver`
 //!   (seed 004), `rwsem` and `fio` (seed 003). Full idle gate.
 //!
@@ -109,11 +110,13 @@ fn plan(full: bool, no_gate: bool, scale: f64) -> Plan {
         gate.max_retries = 1;
         // Keeps the quick suite within ~3 minutes even on a busy machine.
         gate.budget = Some(Duration::from_secs(50));
+        // Five interleaved rounds per case (the verdict's bootstrap needs
+        // them to tell a 5 % gap from noise), in about the same time.
         Plan {
-            balanced: (vec![1, 2, 4, 8], 0.3, 3),
+            balanced: (vec![1, 2, 4, 8], 0.2, 5),
             hot: None,
-            rw: (vec![(2, 2), (8, 8)], 0.3, 3),
-            uncontended: (1_000_000, 3),
+            rw: (vec![(2, 2), (8, 8)], 0.2, 5),
+            uncontended: (1_000_000, 5),
             gate,
         }
     };
