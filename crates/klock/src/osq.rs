@@ -28,7 +28,7 @@
 //! | `next` | successor's tail code (0 = none yet) |
 //! | `prev` | predecessor's tail code (rewritten by an unqueueing predecessor, step C) |
 //! | `ident` | queue position (1 = head), a hint for "spinners outnumber CPUs" |
-//! | `stamp` | heartbeat: `now_ns() >> 10` truncated, published while spinning |
+//! | `stamp` | heartbeat: `now_ns() >> 10` truncated, published while spinning (under loom, which has no clock, a count of heartbeats: see `OsqNode::looks_descheduled`) |
 //!
 //! The OSQ never stores into a node after the step that lets its thread go:
 //! the grant is the last store into the successor, and the unqueue steps B-C
@@ -152,11 +152,40 @@ pub(crate) fn publish(a: &AtomicU32, v: u32, ord: Ordering) {
 
 /// Publish a heartbeat in our own node's `stamp` (microseconds, truncated):
 /// successors read it to guess whether this spinner is still running.
+/// Under loom (no clock) a count of heartbeats instead; only the node's own
+/// thread writes it.
 #[inline]
 pub(crate) fn heartbeat(node: &Node) {
+    #[cfg(not(loom))]
+    let beat = (wait::now_ns() >> 10) as u32;
+    // Relaxed: our own word (a hint for the readers).
+    #[cfg(loom)]
+    let beat = node.stamp.load(Ordering::Relaxed).wrapping_add(1);
     // Relaxed: a hint, read as a hint.
-    node.stamp
-        .store((wait::now_ns() >> 10) as u32, Ordering::Relaxed);
+    node.stamp.store(beat, Ordering::Relaxed);
+}
+
+/// Whether a spinner in [`Osq::lock`] publishes its heartbeat and checks its
+/// predecessor's at spin iteration `iter`: every
+/// [`OSQ_HEARTBEAT_EVERY`](crate::tune::fixed::OSQ_HEARTBEAT_EVERY)-th
+/// natively; under loom, whose budgets are a few iterations, at every
+/// iteration when the stale check is on (`stale_ns` != 0), never otherwise.
+#[inline(always)]
+fn beat_due(iter: u32, stale_ns: u64) -> bool {
+    if cfg!(loom) {
+        stale_ns != 0
+    } else {
+        iter.is_multiple_of(crate::tune::fixed::OSQ_HEARTBEAT_EVERY)
+    }
+}
+
+/// What a spinner remembers of its predecessor's heartbeat between checks:
+/// under loom the (node, count) it last read (see
+/// [`OsqNode::looks_descheduled`]); natively nothing (the clock decides).
+#[derive(Default)]
+struct BeatWatch {
+    #[cfg(loom)]
+    seen: Option<(usize, u32)>,
 }
 
 /// States of an OSQ node's `grant` word (tagged [`tag::OSQ`]).
@@ -232,16 +261,35 @@ impl<'a> OsqNode<'a> {
     }
 
     /// Does the spinner owning this node look descheduled (heartbeat older than
-    /// `KLOCK_OSQ_STALE_NS`)? A hint only (DESIGN principle 5).
+    /// `KLOCK_OSQ_STALE_NS`)? A hint only (DESIGN principle 5): the caller
+    /// gives up (unqueues) on `true`, which is safe whatever the answer.
+    ///
+    /// Under loom there is no clock ([`wait::now_ns`] is 0), so a heartbeat
+    /// is a count ([`heartbeat`]) and the predecessor looks descheduled when
+    /// its count has not moved since this spinner's previous check of the
+    /// same node (`watch`): loom explores both answers wherever the
+    /// predecessor may or may not have run in between (or its newer count
+    /// may not be visible yet).
     #[inline]
-    fn looks_descheduled(self, stale_ns: u64) -> bool {
-        if stale_ns == 0 || cfg!(loom) {
+    fn looks_descheduled(self, stale_ns: u64, watch: &mut BeatWatch) -> bool {
+        if stale_ns == 0 {
             return false;
         }
-        let now = (wait::now_ns() >> 10) as u32;
         // Relaxed: a hint.
         let beat = self.0.stamp.load(Ordering::Relaxed);
-        (now.wrapping_sub(beat) as u64) << 10 > stale_ns
+        #[cfg(loom)]
+        {
+            let key = (self.0 as *const Node as usize, beat);
+            let unchanged = watch.seen == Some(key);
+            watch.seen = Some(key);
+            unchanged
+        }
+        #[cfg(not(loom))]
+        {
+            let _ = watch;
+            let now = (wait::now_ns() >> 10) as u32;
+            (now.wrapping_sub(beat) as u64) << 10 > stale_ns
+        }
     }
 
     /// The `next` link word (a tail code).
@@ -343,13 +391,16 @@ impl Osq {
         if pos <= max_pos {
             let stale = crate::tune::get().osq_stale_ns;
             let mut iter = 0u32;
+            let mut watch = BeatWatch::default();
+            let mut stale_seen = false;
             if wait::spin_until(budget, || {
                 iter = iter.wrapping_add(1);
-                if iter.is_multiple_of(crate::tune::fixed::OSQ_HEARTBEAT_EVERY) {
+                if beat_due(iter, stale) {
                     heartbeat(n.0);
                     // Relaxed: a hint.
                     let p = OsqNode::of(node::decode(n.prev().load(Ordering::Relaxed)));
-                    if p.looks_descheduled(stale) {
+                    if p.looks_descheduled(stale, &mut watch) {
+                        stale_seen = true;
                         return true;
                     }
                 }
@@ -358,6 +409,7 @@ impl Osq {
             {
                 return true;
             }
+            stat::cond_inc(Event::OsqStale, stale_seen);
         }
 
         // ---- unqueue ----
@@ -392,6 +444,7 @@ impl Osq {
         let Some(next_tail) = self.wait_next(q, prev_tail) else {
             return false;
         };
+        stat::inc(Event::OsqUnqueueRelink);
         // Step C: link successor and predecessor. Release on prev.next pairs
         // with the successor's / prev's Acquire reads of the link.
         publish(

@@ -204,6 +204,21 @@ events! {
     RwTimeout = "rwsem_timeout",
     /// A timed condvar wait timed out.
     CondTimeout = "cond_timeout",
+    /// A mutex waiter armed its node for a wake-up (SLEEPING under WLOCK):
+    /// when it joined the wait list, was moved there by a condvar notify, or
+    /// re-armed after a wake-up. Each `mutex_wake` consumes one arm, so
+    /// `mutex_wake <= mutex_arm` (the WAKING rule: no second wake for a
+    /// waiter that has not re-armed).
+    MutexArm = "mutex_arm",
+    /// A mutex unlock with waiters released without a wake-up because a woken
+    /// waiter has not re-tried yet (WAKING).
+    MutexWakePending = "mutex_wake_pending",
+    /// An OSQ spinner that gave up relinked its successor to its predecessor
+    /// (unqueue step C: it left from the middle of the queue).
+    OsqUnqueueRelink = "osq_unqueue_relink",
+    /// An OSQ spinner gave up because its predecessor's heartbeat looked
+    /// stale (`KLOCK_OSQ_STALE_NS`).
+    OsqStale = "osq_stale",
     // ---- add new mutex events above this line ------------------------------
 }
 

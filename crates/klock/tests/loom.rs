@@ -8,10 +8,18 @@
 //!
 //! The policies below set the spin budgets to 0 or 1 iteration so the sleeping
 //! paths (node sleep, head sleep with SLOW, kick at unlock, wait-early,
-//! kick-ahead) are explored rather than spun past.
+//! kick-ahead) are explored rather than spun past. Each model names the lock
+//! events it covers and fails unless every one was counted in some execution
+//! (the tests are built with `--features stats`, as CI does; every model
+//! thread runs on the test's OS thread, so this thread's counters are the
+//! model's). Only the spinning-only models (`tas_native_2`,
+//! `ticket_native_2`) name none. The MCS hand-over to a queued successor has
+//! no event of its own: `qspin_native_queue_2` shows only that the queue is
+//! entered; the PV models' node sleeps (`pv_wait_node`) end only through it.
 #![cfg(loom)]
 
 use klock::spin::{RawQSpinLock, RawTasLock, RawTicketLock, Token, WaitPolicy};
+use klock::stat::Event;
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
@@ -216,14 +224,22 @@ fn critical<L: Lock>(s: &Shared<L>) {
     unsafe { s.lock.release(t) };
 }
 
-/// `threads` threads (including main) each take the lock `rounds` times.
-fn model<L: Lock>(threads: usize, rounds: usize) {
-    model_with::<L>(threads, rounds, false)
+/// `threads` threads (including main) each take the lock `rounds` times;
+/// fails unless every event in `reach` was counted in some execution.
+fn model<L: Lock>(threads: usize, rounds: usize, reach: &[Event]) {
+    model_with::<L>(threads, rounds, false, reach)
 }
 
 /// As [`model`]; with `no_node`, the first spawned thread has no queue node
 /// (the fallback path: steal/trylock, then sleep on the lock word as SLOW).
-fn model_with<L: Lock>(threads: usize, rounds: usize, no_node: bool) {
+fn model_with<L: Lock>(threads: usize, rounds: usize, no_node: bool, reach: &[Event]) {
+    if !klock::stat::ENABLED {
+        panic!(
+            "this model asserts that it reaches {:?}: build the loom tests with \
+             --features stats (as .ci/run does)",
+            reach.iter().map(|e| e.name()).collect::<Vec<_>>()
+        );
+    }
     let mut b = loom::model::Builder::new();
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(2);
@@ -232,6 +248,9 @@ fn model_with<L: Lock>(threads: usize, rounds: usize, no_node: bool) {
     b.max_branches = 100_000;
     let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let r = runs.clone();
+    // Every model thread runs on this OS thread, so this thread's counters
+    // are the model's.
+    let before = klock::stat::thread_snapshot();
     b.check(move || {
         r.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let s = Arc::new(Shared {
@@ -260,43 +279,73 @@ fn model_with<L: Lock>(threads: usize, rounds: usize, no_node: bool) {
         let n = s.data.with(|p| unsafe { *p });
         assert_eq!(n as usize, threads * rounds);
     });
+    let counts = klock::stat::thread_snapshot().delta(&before);
     eprintln!(
         "{}: {} executions",
         std::any::type_name::<L>(),
         runs.load(std::sync::atomic::Ordering::Relaxed)
     );
+    eprint!("{}", counts.report());
+    for e in reach {
+        assert!(
+            counts.get(*e) > 0,
+            "no execution reached {} (the branch this model claims to cover)",
+            e.name()
+        );
+    }
 }
 
 #[test]
 fn qspin_native_2() {
-    model::<RawQSpinLock<NativeM>>(2, 2);
+    model::<RawQSpinLock<NativeM>>(2, 2, &[Event::LockPending, Event::LockSlowpath]);
 }
 
-/// Without the pending path, two threads reach the MCS queue and hand-over.
+/// Without the pending path, contention goes through the MCS queue
+/// (`lock_slowpath`) and its hand-over (no event of its own: see the header).
 #[test]
 fn qspin_native_queue_2() {
-    model::<RawQSpinLock<NativeQ>>(2, 2);
+    model::<RawQSpinLock<NativeQ>>(2, 2, &[Event::LockSlowpath]);
 }
 
 /// PV queue with two threads: node sleep, head sleep (SLOW), kick at unlock.
 #[test]
 fn qspin_pvbase_queue_2() {
-    model::<RawQSpinLock<PvBaseQ0>>(2, 2);
+    model::<RawQSpinLock<PvBaseQ0>>(
+        2,
+        2,
+        &[Event::PvWaitNode, Event::PvWaitHead, Event::PvKickUnlock],
+    );
 }
 
 #[test]
 fn qspin_pvbase_sleep_kick_slow_3() {
-    model::<RawQSpinLock<PvBase0>>(3, 1);
+    model::<RawQSpinLock<PvBase0>>(
+        3,
+        1,
+        &[Event::PvWaitNode, Event::PvWaitHead, Event::PvKickUnlock],
+    );
 }
 
 #[test]
 fn qspin_pvbase_spin1_2() {
-    model::<RawQSpinLock<PvBase1>>(2, 2);
+    model::<RawQSpinLock<PvBase1>>(
+        2,
+        2,
+        &[Event::LockPending, Event::PvWaitNode, Event::PvWaitHead],
+    );
 }
 
+/// Three threads, patched PV (kick-ahead 1): a waiter behind a sleeping
+/// predecessor sleeps early (`pv_wait_early`). Kick-ahead needs a sleeper two
+/// places behind the owner that hands over, which three threads taking the
+/// lock once cannot form: `qspin_pv_kick_ahead_4` covers it.
 #[test]
-fn qspin_pv_wait_early_kick_ahead_3() {
-    model::<RawQSpinLock<Pv0>>(3, 1);
+fn qspin_pv_wait_early_3() {
+    model::<RawQSpinLock<Pv0>>(
+        3,
+        1,
+        &[Event::PvWaitEarly, Event::PvWaitNode, Event::PvKickUnlock],
+    );
 }
 
 /// Four threads, no pending path: the owner that came through the queue makes
@@ -304,67 +353,75 @@ fn qspin_pv_wait_early_kick_ahead_3() {
 /// sleeper behind it.
 #[test]
 fn qspin_pv_kick_ahead_4() {
-    model::<RawQSpinLock<PvQ0>>(4, 1);
+    model::<RawQSpinLock<PvQ0>>(
+        4,
+        1,
+        &[Event::PvKickAhead, Event::PvWaitNode, Event::PvKickUnlock],
+    );
 }
 
 #[test]
 fn qspin_pv_spin2_2() {
-    model::<RawQSpinLock<Pv2>>(2, 2);
+    model::<RawQSpinLock<Pv2>>(2, 2, &[Event::PvWaitNode, Event::PvWaitHead]);
 }
 
 #[test]
 fn qspin_unfair_claim_3() {
-    model::<RawQSpinLock<UnfairClaim>>(3, 1);
+    model::<RawQSpinLock<UnfairClaim>>(3, 1, &[Event::UnfairClaim, Event::UnfairQueued]);
 }
 
 #[test]
 fn qspin_unfair_steal_2() {
-    model::<RawQSpinLock<UnfairSteal>>(2, 2);
+    model::<RawQSpinLock<UnfairSteal>>(2, 2, &[Event::UnfairSteal]);
 }
 
 /// Three threads, spin budget 1: a mix of spinning and sleeping paths.
 #[test]
 fn qspin_pvbase_spin1_3() {
-    model::<RawQSpinLock<PvBase1>>(3, 1);
+    model::<RawQSpinLock<PvBase1>>(
+        3,
+        1,
+        &[Event::LockPending, Event::PvWaitNode, Event::PvWaitHead],
+    );
 }
 
 #[test]
 fn qspin_unfair_steal_3() {
-    model::<RawQSpinLock<UnfairSteal>>(3, 1);
+    model::<RawQSpinLock<UnfairSteal>>(3, 1, &[Event::UnfairSteal, Event::PvWaitNode]);
 }
 
 #[test]
 fn ticket_pv_2x2() {
-    model::<RawTicketLock<PvBase0>>(2, 2);
+    model::<RawTicketLock<PvBase0>>(2, 2, &[Event::TicketSleep, Event::TicketWake]);
 }
 
 /// A thread without a node (sleeps on the lock word) beside queued ones.
 #[test]
 fn qspin_pvbase_no_node_3() {
-    model_with::<RawQSpinLock<PvBaseQ0>>(3, 1, true);
+    model_with::<RawQSpinLock<PvBaseQ0>>(3, 1, true, &[Event::LockNoNode, Event::PvKickUnlock]);
 }
 
 #[test]
 fn qspin_unfair_no_node_3() {
-    model_with::<RawQSpinLock<UnfairClaim>>(3, 1, true);
+    model_with::<RawQSpinLock<UnfairClaim>>(3, 1, true, &[Event::LockNoNode, Event::UnfairSteal]);
 }
 
 #[test]
 fn tas_native_2() {
-    model::<RawTasLock<NativeM>>(2, 2);
+    model::<RawTasLock<NativeM>>(2, 2, &[]);
 }
 
 #[test]
 fn ticket_native_2() {
-    model::<RawTicketLock<NativeM>>(2, 2);
+    model::<RawTicketLock<NativeM>>(2, 2, &[]);
 }
 
 #[test]
 fn ticket_pv_3() {
-    model::<RawTicketLock<PvBase0>>(3, 1);
+    model::<RawTicketLock<PvBase0>>(3, 1, &[Event::TicketSleep, Event::TicketWake]);
 }
 
 #[test]
 fn tas_pv_3() {
-    model::<RawTasLock<PvBase0>>(3, 1);
+    model::<RawTasLock<PvBase0>>(3, 1, &[Event::TasSleep]);
 }

@@ -6,86 +6,221 @@
 //! blocks forever and loom reports a deadlock, so every model that completes
 //! checks the absence of lost wake-ups; loom's `UnsafeCell` checks mutual
 //! exclusion. Budgets are loom iterations (tiny tunables below).
+//!
+//! Built with `--features stats` (as CI does), each model also asserts that
+//! the branches it names were taken in at least one execution
+//! (`run_model_reaching`), and the hand-off models check per execution that
+//! the hand-off happened where it was asked for (see [`Log`]).
+//!
+//! Limits: the OSQ's give-up on a stale heartbeat is off here
+//! (`osq_stale_ns` = 0, tunables are per process); `loom_osq_stale.rs`
+//! models it. Under loom a spinner's every poll yields, so the owner runs
+//! and an optimistic spin never outlasts it: spinning models here never
+//! sleep unless the spinner's adaptive score sends it to the wait list at
+//! once (`mutex_adapt_skip_beside_spinner`; the chaos torture tests cover
+//! spins that fail on a slow owner).
 #![cfg(loom)]
 
 use klock::condvar::RawCondvar;
-use klock::mutex::{RawMutex, SpinOff, SpinOsq};
+use klock::mutex::{HANDOFF, RawMutex, SpinOff, SpinOsq};
 use klock::osq::Osq;
+use klock::stat::{Event, Snapshot, thread_snapshot};
 use klock::wait::SpinBudget;
+use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 mod loom_common;
-use loom_common::{Shared, loom_tunables, run_model};
+use loom_common::{Branch, Shared, loom_tunables, run_model_reaching};
 
-fn model(f: impl Fn() + Sync + Send + 'static) {
-    model_bounded(2, f)
-}
-
-/// Run a model at `LOOM_MAX_PREEMPTIONS` (default 2), capped at `max_bound`.
-fn model_bounded(max_bound: usize, f: impl Fn() + Sync + Send + 'static) {
+fn tunables() -> klock::tune::Tunables {
     let mut t = loom_tunables();
     // Hand off after the first failed wake-up.
     t.mutex_handoff_ns = 0;
-    run_model(t, max_bound, f);
+    t
+}
+
+/// Run a model at `LOOM_MAX_PREEMPTIONS` (default 2) and fail unless every
+/// event in `reach` was counted in some execution.
+fn model(reach: &[Event], f: impl Fn() + Sync + Send + 'static) {
+    model_bounded(2, reach, f)
+}
+
+/// As [`model`], with the preemption bound capped at `max_bound`.
+fn model_bounded(max_bound: usize, reach: &[Event], f: impl Fn() + Sync + Send + 'static) {
+    run_model_reaching(tunables(), max_bound, reach, f);
+}
+
+/// Who entered a critical section of a [`Log`].
+const MAIN: u8 = 0;
+
+/// A mutex whose critical sections append to a log they protect: who entered,
+/// and whether the owner word showed HANDOFF during the section (a waiter
+/// asked for the lock while this owner held it).
+struct Log {
+    m: RawMutex<SpinOff>,
+    entries: UnsafeCell<Vec<(u8, bool)>>,
+}
+
+// SAFETY: `entries` is only accessed while `m` is held (or after every thread
+// has been joined).
+unsafe impl Sync for Log {}
+
+impl Log {
+    fn new() -> Self {
+        Log {
+            m: RawMutex::new(),
+            entries: UnsafeCell::new(Vec::new()),
+        }
+    }
+
+    /// One critical section of `who`; with `long`, one long enough for a
+    /// woken waiter to run: it yields after the lock. (Without the yield
+    /// loom never lets the waiter ask for the hand-off between this lock and
+    /// the load below: no owner would see HANDOFF.)
+    fn enter(&self, who: u8, long: bool) {
+        let t = self.m.lock();
+        if long {
+            loom::thread::yield_now();
+        }
+        // Relaxed (owner_word): HANDOFF is set by an RMW that the owner's
+        // unlock CAS follows in the word's modification order once this load
+        // has seen it (coherence), so that unlock must hand the lock over.
+        let asked = self.m.owner_word() & HANDOFF != 0;
+        // SAFETY: the lock is held (loom checks that no other access overlaps).
+        self.entries
+            .with_mut(|p| unsafe { (*p).push((who, asked)) });
+        // SAFETY: `t` comes from the `lock` above and is released once.
+        unsafe { self.m.unlock(t) };
+    }
+
+    /// The log, once every thread has been joined.
+    fn entries(&self) -> Vec<(u8, bool)> {
+        // SAFETY: every other thread has been joined.
+        self.entries.with(|p| unsafe { (*p).clone() })
+    }
+}
+
+/// The hand-off property, per execution: once an owner saw HANDOFF in its
+/// critical section, its unlock hands the lock to the waiter that asked, so
+/// the next critical section is `waiter`'s, never the owner's own re-lock.
+/// `saw` counts the executions in which some owner saw HANDOFF (so that the
+/// check is shown not to be vacuous).
+fn check_handoff(log: &[(u8, bool)], waiter: u8, saw: &Branch) {
+    for (i, &(who, asked)) in log.iter().enumerate() {
+        if asked {
+            saw.hit();
+            let next = log.get(i + 1).map(|e| e.0);
+            assert!(
+                next == Some(waiter),
+                "thread {who} saw HANDOFF, yet the next critical section was {next:?} \
+                 (the lock was not handed to the waiter that asked): {log:?}"
+            );
+        }
+    }
+}
+
+/// Per execution (counts since `start`, taken at the start of the model
+/// closure: every model thread runs on this OS thread): every hand-off
+/// request was honoured by exactly one hand-off.
+fn check_handoff_counts(start: &Snapshot) {
+    let d = thread_snapshot().delta(start);
+    assert_eq!(
+        d.get(Event::MutexHandoffRequest),
+        d.get(Event::MutexHandoff),
+        "a HANDOFF request was not honoured by a hand-off (or a hand-off was not asked for)"
+    );
 }
 
 /// Fast path and sleep/wake: two lockers, no spinning.
 #[test]
 fn mutex_two_lockers_nospin() {
-    model(|| {
-        let s = Arc::new(Shared::<SpinOff>::new());
-        let s2 = s.clone();
-        let h = loom::thread::spawn(move || s2.incr());
-        s.incr();
-        h.join().unwrap();
-        assert_eq!(s.get(), 2);
-        assert_eq!(s.m.owner_word(), 0);
-    });
+    model(
+        &[Event::MutexFastpath, Event::MutexSleep, Event::MutexWake],
+        || {
+            let s = Arc::new(Shared::<SpinOff>::new());
+            let s2 = s.clone();
+            let h = loom::thread::spawn(move || s2.incr());
+            s.incr();
+            h.join().unwrap();
+            assert_eq!(s.get(), 2);
+            assert_eq!(s.m.owner_word(), 0);
+        },
+    );
 }
 
 /// Three lockers, no spinning: wait list with two sleepers, wake one at a
-/// time, handoff after a failed wake-up (threshold 0 in this model).
+/// time, handoff after a failed wake-up (threshold 0 in this model). Per
+/// execution, every hand-off request is honoured by one hand-off
+/// ([`check_handoff_counts`]); some execution hands off. (Which thread runs
+/// next after a request is checked by `mutex_handoff_steal`: here no owner
+/// re-locks, and a yield in an owner's critical section, which that check
+/// needs, makes this three-thread model run for many minutes.)
 #[test]
 fn mutex_three_lockers_nospin_handoff() {
-    model(|| {
-        let s = Arc::new(Shared::<SpinOff>::new());
-        let hs: Vec<_> = (0..2)
-            .map(|_| {
-                let s = s.clone();
-                loom::thread::spawn(move || s.incr())
-            })
-            .collect();
-        s.incr();
-        for h in hs {
-            h.join().unwrap();
-        }
-        assert_eq!(s.get(), 3);
-        assert_eq!(s.m.owner_word(), 0);
-    });
+    model(
+        &[
+            Event::MutexSleep,
+            Event::MutexWake,
+            Event::MutexHandoffRequest,
+            Event::MutexHandoff,
+        ],
+        || {
+            let start = thread_snapshot();
+            let s = Arc::new(Shared::<SpinOff>::new());
+            let hs: Vec<_> = (0..2)
+                .map(|_| {
+                    let s = s.clone();
+                    loom::thread::spawn(move || s.incr())
+                })
+                .collect();
+            s.incr();
+            for h in hs {
+                h.join().unwrap();
+            }
+            check_handoff_counts(&start);
+            assert_eq!(s.get(), 3);
+            assert_eq!(s.m.owner_word(), 0);
+        },
+    );
 }
 
-/// Handoff: the main thread unlocks and immediately re-locks (stealing), so
-/// the woken waiter fails, requests HANDOFF, and gets the lock handed over.
+/// Handoff: the main thread unlocks and at once re-locks (stealing), so the
+/// woken waiter fails, requests HANDOFF, and gets the lock handed over. Per
+/// execution: once main saw HANDOFF in a critical section, the waiter's
+/// critical section comes next, before main's following one (main re-locks
+/// twice, so a steal would show); every request is honoured by one hand-off.
+/// Some execution hands off, and in some main saw the request.
 #[test]
 fn mutex_handoff_steal() {
-    model(|| {
-        let s = Arc::new(Shared::<SpinOff>::new());
+    static SAW: Branch = Branch::new();
+    const WAITER: u8 = 1;
+    model(&[Event::MutexHandoffRequest, Event::MutexHandoff], || {
+        let start = thread_snapshot();
+        let s = Arc::new(Log::new());
         let t = s.m.lock();
         let s2 = s.clone();
-        let h = loom::thread::spawn(move || s2.incr());
+        let h = loom::thread::spawn(move || s2.enter(WAITER, false));
+        // SAFETY: `t` comes from the `lock` above and is released once.
         unsafe { s.m.unlock(t) };
-        s.incr();
+        s.enter(MAIN, true);
+        s.enter(MAIN, true);
         h.join().unwrap();
-        assert_eq!(s.get(), 2);
+        let log = s.entries();
+        assert_eq!(log.len(), 3);
+        check_handoff(&log, WAITER, &SAW);
+        check_handoff_counts(&start);
         assert_eq!(s.m.owner_word(), 0);
     });
+    SAW.assert_reached("main saw HANDOFF in its critical section");
 }
 
-/// Spinning with the OSQ: two lockers spin (tiny budgets) and may sleep.
+/// Spinning with the OSQ: the contender spins (tiny budgets) through the
+/// OSQ and takes the lock from the owner. (It never sleeps under loom: see
+/// the header.)
 #[test]
 fn mutex_two_lockers_osq() {
-    model(|| {
+    model(&[Event::MutexSpinSuccess], || {
         let s = Arc::new(Shared::<SpinOsq>::new());
         let s2 = s.clone();
         let h = loom::thread::spawn(move || s2.incr());
@@ -103,23 +238,36 @@ fn mutex_two_lockers_osq() {
 /// no overlap.
 #[test]
 fn mutex_adapt_skip_beside_spinner() {
-    model(|| {
-        let s = Arc::new(Shared::<SpinOsq>::new());
-        let s2 = s.clone();
-        let h = loom::thread::spawn(move || {
-            s2.incr();
-            s2.incr();
-        });
-        klock::mutex::set_adapt_score(0);
-        s.incr();
-        h.join().unwrap();
-        assert_eq!(s.get(), 3);
-        assert_eq!(s.m.owner_word(), 0);
-    });
+    model(
+        &[
+            Event::MutexSpinAdaptSkip,
+            Event::MutexSpinSuccess,
+            Event::MutexSleep,
+            Event::MutexWake,
+        ],
+        || {
+            let s = Arc::new(Shared::<SpinOsq>::new());
+            let s2 = s.clone();
+            let h = loom::thread::spawn(move || {
+                s2.incr();
+                s2.incr();
+            });
+            klock::mutex::set_adapt_score(0);
+            s.incr();
+            h.join().unwrap();
+            assert_eq!(s.get(), 3);
+            assert_eq!(s.m.owner_word(), 0);
+        },
+    );
 }
 
-fn osq_model(threads: u64, preemption_bound: usize) {
-    model_bounded(preemption_bound, move || {
+/// `threads` spinners (budgets 1 for main, then 0, 1, ...) take the OSQ once
+/// each: one head at a time (`inside`), each spinner either head or unqueued,
+/// the queue empty at the end, and every event in `reach` counted in some
+/// execution.
+fn osq_model(threads: u64, preemption_bound: usize, reach: &[Event]) {
+    model_bounded(preemption_bound, reach, move || {
+        let start = thread_snapshot();
         let q = Arc::new(Osq::new());
         let inside = Arc::new(AtomicBool::new(false));
         let heads = Arc::new(AtomicUsize::new(0));
@@ -145,30 +293,35 @@ fn osq_model(threads: u64, preemption_bound: usize) {
             h.join().unwrap();
         }
         assert!(q.is_empty());
-        assert!(heads.load(Ordering::SeqCst) >= 1);
+        // Every spinner either became head or unqueued (counted once).
+        let unqueued = thread_snapshot().delta(&start).get(Event::OsqUnqueue);
+        assert_eq!(heads.load(Ordering::SeqCst) as u64 + unqueued, threads);
     });
 }
 
 /// OSQ unqueue: a head and a spinner whose budget (0 iterations) runs out,
-/// so it unqueues (steps A-B-C) while the head may be unlocking.
+/// so it unqueues (steps A-B: it is the last, so the tail moves back to the
+/// head) while the head may be unlocking (the head's unlock then waits for
+/// that step). Reached: `osq_unqueue`.
 #[test]
 fn osq_unqueue_two() {
-    osq_model(2, 2);
+    osq_model(2, 2, &[Event::OsqUnqueue]);
 }
 
-/// OSQ unqueue with three spinners (budgets 0, 1, 1): unqueue in the middle
-/// of the queue, racing with the head's unlock; one head at a time; the queue
-/// is empty at the end.
+/// OSQ unqueue with three spinners (budgets 1, 0, 1): unqueue in the middle
+/// of the queue (step C relinks the successor to the predecessor), racing
+/// with the head's unlock; one head at a time; the queue is empty at the
+/// end. Reached: `osq_unqueue`, `osq_unqueue_relink`.
 #[test]
 fn osq_unqueue_three() {
-    osq_model(3, 2);
+    osq_model(3, 2, &[Event::OsqUnqueue, Event::OsqUnqueueRelink]);
 }
 
-/// Condvar: a notify after the waiter's check is never lost (the waiter
-/// enqueues before unlocking), and the requeue wakes it through the mutex.
+/// Three lockers spinning through the OSQ (tiny budgets): mutual exclusion,
+/// the count, a clean word; some spin takes the lock.
 #[test]
 fn mutex_three_lockers_osq() {
-    model(|| {
+    model(&[Event::MutexSpinSuccess], || {
         let s = Arc::new(Shared::<SpinOsq>::new());
         let hs: Vec<_> = (0..2)
             .map(|_| {
@@ -185,9 +338,11 @@ fn mutex_three_lockers_osq() {
     });
 }
 
+/// Condvar: a notify after the waiter's check is never lost (the waiter
+/// enqueues before unlocking), and the requeue wakes it through the mutex.
 #[test]
 fn condvar_no_lost_wakeup() {
-    model(|| {
+    model(&[Event::CondWait, Event::CondRequeue], || {
         let s = Arc::new((
             RawMutex::<SpinOff>::new(),
             RawCondvar::<SpinOff>::new(),
@@ -219,7 +374,12 @@ fn condvar_no_lost_wakeup() {
 /// is lost, and none stays counted. `timed`: the waiters' futex waits may
 /// time out and give up (end_wait_foreign(.., true)), racing the notify.
 fn foreign_model(waiters: usize, timed: bool) {
-    model(move || {
+    let reach: &[Event] = if timed {
+        &[Event::CondWait, Event::CondTimeout]
+    } else {
+        &[Event::CondWait]
+    };
+    model(reach, move || {
         let s = Arc::new((
             RawMutex::<SpinOff>::new(),
             RawCondvar::<SpinOff>::new(),
@@ -283,7 +443,7 @@ fn condvar_foreign_timeout_races_notify() {
 /// must wake the head itself.
 #[test]
 fn condvar_notify_all_unlocked() {
-    model(|| {
+    model(&[Event::CondWait, Event::CondRequeue], || {
         let s = Arc::new((
             RawMutex::<SpinOff>::new(),
             RawCondvar::<SpinOff>::new(),
@@ -312,7 +472,7 @@ fn condvar_notify_all_unlocked() {
 /// the mutex's wait list and released one at a time by unlocks.
 #[test]
 fn condvar_notify_all_two_waiters() {
-    model(|| {
+    model(&[Event::CondWait, Event::CondRequeue], || {
         let s = Arc::new((
             RawMutex::<SpinOff>::new(),
             RawCondvar::<SpinOff>::new(),

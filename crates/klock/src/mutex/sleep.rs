@@ -70,6 +70,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             // Under WLOCK, whose Release (wunlock) publishes them to the
             // unlocker that reads them under WLOCK.
             n.set_state(WaiterState::Sleeping);
+            stat::inc(Event::MutexArm);
             n.set_thread_id(id);
             self.list.push_back(me);
             first = self.list.head() == me;
@@ -125,6 +126,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             lock_bit(&self.owner, WLOCK);
             let was_woken = n.is_woken();
             n.set_state(WaiterState::Sleeping);
+            stat::cond_inc(Event::MutexArm, was_woken);
             first = self.list.head() == me;
             self.wunlock(0, if was_woken { WAKING } else { 0 });
             chaos::point(Site::BeforeSleep);

@@ -18,8 +18,8 @@
 
 use super::word::{RELEASE_NO_WAITERS, WAITERS, WLOCK};
 use super::word::{
-    hand_to_head, handoff_requested, is_free, list_locked, lock_list, release_keep_flags,
-    release_wake_head, unlock_needs_no_wake,
+    hand_to_head, handoff_requested, has_waiters, is_free, list_locked, lock_list,
+    release_keep_flags, release_wake_head, unlock_needs_no_wake,
 };
 use super::{RawMutex, SpinPolicy};
 use crate::chaos::{self, Site};
@@ -52,7 +52,10 @@ impl<S: SpinPolicy> RawMutex<S> {
                     Ordering::Release,
                     Ordering::Relaxed,
                 ) {
-                    Ok(_) => return,
+                    Ok(_) => {
+                        stat::cond_inc(Event::MutexWakePending, has_waiters(o));
+                        return;
+                    }
                     Err(x) => o = x,
                 }
                 continue;
@@ -155,6 +158,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         self.wunlock(0, 0);
         chaos::point(Site::AfterRelease);
         stat::add(Event::CondRequeue, count as u64);
+        stat::add(Event::MutexArm, count as u64);
         // Only the head's type-stable node is touched after the release.
         if wake {
             stat::inc(Event::MutexWake);
