@@ -164,9 +164,12 @@ fn timed_lock_races_fair_handoff() {
 /// Model 3: a timed waiter and a plain waiter (three threads). Main holds the
 /// mutex, one thread waits with `lock_until_ns(1)`, one with `lock()`; main
 /// unlocks. A woken head that times out must not take the wake-up with it: it
-/// clears WAKING (set for it) as it leaves, or passes the wake on, so that the
-/// plain waiter is still woken (else loom reports the plain waiter's
-/// deadlock). Both outcomes of the timed lock are reached.
+/// clears WAKING (set for it) as it leaves (or takes the lock the wake-up was
+/// for), so that the plain waiter is still woken (else loom reports the plain
+/// waiter's deadlock). Both outcomes of the timed lock are reached. Not
+/// reached here: `leave_on_timeout`'s own wake of the next waiter (a free
+/// lock the leaver may not take: a hand-off owed to another waiter; this
+/// file's tunables never ask for one).
 #[test]
 fn timed_and_plain_waiters() {
     static GOT: [Branch; 2] = [Branch::new(), Branch::new()];
