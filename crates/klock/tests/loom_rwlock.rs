@@ -6,9 +6,11 @@
 //! read-held past a waiting writer, never past a writer that owns the lock,
 //! granted when the lock becomes read-owned behind a writer at the head).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom_rwlock`
-//! (CI sets `LOOM_MAX_PREEMPTIONS=2`; every model runs at that bound, 2 by
-//! default).
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_TARGET_DIR=target/loom cargo test -p klock --release --features stats --test loom_rwlock`
+//! (as CI does; not every model runs at that bound: see "Preemption bounds"
+//! below). `--features stats`: each model names the lock events of the
+//! branches it claims to cover and fails unless some execution counted
+//! each; outcomes seen from outside are counted with `Branch`.
 //!
 //! The futex is modelled exactly (see `klock::wait`): a waiter nobody wakes
 //! blocks forever and loom reports a deadlock, so every model that completes
@@ -26,17 +28,35 @@
 //! the hand-off grant (`hand_on` passing WRITER in the releasing CAS) is
 //! reachable. The price: the path where a woken writer fails, re-arms and
 //! sleeps *without* HANDOFF is only reached by writers that are not first
-//! (this file cannot also run with a large threshold). Reader policy: the
+//! here (`loom_rwlock_pref.rs` runs with the default threshold). Reader policy: the
 //! default `KLOCK_RWSEM_READER` (4: steal, then wait running within the
 //! tiny spin budget). Threads lease their node slot when they start
 //! ([`SlotGate`], as in `loom_sound.rs`).
 //!
-//! Preemption bounds: the two-thread models run at 2. The three-thread models
-//! (three writers, a reader and a writer queued together, the batch grant,
-//! downgrade against a writer, upgrade against a reader and a writer, a
-//! timed writer at the head) run at 1. At 2 they exceed loom's branch limit
-//! (5000; with 100 000, `three_writers_nospin` did not finish in 15
-//! minutes). The `rwsem-grant-acquire` race these models found is fixed: a
+//! Preemption bounds: each model runs at `LOOM_MAX_PREEMPTIONS` (CI: 2)
+//! capped at its own bound. At 2 (CI's bound): the two-thread models 1
+//! (both policies), 2, 6, 9, 10 and 16, and the three-thread models 8
+//! (upgrade with a reader inside; 13 000 executions), 12 (try locks
+//! against the unlock slow path; 54 000), 13 (reader-preferring reads past
+//! a waiting writer; 120 000, the slowest at about 20 s) and 14 (a
+//! reader-preferring reader against the hand-off; 24 000). At 1: the
+//! three-thread models 3 (three writers), 4 (a reader and a writer queued
+//! together), 5 (the batch grant), 7 (downgrade against a writer and a
+//! reader), 8b (upgrade against a reader and a writer arriving at any
+//! time), 11 (a timed writer at the head with a plain reader) and 15 (a
+//! reader-preferring reader granted behind a writer). At 2 none of these
+//! finished within 90 s on this machine (release, debug assertions), and 11
+//! exceeded the branch limit (5000 per execution; with 100 000,
+//! `three_writers_nospin` did not finish in 15 minutes). Interleavings that
+//! need two preemptions among three threads are left to the chaos torture
+//! tests, run by `.ci/run` under `--features chaos` with debug assertions:
+//! `tests/torture_rwlock.rs` (readers, writers with holds past the hand-off
+//! threshold, upgraders and downgraders, each with its try and timed forms,
+//! at 16 threads per CPU under injected preemption: models 3, 4, 5, 7, 8b,
+//! 11) and the RwLock part of `tests/torture_mixed.rs`. Neither takes a
+//! reader-preferring read (`lock_shared_prefer_readers` and its try and
+//! timed forms): model 15's interleavings beyond bound 1 have no torture
+//! coverage. The `rwsem-grant-acquire` race these models found is fixed: a
 //! contender's grant now acquires the last owner's release.
 #![cfg(loom)]
 
@@ -463,7 +483,7 @@ fn downgrade_excludes_writer() {
 /// main's write and sees 1.
 #[test]
 fn upgrade_waits_for_reader() {
-    model(1, &[Event::RwUpgradeWait], |g| {
+    model(2, &[Event::RwUpgradeWait], |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let reading = Arc::new(AtomicBool::new(false));
         let inside = Arc::new(AtomicUsize::new(0));
@@ -770,7 +790,7 @@ impl<S: SpinPolicy> Rw<S> {
 fn pref_reader_passes_waiting_writer() {
     static PAST_WAITER: Branch = Branch::new();
     static PAST_HANDOFF: Branch = Branch::new();
-    model(1, &[Event::RwSleepWriter, Event::RwHandoff], |g| {
+    model(2, &[Event::RwSleepWriter, Event::RwHandoff], |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let inside = Arc::new(AtomicUsize::new(0));
         s.l.lock_shared();
@@ -828,7 +848,7 @@ fn pref_reader_passes_waiting_writer() {
 #[test]
 fn pref_reader_races_handoff() {
     static SAW: [Branch; 2] = [Branch::new(), Branch::new()];
-    model(1, &[Event::RwHandoff, Event::MutexHandoff], |g| {
+    model(2, &[Event::RwHandoff, Event::MutexHandoff], |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         s.l.lock_shared();
         let s1 = s.clone();
