@@ -37,7 +37,7 @@
 //! 7. `mutex_fast_beside_sleeper`: two fast lockers beside a sleeping plain
 //!    locker.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom_fastpath`
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_TARGET_DIR=target/loom cargo test -p klock --release --features stats --test loom_fastpath`
 //!
 //! Preemption bounds: the two-thread models (1, 3, 5, 6) run at
 //! `LOOM_MAX_PREEMPTIONS` (2 by default, as CI sets it). The three-thread
@@ -45,7 +45,16 @@
 //! At 1, model 2 is the slow one (about 150 000 executions, 20 s in release
 //! on two CPUs; the fast paths' extra Relaxed loads multiply the
 //! interleavings); at 2, model 4 takes 285 000 executions (35 s) and model 7
-//! passes loom's branch limit (1000).
+//! passes loom's branch limit (1000). No chaos torture test covers these
+//! fast paths beyond bound 1: `.ci/run`'s chaos step runs `klock`'s
+//! `tests/torture_*.rs`, which lock through the `lock_api` guards (never
+//! `try_unlock_uncontended` or `try_lock_uncontended`) and take no
+//! reader-preferring read.
+//!
+//! Each model also names the lock events of the slow-path branches its
+//! fast paths are claimed to meet (a reader queued and granted, a writer
+//! asleep, a mutex hand-off asked for and made) and fails unless some
+//! execution counted each (`--features stats`, as CI builds the loom tests).
 //!
 //! What each model checks: the futex is modelled exactly (see
 //! `klock::wait`), so a waiter nobody wakes blocks forever and loom reports

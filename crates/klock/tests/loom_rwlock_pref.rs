@@ -11,8 +11,17 @@
 //! the INV-HANDOFF-TIMER timer is off under loom): that path is reached.
 //! Tunables are per process, hence a file of its own.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom_rwlock_pref`
-//! (three-thread models, at preemption bound 1 as in `loom_rwlock.rs`).
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_TARGET_DIR=target/loom cargo test -p klock --release --features stats --test loom_rwlock_pref`
+//! (as CI does; `--features stats`: each model fails unless the lock events
+//! of the branches it claims were counted, and if any execution set
+//! HANDOFF).
+//!
+//! Preemption bounds: `pref_reader_races_woken_writer` (two threads) runs
+//! at `LOOM_MAX_PREEMPTIONS` (CI: 2); `pref_reader_granted_behind_woken_writer`
+//! (three threads) at 1: at 2 it did not finish in two minutes (at 1: 25 000
+//! executions, 4 s). Its interleavings beyond bound 1 have no chaos torture
+//! coverage: neither `tests/torture_rwlock.rs` nor `tests/torture_mixed.rs`
+//! takes a reader-preferring read.
 #![cfg(loom)]
 
 use klock::rwlock::{RawRwLock, SpinOff};

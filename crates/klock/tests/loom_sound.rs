@@ -6,9 +6,13 @@
 //! e31284a, where a kick at unlock stored into the successor's node after the
 //! release).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom_sound`
-//! (CI sets `LOOM_MAX_PREEMPTIONS=2`; every model runs at that bound, 2 by
-//! default; model 8a, four threads, takes most of the time).
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_TARGET_DIR=target/loom cargo test -p klock --release --features stats --test loom_sound`
+//! (as CI does; every model runs at `LOOM_MAX_PREEMPTIONS`, 2 by default;
+//! model 8a, four threads, takes most of the time). `--features stats`:
+//! each model names the lock events of the branches it claims to cover
+//! (hand-off, time-out, no-node fallback, kick at unlock, ...) and fails
+//! unless some execution counted each; outcomes seen from outside are
+//! counted with `Branch`.
 //!
 //! The futex is modelled exactly (see `klock::wait`): a waiter nobody wakes
 //! blocks forever and loom reports a deadlock, so every model that completes
