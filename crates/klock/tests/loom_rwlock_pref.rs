@@ -41,10 +41,9 @@ use loom_common::{Branch, SlotGate, lease, loom_tunables, spawn, until};
 /// to cover), and if any execution set HANDOFF (this file's premise; both
 /// need `--features stats`, as CI builds the loom tests).
 fn model(max_bound: usize, reach: &[Event], f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
-    assert!(
-        klock::stat::ENABLED,
-        "these models count lock events: build the loom tests with --features stats"
-    );
+    if !klock::stat::ENABLED {
+        panic!("these models count lock events: build the loom tests with --features stats");
+    }
     let mut t = loom_tunables();
     t.rwsem_rspin_ns = 0;
     assert!(t.rwsem_handoff_ns > 0);
