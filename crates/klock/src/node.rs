@@ -986,6 +986,113 @@ mod tests {
         check_tag("state", tag::QSPIN | 1, tag::WAITER);
     }
 
+    /// A stale store of another protocol into a node, then `read` (a
+    /// protocol's read of its own node, which must check the tag). Returns
+    /// only if the check is missing.
+    #[cfg(debug_assertions)]
+    fn stale_store_then(word: &AtomicU32, stale: u32, node: &Node, read: impl Fn(&Node)) {
+        word.store(stale, Ordering::Relaxed);
+        read(node);
+    }
+
+    // The reads that check the tag (the `check_tag` call sites), each given a
+    // node holding another protocol's value: the qspinlock's `Running`, the
+    // value of the e31284a bug (a kick at unlock stored it into a node whose
+    // thread had gone on to wait for a mutex or condvar). Making `check_tag`
+    // a no-op, or dropping the call from one of these reads, fails these
+    // tests (debug builds: the check is a `debug_assert!`).
+
+    /// A mutex waiter's `is_woken` (waitlist.rs).
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "stale write into a node")]
+    fn stale_qspin_store_caught_by_mutex_waiter() {
+        use crate::spin::QsState;
+        use crate::waitlist::{Waiter, WaiterState};
+        let n = Node::new();
+        Waiter::of(&n).set_state(WaiterState::Sleeping);
+        stale_store_then(&n.state, QsState::Running as u32, &n, |n| {
+            let _ = Waiter::of(n).is_woken();
+        });
+    }
+
+    /// A rwsem grantee's `is_granted` (waitlist.rs).
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "stale write into a node")]
+    fn stale_qspin_store_caught_by_rwsem_grantee() {
+        use crate::spin::QsState;
+        use crate::waitlist::{Waiter, WaiterState};
+        let n = Node::new();
+        Waiter::of(&n).set_state(WaiterState::Granting);
+        stale_store_then(&n.state, QsState::Running as u32, &n, |n| {
+            let _ = Waiter::of(n).is_granted();
+        });
+    }
+
+    /// A condvar waiter's `is_requeued` (waitlist.rs).
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "stale write into a node")]
+    fn stale_qspin_store_caught_by_condvar_requeue_check() {
+        use crate::spin::QsState;
+        use crate::waitlist::Waiter;
+        let n = Node::new();
+        Waiter::of(&n).set_raw_state(crate::condvar::CondState::Waiting as u32);
+        stale_store_then(&n.state, QsState::Running as u32, &n, |n| {
+            let _ = Waiter::of(n).is_requeued();
+        });
+    }
+
+    /// A condvar waiter's `state_is` (waitlist.rs).
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "stale write into a node")]
+    fn stale_qspin_store_caught_by_condvar_state_check() {
+        use crate::spin::QsState;
+        use crate::waitlist::Waiter;
+        let waiting = crate::condvar::CondState::Waiting as u32;
+        let n = Node::new();
+        Waiter::of(&n).set_raw_state(waiting);
+        stale_store_then(&n.state, QsState::Running as u32, &n, |n| {
+            let _ = Waiter::of(n).state_is(waiting);
+        });
+    }
+
+    /// A qspinlock waiter's `granted` (spin/mod.rs), its grant word holding
+    /// an OSQ value.
+    #[cfg(debug_assertions)]
+    #[test]
+    #[should_panic(expected = "stale write into a node")]
+    fn stale_osq_store_caught_by_qspin_grant_check() {
+        use crate::osq::OsqGrant;
+        use crate::spin::QsNode;
+        let n = Node::new();
+        QsNode::of(&n).init();
+        stale_store_then(&n.grant, OsqGrant::Head as u32, &n, |n| {
+            let _ = QsNode::of(n).granted();
+        });
+    }
+
+    /// The reads above, on nodes holding their own protocol's values, do not
+    /// panic (the tests above fail for the stale value, not for the read).
+    #[test]
+    fn own_values_pass_the_tag_checks() {
+        use crate::spin::QsNode;
+        use crate::waitlist::{Waiter, WaiterState};
+        let n = Node::new();
+        Waiter::of(&n).set_state(WaiterState::Sleeping);
+        assert!(!Waiter::of(&n).is_woken());
+        Waiter::of(&n).set_state(WaiterState::Granting);
+        assert!(!Waiter::of(&n).is_granted());
+        let waiting = crate::condvar::CondState::Waiting as u32;
+        Waiter::of(&n).set_raw_state(waiting);
+        assert!(!Waiter::of(&n).is_requeued());
+        assert!(Waiter::of(&n).state_is(waiting));
+        QsNode::of(&n).init();
+        assert!(!QsNode::of(&n).granted());
+    }
+
     #[test]
     fn simulate_no_node_hook() {
         simulate_no_node(true);

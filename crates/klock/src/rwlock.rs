@@ -1565,6 +1565,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         self.wlock();
         if w.w.is_selected() {
             self.wunlock();
+            stat::inc(Event::RwTimeoutGranted);
             return self.await_grant(w);
         }
         let first = self.list.head() == me;
@@ -1662,6 +1663,10 @@ impl<S: SpinPolicy> RawRwLock<S> {
         // Relaxed: a hint.
         self.owner.store(OWNER_READER, Ordering::Relaxed);
         stat::add(Event::RwReadGranted, k as u64);
+        stat::cond_inc(Event::RwReadGrantBatch, k > 1);
+        if only_pref {
+            stat::add(Event::RwReadGrantedPref, k as u64);
+        }
         true
     }
 
@@ -1985,6 +1990,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             }
             // The last other reader wakes the count word.
             chaos::point(Site::BeforeSleep);
+            stat::inc(Event::RwUpgradeWait);
             let _ = wait::futex_wait(&self.count, c, None);
             // Relaxed: the CAS above decides (its Acquire pairs with the readers' Release).
             c = self.count.load(Ordering::Relaxed);

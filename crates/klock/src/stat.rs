@@ -202,6 +202,16 @@ events! {
     RwSleepWriter = "rwsem_sleep_writer",
     /// A timed rwsem acquisition timed out.
     RwTimeout = "rwsem_timeout",
+    /// One grant counted more than one queued reader in its RMW (a batch).
+    RwReadGrantBatch = "rwsem_rlock_grant_batch",
+    /// Reader-preferring readers granted past a writer at the head of the
+    /// list while the lock stays read-owned (INV-PREFQ; sum over grants).
+    RwReadGrantedPref = "rwsem_rlock_granted_pref",
+    /// A timed-out waiter found that a grant had selected it and took the
+    /// lock instead of leaving the list.
+    RwTimeoutGranted = "rwsem_timeout_granted",
+    /// An upgrade waited (futex) for the other readers to leave.
+    RwUpgradeWait = "rwsem_upgrade_wait",
     /// A timed condvar wait timed out.
     CondTimeout = "cond_timeout",
     /// A mutex waiter armed its node for a wake-up (SLEEPING under WLOCK):

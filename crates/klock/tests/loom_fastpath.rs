@@ -37,7 +37,7 @@
 //! 7. `mutex_fast_beside_sleeper`: two fast lockers beside a sleeping plain
 //!    locker.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom_fastpath`
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_TARGET_DIR=target/loom cargo test -p klock --release --features stats --test loom_fastpath`
 //!
 //! Preemption bounds: the two-thread models (1, 3, 5, 6) run at
 //! `LOOM_MAX_PREEMPTIONS` (2 by default, as CI sets it). The three-thread
@@ -45,7 +45,16 @@
 //! At 1, model 2 is the slow one (about 150 000 executions, 20 s in release
 //! on two CPUs; the fast paths' extra Relaxed loads multiply the
 //! interleavings); at 2, model 4 takes 285 000 executions (35 s) and model 7
-//! passes loom's branch limit (1000).
+//! passes loom's branch limit (1000). No chaos torture test covers these
+//! fast paths beyond bound 1: `.ci/run`'s chaos step runs `klock`'s
+//! `tests/torture_*.rs`, which lock through the `lock_api` guards (never
+//! `try_unlock_uncontended` or `try_lock_uncontended`) and take no
+//! reader-preferring read.
+//!
+//! Each model also names the lock events of the slow-path branches its
+//! fast paths are claimed to meet (a reader queued and granted, a writer
+//! asleep, a mutex hand-off asked for and made) and fails unless some
+//! execution counted each (`--features stats`, as CI builds the loom tests).
 //!
 //! What each model checks: the futex is modelled exactly (see
 //! `klock::wait`), so a waiter nobody wakes blocks forever and loom reports
@@ -91,13 +100,16 @@ use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::thread;
 
 mod loom_common;
-use loom_common::{SlotGate, lease, loom_tunables, run_model, spawn, until};
+use klock::stat::Event;
+use loom_common::{Branch, SlotGate, lease, loom_tunables, run_model_reaching, spawn, until};
 
 /// Runs a model at `LOOM_MAX_PREEMPTIONS` (default 2), capped at
-/// `max_bound`, with this file's tunables. The model spawns its threads with
-/// [`spawn`] through the [`SlotGate`] it is given; the calling (main)
-/// thread has leased its node slot and id first.
-fn model(max_bound: usize, f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
+/// `max_bound`, with this file's tunables, and fails unless every event in
+/// `reach` was counted in some execution (the slow-path branches the model
+/// claims its fast paths meet; `--features stats`). The model spawns its
+/// threads with [`spawn`] through the [`SlotGate`] it is given; the calling
+/// (main) thread has leased its node slot and id first.
+fn model(max_bound: usize, reach: &[Event], f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
     let mut t = loom_tunables();
     // rwlock: loom's clock is 0, a first writer that fails a re-try asks for
     // the hand-off at once; writers spinning on readers: no iterations.
@@ -105,7 +117,7 @@ fn model(max_bound: usize, f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
     t.rwsem_rspin_ns = 0;
     // mutex: hand off after the first failed wake-up.
     t.mutex_handoff_ns = 0;
-    run_model(t, max_bound, move || {
+    run_model_reaching(t, max_bound, reach, move || {
         lease();
         f(&Arc::new(SlotGate(AtomicUsize::new(0))))
     });
@@ -281,33 +293,54 @@ impl Rw {
 /// Model 1: a writer releasing through the fast unlock races a reader of
 /// kind `k`. Main spawns the reader, then writes (it may find the reader in,
 /// queue behind it, or hold the lock while the reader's add sits on
-/// `(0,W)`); the reader sees 0 or 1, untorn.
-fn writer_fast_unlock_vs(k: ReadKind) {
-    model(2, move |g| {
+/// `(0,W)`); the reader sees 0 or 1, untorn. Reached: the blocking readers
+/// queue and are granted by the writer's unlock; the writer queues behind a
+/// reader; a try both succeeds and fails. `got`: the try's outcomes.
+fn writer_fast_unlock_vs(k: ReadKind, got: &'static [Branch; 2]) {
+    let reach: &[Event] = match k {
+        ReadKind::Plain | ReadKind::Pref => &[
+            Event::RwSleepReader,
+            Event::RwReadGranted,
+            Event::RwSleepWriter,
+        ],
+        ReadKind::Try => &[Event::RwSleepWriter],
+    };
+    model(2, reach, move |g| {
         let s = Arc::new(Rw::new());
         let s2 = s.clone();
         let h = spawn(g, move || s2.read(k));
         assert_eq!(s.incr(), 0);
-        if let Some(v) = h.join().unwrap() {
-            assert!(v <= 1, "reader saw {v}");
+        let r = h.join().unwrap();
+        got[usize::from(r.is_some())].hit();
+        match r {
+            // 0 or 1 (the only values written), untorn (`get`).
+            Some(_) => {}
+            None => assert!(matches!(k, ReadKind::Try), "a blocking read failed"),
         }
         s.check(1);
     });
+    if matches!(k, ReadKind::Try) {
+        got[0].assert_reached("try_lock_shared failed");
+    }
+    got[1].assert_reached("the reader got in");
 }
 
 #[test]
 fn writer_fast_unlock_vs_lock_shared() {
-    writer_fast_unlock_vs(ReadKind::Plain);
+    static GOT: [Branch; 2] = [Branch::new(), Branch::new()];
+    writer_fast_unlock_vs(ReadKind::Plain, &GOT);
 }
 
 #[test]
 fn writer_fast_unlock_vs_try_lock_shared() {
-    writer_fast_unlock_vs(ReadKind::Try);
+    static GOT: [Branch; 2] = [Branch::new(), Branch::new()];
+    writer_fast_unlock_vs(ReadKind::Try, &GOT);
 }
 
 #[test]
 fn writer_fast_unlock_vs_pref_reader() {
-    writer_fast_unlock_vs(ReadKind::Pref);
+    static GOT: [Branch; 2] = [Branch::new(), Branch::new()];
+    writer_fast_unlock_vs(ReadKind::Pref, &GOT);
 }
 
 /// Model 2: two writers and a fair reader, everyone releasing through the
@@ -317,7 +350,12 @@ fn writer_fast_unlock_vs_pref_reader() {
 /// Exclusion, no lost wake-up, the reader sees 1 or 2, count 0.
 #[test]
 fn writer_fast_unlock_two_writers_reader() {
-    model(1, |g| {
+    let reach = [
+        Event::RwSleepReader,
+        Event::RwReadGranted,
+        Event::MutexHandoff,
+    ];
+    model(1, &reach, |g| {
         let s = Arc::new(Rw::new());
         // The token is dropped (releases nothing): see `Rw::incr`.
         let _ = s.l.lock_exclusive();
@@ -343,7 +381,7 @@ fn writer_fast_unlock_two_writers_reader() {
 /// writer: loom's deadlock.
 #[test]
 fn reader_fast_unlock_wakes_writer() {
-    model(2, |g| {
+    model(2, &[Event::RwSleepWriter], |g| {
         let s = Arc::new(Rw::new());
         assert!(s.rdlock(ReadKind::Plain));
         let s1 = s.clone();
@@ -366,7 +404,7 @@ fn reader_fast_unlock_wakes_writer() {
 /// must wake the writer.
 #[test]
 fn two_readers_fast_unlock_wake_writer() {
-    model(1, |g| {
+    model(1, &[Event::RwSleepWriter], |g| {
         let s = Arc::new(Rw::new());
         let inside = Arc::new(AtomicUsize::new(0));
         assert!(s.rdlock(ReadKind::Plain));
@@ -470,7 +508,7 @@ impl M {
 /// their fallbacks, so one may sleep in `lock`).
 #[test]
 fn mutex_fast_two_lockers() {
-    model(2, |g| {
+    model(2, &[Event::MutexSleep, Event::MutexWake], |g| {
         let s = Arc::new(M::new());
         let s1 = s.clone();
         let h = spawn(g, move || s1.fast_incr());
@@ -489,7 +527,12 @@ fn mutex_fast_two_lockers() {
 /// leave the release (the wake-up, the hand-off) to `unlock`.
 #[test]
 fn mutex_fast_vs_sleeper() {
-    model(2, |g| {
+    let reach = [
+        Event::MutexSleep,
+        Event::MutexHandoffRequest,
+        Event::MutexHandoff,
+    ];
+    model(2, &reach, |g| {
         let s = Arc::new(M::new());
         let s1 = s.clone();
         let h = spawn(g, move || s1.incr());
@@ -507,7 +550,12 @@ fn mutex_fast_vs_sleeper() {
 /// word free with flags (`try_lock_uncontended` refuses, `lock` takes it).
 #[test]
 fn mutex_fast_beside_sleeper() {
-    model(1, |g| {
+    let reach = [
+        Event::MutexSleep,
+        Event::MutexHandoffRequest,
+        Event::MutexHandoff,
+    ];
+    model(1, &reach, |g| {
         let s = Arc::new(M::new());
         let s1 = s.clone();
         let sleeper = spawn(g, move || s1.incr());

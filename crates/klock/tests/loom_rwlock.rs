@@ -6,9 +6,11 @@
 //! read-held past a waiting writer, never past a writer that owns the lock,
 //! granted when the lock becomes read-owned behind a writer at the head).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom_rwlock`
-//! (CI sets `LOOM_MAX_PREEMPTIONS=2`; every model runs at that bound, 2 by
-//! default).
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_TARGET_DIR=target/loom cargo test -p klock --release --features stats --test loom_rwlock`
+//! (as CI does; not every model runs at that bound: see "Preemption bounds"
+//! below). `--features stats`: each model names the lock events of the
+//! branches it claims to cover and fails unless some execution counted
+//! each; outcomes seen from outside are counted with `Branch`.
 //!
 //! The futex is modelled exactly (see `klock::wait`): a waiter nobody wakes
 //! blocks forever and loom reports a deadlock, so every model that completes
@@ -26,35 +28,74 @@
 //! the hand-off grant (`hand_on` passing WRITER in the releasing CAS) is
 //! reachable. The price: the path where a woken writer fails, re-arms and
 //! sleeps *without* HANDOFF is only reached by writers that are not first
-//! (this file cannot also run with a large threshold). Reader policy: the
+//! here (`loom_rwlock_pref.rs` runs with the default threshold). Reader policy: the
 //! default `KLOCK_RWSEM_READER` (4: steal, then wait running within the
 //! tiny spin budget). Threads lease their node slot when they start
 //! ([`SlotGate`], as in `loom_sound.rs`).
 //!
-//! Preemption bounds: the two-thread models run at 2. The three-thread models
-//! (three writers, a reader and a writer queued together, the batch grant,
-//! downgrade against a writer, upgrade against a reader and a writer, a
-//! timed writer at the head) run at 1. At 2 they exceed loom's branch limit
-//! (5000; with 100 000, `three_writers_nospin` did not finish in 15
-//! minutes). The `rwsem-grant-acquire` race these models found is fixed: a
+//! Preemption bounds: each model runs at `LOOM_MAX_PREEMPTIONS` (CI: 2)
+//! capped at its own bound. At 2 (CI's bound): the two-thread models 1
+//! (both policies), 2, 6, 9, 10 and 16, and the three-thread models 8
+//! (upgrade with a reader inside; 13 000 executions), 12 (try locks
+//! against the unlock slow path; 54 000), 13 (reader-preferring reads past
+//! a waiting writer; 120 000, the slowest at about 20 s) and 14 (a
+//! reader-preferring reader against the hand-off; 24 000). At 1: the
+//! three-thread models 3 (three writers), 4 (a reader and a writer queued
+//! together), 5 (the batch grant), 7 (downgrade against a writer and a
+//! reader), 8b (upgrade against a reader and a writer arriving at any
+//! time), 11 (a timed writer at the head with a plain reader) and 15 (a
+//! reader-preferring reader granted behind a writer). At 2 none of these
+//! finished within 90 s on this machine (release, debug assertions), and 11
+//! exceeded the branch limit (5000 per execution; with 100 000,
+//! `three_writers_nospin` did not finish in 15 minutes). Interleavings that
+//! need two preemptions among three threads are left to the chaos torture
+//! tests, run by `.ci/run` under `--features chaos` with debug assertions:
+//! `tests/torture_rwlock.rs` (readers, writers with holds past the hand-off
+//! threshold, upgraders and downgraders, each with its try and timed forms,
+//! at 16 threads per CPU under injected preemption: models 3, 4, 5, 7, 8b,
+//! 11) and the RwLock part of `tests/torture_mixed.rs`. Neither takes a
+//! reader-preferring read (`lock_shared_prefer_readers` and its try and
+//! timed forms): model 15's interleavings beyond bound 1 have no torture
+//! coverage. The `rwsem-grant-acquire` race these models found is fixed: a
 //! contender's grant now acquires the last owner's release.
 #![cfg(loom)]
 
-use klock::rwlock::{HANDOFF, RawRwLock, SpinOff, SpinOsq, SpinPolicy};
+use klock::rwlock::{HANDOFF, RawRwLock, SpinOff, SpinOsq, SpinPolicy, WAITERS};
+use klock::stat::Event;
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
 
 mod loom_common;
-use loom_common::{SlotGate, lease, loom_tunables, spawn, until};
+use loom_common::{Branch, SlotGate, lease, loom_tunables, spawn, until};
+
+/// This execution's lock events so far, since `since` (a
+/// [`klock::stat::thread_snapshot`] taken when the execution began): every
+/// model thread runs on the test's OS thread. All zero without `stats`.
+fn exec_counts(since: &klock::stat::Snapshot) -> klock::stat::Snapshot {
+    klock::stat::thread_snapshot().delta(since)
+}
 
 /// Runs a model at `LOOM_MAX_PREEMPTIONS` (default 2), capped at
 /// `max_bound`, with this file's tunables (as `loom_common::run_model`, with
-/// a larger branch limit), printing the number of executions. The model spawns its threads with
-/// [`spawn`] through the [`SlotGate`] it is given; the calling (main)
-/// thread has leased its node slot and id first.
-fn model(max_bound: usize, f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
+/// a larger branch limit), printing the number of executions and the lock
+/// events they counted. Fails unless every event in `reach` was counted in
+/// at least one execution (the branches the model claims to cover; needs
+/// `--features stats`, as CI builds the loom tests). The model spawns its
+/// threads with [`spawn`] through the [`SlotGate`] it is given; the calling
+/// (main) thread has leased its node slot and id first.
+fn model(
+    max_bound: usize,
+    reach: &[Event],
+    f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static,
+) -> klock::stat::Snapshot {
+    assert!(
+        reach.is_empty() || klock::stat::ENABLED,
+        "this model asserts that it reaches {:?}: build the loom tests with \
+         --features stats (as .ci/run does)",
+        reach.iter().map(|e| e.name()).collect::<Vec<_>>()
+    );
     let mut t = loom_tunables();
     // loom's clock is 0: a first writer that fails a re-try asks for the
     // hand-off at once (see the module docs).
@@ -74,20 +115,31 @@ fn model(max_bound: usize, f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
     );
     let iters = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let i2 = iters.clone();
+    // Every model thread runs on this OS thread: its counters are the
+    // model's, whatever other tests run beside it.
+    let before = klock::stat::thread_snapshot();
     b.check(move || {
         // Relaxed: a count read after `check` returns (same thread).
         i2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         lease();
         f(&Arc::new(SlotGate(AtomicUsize::new(0))))
     });
+    let counts = klock::stat::thread_snapshot().delta(&before);
     eprintln!(
         "loom: {} executions",
         iters.load(std::sync::atomic::Ordering::Relaxed)
     );
     if klock::stat::ENABLED {
-        eprint!("{}", klock::stat::snapshot().report());
-        klock::stat::reset();
+        eprint!("{}", counts.report());
     }
+    for e in reach {
+        assert!(
+            counts.get(*e) > 0,
+            "no execution reached {} (the branch this model claims to cover)",
+            e.name()
+        );
+    }
+    counts
 }
 
 /// A rwsem over two fields written together (a torn read shows as `a != b`;
@@ -169,28 +221,36 @@ impl<S: SpinPolicy> Rw<S> {
 
 /// Model 1 (both writer spin policies): a writer and a reader. Main writes;
 /// a thread reads (fast path, steal, or queued and granted by the write
-/// unlock). The reader sees 0 or 1, never a torn value, and never overlaps
-/// the writer (loom's `UnsafeCell`).
-fn read_write_exclusion<S: SpinPolicy>() {
-    model(2, |g| {
+/// unlock). The reader never sees a torn value and never overlaps the
+/// writer (loom's `UnsafeCell`); it comes before the write in some
+/// execution and after it in another (`saw`). `reach`: the reader paths
+/// each policy is shown to take (without spinning the reader queues and is
+/// granted; with the OSQ policy it waits running, KLOCK_RWSEM_READER 4, and
+/// steals the lock: it never queues in this model).
+fn read_write_exclusion<S: SpinPolicy>(reach: &[Event], saw: &'static [Branch; 2]) {
+    model(2, reach, move |g| {
         let s = Arc::new(Rw::<S>::new());
         let s2 = s.clone();
         let h = spawn(g, move || s2.read());
         s.incr();
-        let v = h.join().unwrap();
-        assert!(v <= 1);
+        // Only 0 and 1 are ever written: the value tells the order.
+        saw[h.join().unwrap()].hit();
         s.check(1);
     });
+    saw[0].assert_reached("the reader before the writer");
+    saw[1].assert_reached("the reader after the writer");
 }
 
 #[test]
 fn read_write_exclusion_nospin() {
-    read_write_exclusion::<SpinOff>();
+    static SAW: [Branch; 2] = [Branch::new(), Branch::new()];
+    read_write_exclusion::<SpinOff>(&[Event::RwSleepReader, Event::RwReadGranted], &SAW);
 }
 
 #[test]
 fn read_write_exclusion_osq() {
-    read_write_exclusion::<SpinOsq>();
+    static SAW: [Branch; 2] = [Branch::new(), Branch::new()];
+    read_write_exclusion::<SpinOsq>(&[Event::RwReadSteal], &SAW);
 }
 
 /// Model 2: writer/writer exclusion through the wait list, and the
@@ -199,11 +259,17 @@ fn read_write_exclusion_osq() {
 /// writer queues and the unlock slow path wakes it; main then re-locks at once
 /// (a steal from the woken writer, which then fails its re-try and, being
 /// first, sets HANDOFF). If main sees HANDOFF while it holds the lock the
-/// second time, its unlock must grant the lock to the waiting writer: main's
-/// third critical section then sees that writer's increment.
+/// second time, its unlock must grant the lock to the waiting writer in the
+/// releasing CAS (`hand_on`): from then on the word never shows HANDOFF
+/// again (the grant clears it; a release that only woke the writer would
+/// leave `(0,Q|H|K)` until the writer's re-try), and main's third critical
+/// section sees that writer's increment (HANDOFF keeps main out). Some
+/// execution must see HANDOFF and hand over (`mutex_handoff` also counts
+/// the rwsem's hand-off grant).
 #[test]
 fn writers_queue_and_handoff() {
-    model(2, |g| {
+    static HANDOFF_SEEN: Branch = Branch::new();
+    model(2, &[Event::RwHandoff, Event::MutexHandoff], |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let t = s.l.lock_exclusive();
         let s2 = s.clone();
@@ -218,6 +284,14 @@ fn writers_queue_and_handoff() {
         let handoff = s.l.count_word() & HANDOFF != 0;
         // SAFETY: `t` comes from the lock above and is released once.
         unsafe { s.l.unlock_exclusive(t) };
+        if handoff {
+            HANDOFF_SEEN.hit();
+            assert_eq!(
+                s.l.count_word() & HANDOFF,
+                0,
+                "HANDOFF was set but the unlock released without handing over"
+            );
+        }
         let before = s.incr();
         if handoff {
             assert_eq!(
@@ -228,14 +302,17 @@ fn writers_queue_and_handoff() {
         h.join().unwrap();
         s.check(4);
     });
+    HANDOFF_SEEN.assert_reached("main saw HANDOFF before its unlock");
 }
 
 /// Model 3: three writers (no spinning), nothing forced: two may sleep on
 /// the list at once, wakes go to the head one at a time, hand-offs after a
-/// failed re-try. Exclusion (loom), every writer finishes, count 3.
+/// failed re-try. Exclusion (loom), every writer finishes, count 3; some
+/// execution sleeps, sets HANDOFF and hands the lock over.
 #[test]
 fn three_writers_nospin() {
-    model(1, |g| {
+    let reach = [Event::RwSleepWriter, Event::RwHandoff, Event::MutexHandoff];
+    model(1, &reach, |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let hs: Vec<_> = (0..2)
             .map(|_| {
@@ -255,9 +332,15 @@ fn three_writers_nospin() {
 /// lock; a reader and a writer arrive (either may queue first, or steal
 /// after the unlock); main unlocks. Everybody finishes (loom reports a
 /// waiter nobody wakes as a deadlock); the reader sees 1 or 2, untorn.
+/// Both classes are shown to sleep and the reader to be granted.
 #[test]
 fn writer_reader_writer_no_lost_wakeup() {
-    model(1, |g| {
+    let reach = [
+        Event::RwSleepReader,
+        Event::RwSleepWriter,
+        Event::RwReadGranted,
+    ];
+    model(1, &reach, |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let t = s.l.lock_exclusive();
         let s1 = s.clone();
@@ -280,10 +363,14 @@ fn writer_reader_writer_no_lost_wakeup() {
 /// (still holding) until both are in: so both must be able to hold the read
 /// lock at once (both queued: one wake-up grants both; one queued, one
 /// late: the late one gets in beside the granted one). A grant of one
-/// reader at a time, or a lost grant, deadlocks.
+/// reader at a time, or a lost grant, deadlocks. Both cases are reached:
+/// some execution grants both readers in one RMW (`rwsem_rlock_grant_batch`),
+/// some has no batch.
 #[test]
 fn reader_batch_grant() {
-    model(1, |g| {
+    static NO_BATCH: Branch = Branch::new();
+    model(1, &[Event::RwReadGrantBatch], |g| {
+        let c0 = klock::stat::thread_snapshot();
         let s = Arc::new(Rw::<SpinOff>::new());
         let inside = Arc::new(AtomicUsize::new(0));
         let t = s.l.lock_exclusive();
@@ -310,16 +397,21 @@ fn reader_batch_grant() {
             assert_eq!(h.join().unwrap(), 1);
         }
         s.check(1);
+        if exec_counts(&c0).get(Event::RwReadGrantBatch) == 0 {
+            NO_BATCH.hit();
+        }
     });
+    NO_BATCH.assert_reached("both readers in without a batch grant");
 }
 
 /// Model 6: downgrade admits a queued reader. Main holds the write lock
 /// (yielding inside it, so the reader queues), writes, downgrades; the reader must get in
 /// while main still holds its (downgraded) read lock: main waits, holding
-/// it, until the reader has been in. The reader sees main's write.
+/// it, until the reader has been in. The reader sees main's write. Some
+/// execution has the reader queued (asleep) and granted.
 #[test]
 fn downgrade_admits_queued_reader() {
-    model(2, |g| {
+    model(2, &[Event::RwSleepReader, Event::RwReadGranted], |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let seen = Arc::new(AtomicUsize::new(0));
         let t = s.l.lock_exclusive();
@@ -350,10 +442,11 @@ fn downgrade_admits_queued_reader() {
 /// Model 7: downgrade excludes writers. Main writes, downgrades, and reads
 /// under the downgraded lock: still its own value (no writer got in between:
 /// the value and loom's `UnsafeCell`). A writer and a reader contend
-/// meanwhile (queued or not); both finish; the reader sees 1 or 2.
+/// meanwhile (queued or not: some execution has each asleep); both finish;
+/// the reader sees 1 or 2.
 #[test]
 fn downgrade_excludes_writer() {
-    model(1, |g| {
+    model(1, &[Event::RwSleepReader, Event::RwSleepWriter], |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let t = s.l.lock_exclusive();
         let s1 = s.clone();
@@ -380,22 +473,26 @@ fn downgrade_excludes_writer() {
 }
 
 /// Model 8: upgrade waits for the other readers. Main takes an upgradable
-/// read lock; a plain reader (flagging while it holds) and a writer contend;
-/// main upgrades. The upgrade returns only when the reader is out (flag
-/// clear), and the writer never overlaps main's upgraded write or the
-/// reader (loom's `UnsafeCell`). Main holds the upgradable lock from the
-/// start (it excludes writers), so the writer comes after main's write and
-/// sees 1.
+/// read lock; a plain reader gets in beside it (flagging while it holds) and
+/// says so; main waits for that, then lets a writer contend and upgrades
+/// while the reader may still hold: the upgrade must wait (some execution
+/// is shown to sleep in it, `rwsem_upgrade_wait`) and returns only when the
+/// reader is out (flag clear); the writer never overlaps main's upgraded
+/// write or the reader (loom's `UnsafeCell`). Main holds the upgradable
+/// lock from the start (it excludes writers), so the writer comes after
+/// main's write and sees 1.
 #[test]
 fn upgrade_waits_for_reader() {
-    model(1, |g| {
+    model(2, &[Event::RwUpgradeWait], |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let reading = Arc::new(AtomicBool::new(false));
+        let inside = Arc::new(AtomicUsize::new(0));
         s.l.lock_upgradable();
-        let (s1, reading1) = (s.clone(), reading.clone());
+        let (s1, reading1, in1) = (s.clone(), reading.clone(), inside.clone());
         let r = spawn(g, move || {
             s1.l.lock_shared();
             reading1.store(true, Ordering::SeqCst);
+            in1.fetch_add(1, Ordering::SeqCst);
             // SAFETY: read lock held.
             let v = unsafe { s1.get() };
             reading1.store(false, Ordering::SeqCst);
@@ -403,6 +500,7 @@ fn upgrade_waits_for_reader() {
             unsafe { s1.l.unlock_shared() };
             v
         });
+        until(&inside, 1);
         let s2 = s.clone();
         let w = spawn(g, move || s2.incr());
         // SAFETY: upgradable lock held.
@@ -419,8 +517,38 @@ fn upgrade_waits_for_reader() {
         unsafe { s.l.unlock_exclusive(t) };
         // Main held the lock (upgradable) before the writer could start.
         assert_eq!(w.join().unwrap(), 1);
-        let v = r.join().unwrap();
-        assert!(v <= 2, "reader saw {v}");
+        assert_eq!(r.join().unwrap(), 0, "the reader was in before main wrote");
+        s.check(2);
+    });
+}
+
+/// Model 8b: an upgrade racing a reader and a writer that arrive at any
+/// time (the reader may be admitted beside the upgradable lock, queue
+/// behind the writer, or come after the upgrade). At bound 1 no execution
+/// has the reader inside while the upgrade starts (model 8 forces that);
+/// this one covers the arrivals around it. Exclusion (loom's `UnsafeCell`),
+/// no lost wake-up, the writer after main's write, counts.
+#[test]
+fn upgrade_races_reader_and_writer() {
+    model(1, &[Event::RwSleepReader, Event::RwSleepWriter], |g| {
+        let s = Arc::new(Rw::<SpinOff>::new());
+        s.l.lock_upgradable();
+        let s1 = s.clone();
+        let r = spawn(g, move || s1.read());
+        let s2 = s.clone();
+        let w = spawn(g, move || s2.incr());
+        // SAFETY: upgradable lock held.
+        assert_eq!(unsafe { s.get() }, 0);
+        // SAFETY: we hold the upgradable lock.
+        let t = unsafe { s.l.upgrade() };
+        // SAFETY: write lock held.
+        unsafe { s.bump() };
+        // SAFETY: `t` comes from the upgrade above and is released once.
+        unsafe { s.l.unlock_exclusive(t) };
+        // Main held the lock (upgradable) before the writer could start.
+        assert_eq!(w.join().unwrap(), 1);
+        // Any of 0, 1, 2 (before, between or after the writes); untorn.
+        let _ = r.join().unwrap();
         s.check(2);
     });
 }
@@ -456,11 +584,16 @@ fn timed_incr<S: SpinPolicy>(s: &Rw<S>) -> Option<usize> {
 /// before or after the grant selected it: `leave` then takes the grant, or
 /// leaves the list); main unlocks and writes again at once. Run twice: with
 /// `long`, main yields in its critical section (the time-out also comes
-/// before the unlock). The timed reader sees 1 or 2 if it got in.
+/// before the unlock). The timed reader sees 1 or 2 if it got in. Each run
+/// reaches both ends of the race: a time-out that leaves the list
+/// (`rwsem_timeout`) and one that finds itself already selected and takes
+/// the grant (`rwsem_timeout_granted`); and both outcomes, in and out.
 #[test]
 fn timed_read_races_grant() {
+    static GOT: Branch = Branch::new();
+    static OUT: Branch = Branch::new();
     for long in [false, true] {
-        model(2, move |g| {
+        model(2, &[Event::RwTimeout, Event::RwTimeoutGranted], move |g| {
             let s = Arc::new(Rw::<SpinOff>::new());
             let t = s.l.lock_exclusive();
             let s2 = s.clone();
@@ -474,21 +607,35 @@ fn timed_read_races_grant() {
             unsafe { s.l.unlock_exclusive(t) };
             s.incr();
             if let Some(v) = h.join().unwrap() {
+                GOT.hit();
                 assert!(v == 1 || v == 2, "timed reader saw {v}");
+            } else {
+                OUT.hit();
             }
             s.check(2);
         });
     }
+    GOT.assert_reached("the timed reader got in");
+    OUT.assert_reached("the timed reader timed out");
 }
 
 /// Model 10: a timed write races the last reader's wake-up (and, with
 /// HANDOFF, a grant). Main holds a read lock; a thread writes with a
 /// deadline; main unlocks and reads again at once. Run with and without
-/// `long` as model 9. The final value is the timed writer's success.
+/// `long` as model 9. The final value is the timed writer's success. Each
+/// run reaches the hand-off (HANDOFF set, the lock handed over) and a
+/// time-out that leaves the list; with `long`, also a time-out that finds
+/// the hand-off grant already made and takes it. Both outcomes are reached.
 #[test]
 fn timed_write_races_wake() {
+    static GOT: Branch = Branch::new();
+    static OUT: Branch = Branch::new();
     for long in [false, true] {
-        model(2, move |g| {
+        let mut reach = vec![Event::RwHandoff, Event::MutexHandoff, Event::RwTimeout];
+        if long {
+            reach.push(Event::RwTimeoutGranted);
+        }
+        model(2, &reach, move |g| {
             let s = Arc::new(Rw::<SpinOff>::new());
             s.l.lock_shared();
             let s2 = s.clone();
@@ -498,15 +645,21 @@ fn timed_write_races_wake() {
             }
             // SAFETY: taken above, released once.
             unsafe { s.l.unlock_shared() };
-            let v = s.read();
+            let _ = s.read();
             let got = h.join().unwrap();
-            if let Some(before) = got {
-                assert_eq!(before, 0);
+            // Only the timed writer writes: its `before` is 0 and main's
+            // read 0 or 1 whatever the lock does (untorn: `get`); the final
+            // value must match its success.
+            if got.is_some() {
+                GOT.hit();
+            } else {
+                OUT.hit();
             }
-            assert!(v <= usize::from(got.is_some()));
             s.check(usize::from(got.is_some()));
         });
     }
+    GOT.assert_reached("the timed writer got in");
+    OUT.assert_reached("the timed writer timed out");
 }
 
 /// Model 11: a timed writer at the head must not strand a reader queued
@@ -514,9 +667,18 @@ fn timed_write_races_wake() {
 /// arrive; main unlocks. If the timed writer leaves (time-out) while the
 /// reader waits behind it, its leaving must pass the turn on (clearing its
 /// HANDOFF and WAITERS as needed), else loom reports the reader's deadlock.
+/// Reached: a timed writer that gives up in an execution where the reader
+/// slept on the list, and one that took a grant after its time-out.
 #[test]
 fn timed_writer_and_plain_reader() {
-    model(1, |g| {
+    static LEFT_BEFORE_READER: Branch = Branch::new();
+    let reach = [
+        Event::RwTimeout,
+        Event::RwTimeoutGranted,
+        Event::RwSleepReader,
+    ];
+    model(1, &reach, |g| {
+        let c0 = klock::stat::thread_snapshot();
         let s = Arc::new(Rw::<SpinOff>::new());
         let t = s.l.lock_exclusive();
         let s1 = s.clone();
@@ -531,19 +693,25 @@ fn timed_writer_and_plain_reader() {
         let v = r.join().unwrap();
         if let Some(before) = got {
             assert_eq!(before, 1);
+        } else if exec_counts(&c0).get(Event::RwSleepReader) > 0 {
+            LEFT_BEFORE_READER.hit();
         }
         assert!(v >= 1 && v <= 1 + usize::from(got.is_some()));
         s.check(1 + usize::from(got.is_some()));
     });
+    LEFT_BEFORE_READER.assert_reached("the timed writer gave up while the reader slept");
 }
 
 /// Model 12: `try_lock_shared` and `try_lock_exclusive` racing the unlock
 /// slow path. Main holds the write lock (yielding, so a writer queues); a second
 /// thread tries a read and then a write once each; main unlocks (waking or
 /// handing over to the queued writer). No overlap, no lost wake-up, counts.
+/// Each try is shown to succeed in some execution and fail in another, and
+/// some execution hands over.
 #[test]
 fn try_locks_race_unlock_slow() {
-    model(2, |g| {
+    static TRIES: [Branch; 4] = [Branch::new(), Branch::new(), Branch::new(), Branch::new()];
+    model(2, &[Event::MutexHandoff], |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let t = s.l.lock_exclusive();
         let s1 = s.clone();
@@ -551,21 +719,28 @@ fn try_locks_race_unlock_slow() {
         let s2 = s.clone();
         let tr = spawn(g, move || {
             if s2.l.try_lock_shared() {
+                TRIES[0].hit();
                 // SAFETY: read lock held.
                 let v = unsafe { s2.get() };
                 assert!(v >= 1);
                 // SAFETY: taken above, released once.
                 unsafe { s2.l.unlock_shared() };
+            } else {
+                TRIES[1].hit();
             }
             match s2.l.try_lock_exclusive() {
                 Some(t) => {
+                    TRIES[2].hit();
                     // SAFETY: write lock held.
                     unsafe { s2.bump() };
                     // SAFETY: `t` comes from the lock above, released once.
                     unsafe { s2.l.unlock_exclusive(t) };
                     1
                 }
-                None => 0,
+                None => {
+                    TRIES[3].hit();
+                    0
+                }
             }
         });
         // SAFETY: write lock held.
@@ -576,6 +751,14 @@ fn try_locks_race_unlock_slow() {
         let got = tr.join().unwrap();
         s.check(2 + got);
     });
+    for (b, what) in TRIES.iter().zip([
+        "try_lock_shared succeeded",
+        "try_lock_shared failed",
+        "try_lock_exclusive succeeded",
+        "try_lock_exclusive failed",
+    ]) {
+        b.assert_reached(what);
+    }
 }
 
 // ---------------------------------------------------------------------------
@@ -605,7 +788,9 @@ impl<S: SpinPolicy> Rw<S> {
 /// `UnsafeCell`); the writer gets in after both readers left.
 #[test]
 fn pref_reader_passes_waiting_writer() {
-    model(1, |g| {
+    static PAST_WAITER: Branch = Branch::new();
+    static PAST_HANDOFF: Branch = Branch::new();
+    model(2, &[Event::RwSleepWriter, Event::RwHandoff], |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let inside = Arc::new(AtomicUsize::new(0));
         s.l.lock_shared();
@@ -613,6 +798,15 @@ fn pref_reader_passes_waiting_writer() {
         let w = spawn(g, move || s1.incr());
         let (s2, in2) = (s.clone(), inside.clone());
         let r = spawn(g, move || {
+            // The writer cannot leave the list while main read-holds: what
+            // this shows stays true across the calls below.
+            let c = s2.l.count_word();
+            if c & WAITERS != 0 {
+                PAST_WAITER.hit();
+            }
+            if c & HANDOFF != 0 {
+                PAST_HANDOFF.hit();
+            }
             assert!(
                 s2.l.try_lock_shared_prefer_readers(),
                 "try refused while read-held"
@@ -640,17 +834,21 @@ fn pref_reader_passes_waiting_writer() {
         w.join().unwrap();
         s.check(1);
     });
+    PAST_WAITER.assert_reached("the reader's calls with the writer queued (WAITERS)");
+    PAST_HANDOFF.assert_reached("the reader's calls with HANDOFF set");
 }
 
 /// Model 14: a reader-preferring reader races the hand-off to a waiting
 /// writer. Main holds a read lock; a writer queues (and may set HANDOFF);
 /// main unlocks (handing the lock to the writer, or waking it) while a
 /// reader-preferring reader arrives. The reader must never join the lock
-/// the writer now owns (loom's `UnsafeCell`; it sees 0 or 1, untorn), and
-/// nobody is left asleep (a lost wake-up is a loom deadlock).
+/// the writer now owns (loom's `UnsafeCell`; untorn), and nobody is left
+/// asleep (a lost wake-up is a loom deadlock). The reader comes before the
+/// writer in some execution and after it in another.
 #[test]
 fn pref_reader_races_handoff() {
-    model(1, |g| {
+    static SAW: [Branch; 2] = [Branch::new(), Branch::new()];
+    model(2, &[Event::RwHandoff, Event::MutexHandoff], |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         s.l.lock_shared();
         let s1 = s.clone();
@@ -659,11 +857,13 @@ fn pref_reader_races_handoff() {
         let r = spawn(g, move || s2.read_pref());
         // SAFETY: main's read lock, taken above, released once.
         unsafe { s.l.unlock_shared() };
-        let v = r.join().unwrap();
+        // Only 0 and 1 are ever written: the value tells the order.
+        SAW[r.join().unwrap()].hit();
         w.join().unwrap();
-        assert!(v <= 1, "reader saw {v}");
         s.check(1);
     });
+    SAW[0].assert_reached("the reader before the writer");
+    SAW[1].assert_reached("the reader after the writer");
 }
 
 /// Model 15: a reader-preferring reader queued behind a writer at the head
@@ -675,7 +875,7 @@ fn pref_reader_races_handoff() {
 /// the lock, loom reports the deadlock (glibc's default kind admits R).
 #[test]
 fn pref_reader_granted_behind_writer() {
-    model(1, |g| {
+    model(1, &[Event::RwReadGrantedPref], |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let inside = Arc::new(AtomicUsize::new(0));
         let t = s.l.lock_exclusive();
@@ -718,7 +918,9 @@ fn pref_reader_granted_behind_writer() {
 /// selected it). Main holds the write lock, unlocks, writes again.
 #[test]
 fn pref_timed_read_races_grant() {
-    model(2, |g| {
+    static GOT: Branch = Branch::new();
+    static OUT: Branch = Branch::new();
+    model(2, &[Event::RwTimeout, Event::RwTimeoutGranted], |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let t = s.l.lock_exclusive();
         let s2 = s.clone();
@@ -737,8 +939,13 @@ fn pref_timed_read_races_grant() {
         unsafe { s.l.unlock_exclusive(t) };
         s.incr();
         if let Some(v) = h.join().unwrap() {
+            GOT.hit();
             assert!(v == 1 || v == 2, "timed reader saw {v}");
+        } else {
+            OUT.hit();
         }
         s.check(2);
     });
+    GOT.assert_reached("the timed reader got in");
+    OUT.assert_reached("the timed reader timed out");
 }

@@ -11,22 +11,39 @@
 //! the INV-HANDOFF-TIMER timer is off under loom): that path is reached.
 //! Tunables are per process, hence a file of its own.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom_rwlock_pref`
-//! (three-thread models, at preemption bound 1 as in `loom_rwlock.rs`).
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_TARGET_DIR=target/loom cargo test -p klock --release --features stats --test loom_rwlock_pref`
+//! (as CI does; `--features stats`: each model fails unless the lock events
+//! of the branches it claims were counted, and if any execution set
+//! HANDOFF).
+//!
+//! Preemption bounds: `pref_reader_races_woken_writer` (two threads) runs
+//! at `LOOM_MAX_PREEMPTIONS` (CI: 2); `pref_reader_granted_behind_woken_writer`
+//! (three threads) at 1: at 2 it did not finish in two minutes (at 1: 25 000
+//! executions, 4 s). Its interleavings beyond bound 1 have no chaos torture
+//! coverage: neither `tests/torture_rwlock.rs` nor `tests/torture_mixed.rs`
+//! takes a reader-preferring read.
 #![cfg(loom)]
 
 use klock::rwlock::{RawRwLock, SpinOff};
+use klock::stat::Event;
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 
 mod loom_common;
-use loom_common::{SlotGate, lease, loom_tunables, spawn, until};
+use loom_common::{Branch, SlotGate, lease, loom_tunables, spawn, until};
 
 /// Runs a model at `LOOM_MAX_PREEMPTIONS` (default 2) capped at
 /// `max_bound`, with loom's small budgets and the default hand-off
-/// threshold (never reached: loom's clock is 0).
-fn model(max_bound: usize, f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
+/// threshold (never reached: loom's clock is 0), printing the number of
+/// executions and the lock events they counted. Fails unless every event
+/// in `reach` was counted in some execution (the branches the model claims
+/// to cover), and if any execution set HANDOFF (this file's premise; both
+/// need `--features stats`, as CI builds the loom tests).
+fn model(max_bound: usize, reach: &[Event], f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
+    if !klock::stat::ENABLED {
+        panic!("these models count lock events: build the loom tests with --features stats");
+    }
     let mut t = loom_tunables();
     t.rwsem_rspin_ns = 0;
     assert!(t.rwsem_handoff_ns > 0);
@@ -36,15 +53,32 @@ fn model(max_bound: usize, f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
     b.max_branches = b.max_branches.max(5_000);
     let iters = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let i2 = iters.clone();
+    // Every model thread runs on this OS thread: its counters are the
+    // model's, whatever other tests run beside it.
+    let before = klock::stat::thread_snapshot();
     b.check(move || {
         // Relaxed: a count read after `check` returns (same thread).
         i2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         lease();
         f(&Arc::new(SlotGate(AtomicUsize::new(0))))
     });
+    let counts = klock::stat::thread_snapshot().delta(&before);
     eprintln!(
         "loom: {} executions",
         iters.load(std::sync::atomic::Ordering::Relaxed)
+    );
+    eprint!("{}", counts.report());
+    for e in reach {
+        assert!(
+            counts.get(*e) > 0,
+            "no execution reached {} (the branch this model claims to cover)",
+            e.name()
+        );
+    }
+    assert_eq!(
+        counts.get(Event::RwHandoff),
+        0,
+        "a writer set HANDOFF: this file's models assume none does"
     );
 }
 
@@ -106,10 +140,11 @@ impl Rw {
 /// to R (INV-PREFQ). Main and R each hold their read lock until both are
 /// in: R left queued behind W is a deadlock, which loom reports. W fails
 /// its re-try while they read and sleeps without HANDOFF: the last reader's
-/// unlock must wake it (no lost wake-up).
+/// unlock must wake it (no lost wake-up). Reached: main's pass of the turn
+/// to R behind W (`rwsem_rlock_granted_pref`), W asleep.
 #[test]
 fn pref_reader_granted_behind_woken_writer() {
-    model(1, |g| {
+    model(1, &[Event::RwReadGrantedPref, Event::RwSleepWriter], |g| {
         let s = Arc::new(Rw::new());
         let inside = Arc::new(AtomicUsize::new(0));
         let t = s.l.lock_exclusive();
@@ -137,10 +172,11 @@ fn pref_reader_granted_behind_woken_writer() {
 /// Main holds a read lock; W queues; main unlocks (waking W) while a
 /// reader-preferring reader arrives: either may win; the reader never
 /// joins the lock W owns (exclusion), and W, if it lost, is woken again by
-/// the reader's unlock.
+/// the reader's unlock. Both winners are reached, and W asleep.
 #[test]
 fn pref_reader_races_woken_writer() {
-    model(2, |g| {
+    static SAW: [Branch; 2] = [Branch::new(), Branch::new()];
+    model(2, &[Event::RwSleepWriter], |g| {
         let s = Arc::new(Rw::new());
         s.l.lock_shared();
         let s1 = s.clone();
@@ -153,7 +189,10 @@ fn pref_reader_races_woken_writer() {
         // SAFETY: taken above, released once.
         unsafe { s.l.unlock_shared() };
         w.join().unwrap();
-        assert!(v <= 1, "reader saw {v}");
+        // Only 0 and 1 are ever written: the value tells who won.
+        SAW[v].hit();
         assert_eq!(s.l.count_word(), 0, "count word not clean");
     });
+    SAW[0].assert_reached("the reader got in before the writer");
+    SAW[1].assert_reached("the writer got in before the reader");
 }

@@ -6,9 +6,13 @@
 //! e31284a, where a kick at unlock stored into the successor's node after the
 //! release).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom_sound`
-//! (CI sets `LOOM_MAX_PREEMPTIONS=2`; every model runs at that bound, 2 by
-//! default; model 8a, four threads, takes most of the time).
+//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_TARGET_DIR=target/loom cargo test -p klock --release --features stats --test loom_sound`
+//! (as CI does; every model runs at `LOOM_MAX_PREEMPTIONS`, 2 by default;
+//! model 8a, four threads, takes most of the time). `--features stats`:
+//! each model names the lock events of the branches it claims to cover
+//! (hand-off, time-out, no-node fallback, kick at unlock, ...) and fails
+//! unless some execution counted each; outcomes seen from outside are
+//! counted with `Branch`.
 //!
 //! The futex is modelled exactly (see `klock::wait`): a waiter nobody wakes
 //! blocks forever and loom reports a deadlock, so every model that completes
@@ -33,22 +37,32 @@ use loom::sync::atomic::AtomicUsize;
 use loom::thread;
 
 mod loom_common;
-use loom_common::{Shared, SlotGate, lease, loom_tunables, run_model, spawn};
+use klock::stat::Event;
+use loom_common::{Branch, Shared, SlotGate, lease, loom_tunables, run_model_reaching, spawn};
 
 /// Runs a model at `LOOM_MAX_PREEMPTIONS` (default 2), capped at `max_bound`,
-/// with the tunables of this file (one process: set once). The model spawns
-/// its threads with [`spawn`] through the [`SlotGate`] it is given; the
-/// calling (main) thread has leased its node slot and id first.
-fn model(max_bound: usize, f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
+/// with the tunables of this file (one process: set once), and fails unless
+/// every event in `reach` was counted in some execution (the branches the
+/// model claims to cover; `--features stats`). The model spawns its threads
+/// with [`spawn`] through the [`SlotGate`] it is given; the calling (main)
+/// thread has leased its node slot and id first.
+fn model(max_bound: usize, reach: &[Event], f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
     let mut t = loom_tunables();
     // Never hand off by waiting time (loom's clock stays at 0): a woken waiter
     // that fails re-arms and sleeps again through the WAKING rule, which a
     // hand-off would bypass (hand-offs come from `unlock_fair`).
     t.mutex_handoff_ns = 1_000_000_000;
-    run_model(t, max_bound, move || {
+    run_model_reaching(t, max_bound, reach, move || {
         lease();
         f(&Arc::new(SlotGate(AtomicUsize::new(0))))
     });
+}
+
+/// This execution's lock events so far, since `since` (a
+/// [`klock::stat::thread_snapshot`] taken when the execution began): every
+/// model thread runs on the test's OS thread.
+fn exec_counts(since: &klock::stat::Snapshot) -> klock::stat::Snapshot {
+    klock::stat::thread_snapshot().delta(since)
 }
 
 /// The critical section of the counter models.
@@ -81,10 +95,19 @@ fn timed_incr(s: &Shared<SpinOff>) -> usize {
 /// `lock_until_ns(1)`; main releases (`unlock`, or `unlock_fair` with `fair`)
 /// and takes the lock again at once. Run twice: with `long`, main yields
 /// inside its critical section, so the timed waiter's wait also times out
-/// before the release without costing a preemption.
-fn timed_lock_model(fair: bool) {
+/// before the release without costing a preemption. Each run reaches a
+/// time-out (`mutex_timeout`), with `fair` a hand-off (`mutex_handoff`);
+/// both outcomes of the timed lock are reached, and with `fair` an
+/// execution where the timed waiter took the lock handed to it.
+fn timed_lock_model(fair: bool, got: &'static [Branch; 3]) {
     for long in [false, true] {
-        model(2, move |g| {
+        let reach: &[Event] = if fair {
+            &[Event::MutexTimeout, Event::MutexHandoff]
+        } else {
+            &[Event::MutexTimeout]
+        };
+        model(2, reach, move |g| {
+            let c0 = klock::stat::thread_snapshot();
             let s = Arc::new(Shared::<SpinOff>::new());
             let t = s.m.lock();
             let s2 = s.clone();
@@ -102,10 +125,19 @@ fn timed_lock_model(fair: bool) {
                 unsafe { s.m.unlock(t) };
             }
             s.incr();
-            let got = h.join().unwrap();
-            assert_eq!(s.get(), 2 + got);
+            let n = h.join().unwrap();
+            got[n].hit();
+            if n == 1 && exec_counts(&c0).get(Event::MutexHandoff) > 0 {
+                got[2].hit();
+            }
+            assert_eq!(s.get(), 2 + n);
             assert_eq!(s.m.owner_word(), 0);
         });
+    }
+    got[0].assert_reached("the timed locker timed out");
+    got[1].assert_reached("the timed locker got the lock");
+    if fair {
+        got[2].assert_reached("the timed locker took the lock handed to it");
     }
 }
 
@@ -118,7 +150,8 @@ fn timed_lock_model(fair: bool) {
 /// behind (a WAKING left set would strand later waiters).
 #[test]
 fn timed_lock_races_wake() {
-    timed_lock_model(false);
+    static GOT: [Branch; 3] = [Branch::new(), Branch::new(), Branch::new()];
+    timed_lock_model(false, &GOT);
 }
 
 /// Model 2: as model 1, but main releases with `unlock_fair`, so a hand-off
@@ -128,18 +161,23 @@ fn timed_lock_races_wake() {
 /// it. One owner at a time (loom's `UnsafeCell`), counts, clean word.
 #[test]
 fn timed_lock_races_fair_handoff() {
-    timed_lock_model(true);
+    static GOT: [Branch; 3] = [Branch::new(), Branch::new(), Branch::new()];
+    timed_lock_model(true, &GOT);
 }
 
 /// Model 3: a timed waiter and a plain waiter (three threads). Main holds the
 /// mutex, one thread waits with `lock_until_ns(1)`, one with `lock()`; main
 /// unlocks. A woken head that times out must not take the wake-up with it: it
-/// clears WAKING (set for it) as it leaves, or passes the wake on, so that the
-/// plain waiter is still woken (else loom reports the plain waiter's
-/// deadlock).
+/// clears WAKING (set for it) as it leaves (or takes the lock the wake-up was
+/// for), so that the plain waiter is still woken (else loom reports the plain
+/// waiter's deadlock). Both outcomes of the timed lock are reached. Not
+/// reached here: `leave_on_timeout`'s own wake of the next waiter (a free
+/// lock the leaver may not take: a hand-off owed to another waiter; this
+/// file's tunables never ask for one).
 #[test]
 fn timed_and_plain_waiters() {
-    model(2, |g| {
+    static GOT: [Branch; 2] = [Branch::new(), Branch::new()];
+    model(2, &[Event::MutexTimeout, Event::MutexSleep], |g| {
         let s = Arc::new(Shared::<SpinOff>::new());
         let t = s.m.lock();
         let s1 = s.clone();
@@ -150,9 +188,12 @@ fn timed_and_plain_waiters() {
         unsafe { s.m.unlock(t) };
         let got = timed.join().unwrap();
         plain.join().unwrap();
+        GOT[got].hit();
         assert_eq!(s.get(), 1 + got);
         assert_eq!(s.m.owner_word(), 0);
     });
+    GOT[0].assert_reached("the timed waiter timed out");
+    GOT[1].assert_reached("the timed waiter got the lock");
 }
 
 /// A mutex, a condvar and a flag protected by the mutex.
@@ -222,15 +263,19 @@ impl CvShared {
 /// Model 4 (both notify forms): a timed condvar wait races the notify. Run
 /// twice: with `long`, the notifier yields between setting the flag and
 /// notifying, so the waiter's wait also times out before the notify without
-/// costing a preemption.
-fn condvar_timed_wait_races_notify(all: bool) {
+/// costing a preemption. Each run reaches a time-out (`cond_timeout`) and a
+/// notify that moves the waiter (`cond_requeue`); over both runs, a notify
+/// that reports the waiter and a waiter that times out.
+fn condvar_timed_wait_races_notify(all: bool, seen: &'static [Branch; 2]) {
     for long in [false, true] {
-        condvar_timed_model(all, long);
+        condvar_timed_model(all, long, seen);
     }
+    seen[0].assert_reached("the notify reported (and woke) the waiter");
+    seen[1].assert_reached("the waiter's wait timed out");
 }
 
-fn condvar_timed_model(all: bool, long: bool) {
-    model(2, move |g| {
+fn condvar_timed_model(all: bool, long: bool, seen: &'static [Branch; 2]) {
+    model(2, &[Event::CondTimeout, Event::CondRequeue], move |g| {
         let s = Arc::new(CvShared::new());
         let s2 = s.clone();
         let h = spawn(g, move || {
@@ -259,6 +304,7 @@ fn condvar_timed_model(all: bool, long: bool) {
         // lock_api's contract: a notify reports a waiter only if it woke one;
         // that waiter's wait then ends by the notify, not by its time-out.
         if n == 1 {
+            seen[0].hit();
             assert!(!timed_out, "notify reported a waiter that timed out");
             assert_eq!(woken, 1);
         }
@@ -266,6 +312,9 @@ fn condvar_timed_model(all: bool, long: bool) {
         // without a time-out was notified, and the notify counted it.
         if woken > 0 {
             assert_eq!(n, 1, "a waiter woke but the notify did not count it");
+        }
+        if timed_out {
+            seen[1].hit();
         }
         s.check_clean();
     });
@@ -277,14 +326,16 @@ fn condvar_timed_model(all: bool, long: bool) {
 /// was counted by the notify; the list is empty and the mutex clean at the end.
 #[test]
 fn condvar_timed_wait_races_notify_one() {
-    condvar_timed_wait_races_notify(false);
+    static SEEN: [Branch; 2] = [Branch::new(), Branch::new()];
+    condvar_timed_wait_races_notify(false, &SEEN);
 }
 
 /// Model 4b: as 4a with `notify_all` (its count is 1 exactly when the waiter
 /// was moved by it).
 #[test]
 fn condvar_timed_wait_races_notify_all() {
-    condvar_timed_wait_races_notify(true);
+    static SEEN: [Branch; 2] = [Branch::new(), Branch::new()];
+    condvar_timed_wait_races_notify(true, &SEEN);
 }
 
 /// Model 5: `unlock_fair` hands the lock to a sleeping waiter while the
@@ -292,10 +343,12 @@ fn condvar_timed_wait_races_notify_all() {
 /// `lock()`, main `unlock_fair`s and re-locks. If the waiter was queued
 /// (WAITERS set) when main released, the lock was handed to it: its critical
 /// section comes before main's second one (it sees the count 1). Counts,
-/// mutual exclusion, clean word.
+/// mutual exclusion, clean word. Some execution has the waiter queued at
+/// the release and hands over.
 #[test]
 fn unlock_fair_then_relock() {
-    model(2, |g| {
+    static QUEUED: Branch = Branch::new();
+    model(2, &[Event::MutexHandoff], |g| {
         let s = Arc::new(Shared::<SpinOff>::new());
         let t = s.m.lock();
         let s2 = s.clone();
@@ -319,21 +372,25 @@ fn unlock_fair_then_relock() {
         s.incr();
         let seen = h.join().unwrap();
         if queued {
+            QUEUED.hit();
             assert_eq!(seen, 1, "unlock_fair did not hand the lock over");
         }
         assert_eq!(s.get(), 3);
         assert_eq!(s.m.owner_word(), 0);
     });
+    QUEUED.assert_reached("the waiter was queued when main released fairly");
 }
 
 /// Model 6: `try_lock` racing the unlock slow path. Main holds; thread B
 /// calls `try_lock()` once (on success: increment, unlock); thread C sleeps in
 /// `lock()`, so main's unlock goes through `unlock_slow` (WLOCK, WOKEN,
 /// WAKING) while B's trylock may take the lock out from under the woken C.
-/// Counts, no lost wake-up for C, clean word.
+/// Counts, no lost wake-up for C, clean word. B's `try_lock` is shown to
+/// succeed in some execution and fail in another, and C to sleep.
 #[test]
 fn try_lock_races_unlock_slow() {
-    model(2, |g| {
+    static TRY: [Branch; 2] = [Branch::new(), Branch::new()];
+    model(2, &[Event::MutexSleep, Event::MutexWake], |g| {
         let s = Arc::new(Shared::<SpinOff>::new());
         let t = s.m.lock();
         let sb = s.clone();
@@ -355,19 +412,24 @@ fn try_lock_races_unlock_slow() {
         unsafe { s.m.unlock(t) };
         let got = b.join().unwrap();
         c.join().unwrap();
+        TRY[got].hit();
         assert_eq!(s.get(), 2 + got);
         assert_eq!(s.m.owner_word(), 0);
     });
+    TRY[0].assert_reached("try_lock failed");
+    TRY[1].assert_reached("try_lock succeeded");
 }
 
 /// Model 7a: the mutex's no-node fallback beside a queued waiter. Main holds;
 /// one thread has no queue node (`simulate_no_node`: `wait_unqueued`, polling
 /// and yielding on the word), another sleeps on the wait list; main unlocks.
 /// The unqueued poller may take the lock from under the woken waiter; the
-/// queued waiter must still be woken.
+/// queued waiter must still be woken. Reached: the no-node path and a
+/// queued waiter's sleep and wake.
 #[test]
 fn mutex_no_node_beside_queued_waiter() {
-    model(2, |g| {
+    let reach = [Event::MutexNoNode, Event::MutexSleep, Event::MutexWake];
+    model(2, &reach, |g| {
         let s = Arc::new(Shared::<SpinOff>::new());
         let t = s.m.lock();
         let s1 = s.clone();
@@ -395,7 +457,7 @@ fn mutex_no_node_beside_queued_waiter() {
 /// nobody it can count); no deadlock; clean at the end.
 #[test]
 fn condvar_no_node_waiter() {
-    model(2, |g| {
+    model(2, &[Event::MutexNoNode, Event::CondWait], |g| {
         let s = Arc::new(CvShared::new());
         let s2 = s.clone();
         let h = spawn(g, move || {
@@ -422,7 +484,8 @@ fn condvar_no_node_waiter() {
 /// wake-ups may be spurious, so counts are withheld); both waiters finish.
 #[test]
 fn condvar_no_node_beside_queued_waiter() {
-    model(2, |g| {
+    let reach = [Event::MutexNoNode, Event::CondWait, Event::CondRequeue];
+    model(2, &reach, |g| {
         let s = Arc::new(CvShared::new());
         let hs: Vec<_> = [true, false]
             .into_iter()
@@ -590,7 +653,10 @@ impl<P: WaitPolicy> TwoLocks<P> {
 /// its store; the yields are long critical sections). The mutex form needs
 /// the re-lock: with a single unlock of M, B finds M free after any wake-up.
 fn node_reuse_spin_then_mutex<P: WaitPolicy>() {
-    model(2, |g| {
+    // The path of the bug: B halts on its node (pv_wait_node), P kicks it at
+    // unlock (pv_kick_unlock), B sleeps on M's list (mutex_sleep).
+    let reach = [Event::PvWaitNode, Event::PvKickUnlock, Event::MutexSleep];
+    model(2, &reach, |g| {
         let l = Arc::new(TwoLocks::<P>::new());
         let tm = l.m.lock();
         let lh = l.clone();
@@ -661,7 +727,14 @@ fn node_reuse_pvbase_spin_then_mutex() {
 /// list) and the assertion fails. Found at bound 2, as 8a (main's yield is a
 /// long critical section).
 fn node_reuse_spin_then_condvar<P: WaitPolicy>() {
-    model(2, |g| {
+    // As 8a, with B's condvar wait (cond_wait) and main's notify moving it.
+    let reach = [
+        Event::PvWaitNode,
+        Event::PvKickUnlock,
+        Event::CondWait,
+        Event::CondRequeue,
+    ];
+    model(2, &reach, |g| {
         let l = Arc::new(TwoLocks::<P>::new());
         let ts = l.s.lock();
         let lp = l.clone();
