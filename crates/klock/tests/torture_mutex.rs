@@ -107,6 +107,17 @@ fn torture<S: SpinPolicy>(run: Duration) {
                     let fair = r.is_multiple_of(97);
                     if fair {
                         lock_api::MutexGuard::unlock_fair(g);
+                    } else if r.is_multiple_of(7) {
+                        // The interposer's unlock: the uncontended fast path,
+                        // and the full unlock when a flag is set.
+                        std::mem::forget(g);
+                        // SAFETY: we hold the mutex; its guard was forgotten.
+                        let raw = unsafe { m.raw() };
+                        // SAFETY: as above.
+                        if !unsafe { raw.try_unlock_uncontended() } {
+                            // SAFETY: as above; the fast path released nothing.
+                            unsafe { raw.unlock_any() };
+                        }
                     } else {
                         drop(g);
                     }

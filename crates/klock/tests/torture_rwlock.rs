@@ -3,6 +3,12 @@
 //! upgraders and downgraders at `KLOCK_TORTURE_MULT` (default 16) threads
 //! per effective CPU, each class also using its try, timed and fair
 //! variants, with random hold times (some past the hand-off threshold).
+//! Readers also take reader-preferring reads (`lock_shared_prefer_readers`
+//! and its try form: glibc's default rwlock kind in the interposer), and
+//! readers and writers release some locks through the uncontended fast path
+//! (`try_unlock_uncontended`, the interposer's unlock), so the chaos run
+//! covers what `loom_rwlock_pref.rs` and `loom_fastpath.rs` explore only at
+//! preemption bound 1.
 //!
 //! Checks:
 //! * **exclusion**: counters of threads inside as readers / writers,
@@ -34,7 +40,8 @@
 mod torture_common;
 use torture_common::{Rng, env_u64, work};
 
-use klock::rwlock::{RawRwLock, SpinOff, SpinOsq, SpinPolicy};
+use klock::rwlock::{RawRwLock, SpinOff, SpinOsq, SpinPolicy, WriteToken};
+use lock_api::GuardSend;
 use lock_api::{RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
@@ -91,9 +98,13 @@ const OPS: &[&str] = &[
     "upgradable_read -> try_upgrade",
     "try_upgradable_read",
     "write -> downgrade",
+    "read_prefer_readers (fast unlock)",
+    "read (fast unlock)",
+    "try_read_prefer_readers (fast unlock)",
+    "write (fast unlock)",
     "finished",
 ];
-const FINISHED: usize = 11;
+const FINISHED: usize = 15;
 
 struct Shared<S: SpinPolicy> {
     l: Rw<S>,
@@ -188,6 +199,38 @@ impl<S: SpinPolicy> Shared<S> {
         }
     }
 
+    /// As [`read_guard`](Self::read_guard) or [`write_guard`](Self::write_guard)
+    /// for a lock taken through the raw API, released through the
+    /// uncontended fast path (`try_unlock_uncontended`, the interposer's
+    /// unlock) and, when that declines, `unlock_any`.
+    fn raw_section(&self, write: Option<WriteToken>, rng: &mut Rng) {
+        // SAFETY: `raw` only locks and unlocks; the data is touched through
+        // the guard views below, made while the lock is held.
+        let raw = unsafe { self.l.raw() };
+        let is_write = write.is_some();
+        if let Some(t) = write {
+            // SAFETY: we hold the write lock as `t` (taken by the caller).
+            let mut g = unsafe { self.l.make_write_guard_unchecked(t) };
+            self.enter_write();
+            self.write_section(&mut g, rng);
+            self.leave_write();
+            std::mem::forget(g);
+        } else {
+            // SAFETY: we hold a read lock (taken by the caller).
+            let g = unsafe { self.l.make_read_guard_unchecked(GuardSend::new()) };
+            self.enter_read();
+            self.read_section(&g, rng);
+            self.leave_read();
+            std::mem::forget(g);
+        }
+        // SAFETY: we hold the lock; the guards above were forgotten.
+        match unsafe { raw.try_unlock_uncontended() } {
+            Some(was_write) => assert_eq!(was_write, is_write, "fast unlock took the wrong side"),
+            // SAFETY: as above; nothing was released.
+            None => assert_eq!(unsafe { raw.unlock_any() }, is_write),
+        }
+    }
+
     fn write_guard(&self, mut g: RwLockWriteGuard<'_, RawRwLock<S>, Data>, rng: &mut Rng) {
         self.enter_write();
         self.write_section(&mut g, rng);
@@ -259,15 +302,40 @@ impl<S: SpinPolicy> Shared<S> {
         let r = rng.below(100);
         match class {
             Class::Reader => match r {
-                0..=69 => {
+                0..=59 => {
                     set(1);
                     let g = self.l.read();
                     self.read_guard(g, rng);
                     true
                 }
-                70..=84 => {
+                60..=64 => {
+                    // A reader-preferring read (glibc's default rwlock kind
+                    // in the interposer), released by the fast path.
+                    set(11);
+                    // SAFETY: only locks; released in raw_section.
+                    unsafe { self.l.raw() }.lock_shared_prefer_readers();
+                    self.raw_section(None, rng);
+                    true
+                }
+                65..=69 => {
+                    set(12);
+                    // SAFETY: only locks; released in raw_section.
+                    unsafe { self.l.raw() }.lock_shared();
+                    self.raw_section(None, rng);
+                    true
+                }
+                70..=79 => {
                     set(2);
                     self.l.try_read().map(|g| self.read_guard(g, rng)).is_some()
+                }
+                80..=84 => {
+                    set(13);
+                    // SAFETY: only locks; released in raw_section.
+                    let got = unsafe { self.l.raw() }.try_lock_shared_prefer_readers();
+                    if got {
+                        self.raw_section(None, rng);
+                    }
+                    got
                 }
                 _ => {
                     set(3);
@@ -281,10 +349,17 @@ impl<S: SpinPolicy> Shared<S> {
                 }
             },
             Class::Writer => match r {
-                0..=69 => {
+                0..=64 => {
                     set(4);
                     let g = self.l.write();
                     self.write_guard(g, rng);
+                    true
+                }
+                65..=69 => {
+                    set(14);
+                    // SAFETY: only locks; released in raw_section.
+                    let t = unsafe { self.l.raw() }.lock_exclusive();
+                    self.raw_section(Some(t), rng);
                     true
                 }
                 70..=79 => {
