@@ -158,6 +158,11 @@ pub const STARVED_MIN_AVG: f64 = 0.1;
 /// peer's is not eligible as the pick.
 pub const TAIL_MAX_X: f64 = 2.0;
 
+/// An inconclusive row names how many more runs would decide it up to this
+/// many; beyond, it says the runs are too noisy (a number that large is not
+/// advice anyone would take).
+pub const MORE_RUNS_SHOWN: usize = 50;
+
 /// "same" needs the whole confidence interval within 1 ± this.
 pub const SAME_MARGIN: f64 = 0.05;
 
@@ -694,7 +699,9 @@ pub fn summarize(cells: &[Cell]) -> Vec<Summary> {
                 " {} of {n} cases are inconclusive ({}){}.",
                 inc.len(),
                 list(&inc),
-                if more == usize::MAX || more == 0 {
+                if more > MORE_RUNS_SHOWN {
+                    ": the runs are too noisy to decide; rerun on a quieter machine".to_string()
+                } else if more == 0 {
                     String::new()
                 } else {
                     format!(": about {more} more runs per lock would decide them")
@@ -765,7 +772,10 @@ pub fn fmt_ratio(c: &Cell) -> String {
 pub fn outcome_text(c: &Cell) -> String {
     match (&c.note, c.more_runs) {
         (Some(n), _) => format!("{} ({n})", c.outcome.word()),
-        (None, Some(m)) if m != usize::MAX => format!("{} (~{m} more runs)", c.outcome.word()),
+        (None, Some(m)) if m <= MORE_RUNS_SHOWN => {
+            format!("{} (~{m} more runs)", c.outcome.word())
+        }
+        (None, Some(_)) => format!("{} (too noisy to decide)", c.outcome.word()),
         _ => c.outcome.word().to_string(),
     }
 }
