@@ -119,7 +119,7 @@ fn osq_stale_three() {
 /// needs three nodes in the OSQ, and `max_spinners()` is 2 under loom (a
 /// third locker skips spinning on `depth_hint`, or joins at position 3 and
 /// gives up at once as too deep, being last); `osq_stale_three` covers
-/// step C in the bare OSQ, `torture_mutex.rs::torture_osq` natively.
+/// step C in the bare OSQ, `torture_osq_stale.rs` natively (with chaos).
 #[test]
 fn mutex_osq_stale_three_lockers() {
     model(&[Event::OsqStale, Event::MutexSpinSuccess], || {
