@@ -33,7 +33,11 @@
 //! The OSQ never stores into a node after the step that lets its thread go:
 //! the grant is the last store into the successor, and the unqueue steps B-C
 //! store only into neighbours that wait for exactly those stores
-//! (INV-WAKE-ADDR, see [`crate::node`]). Its `state` word is unused.
+//! (INV-WAKE-ADDR, see [`crate::node`]). Step A's store of 0 into the
+//! predecessor's `next` may be followed by step B moving the tail back to
+//! that predecessor, which then leaves through `unlock`'s tail CAS: that CAS
+//! acquires step B's Release, so the 0 lands before the predecessor's thread
+//! reuses its node (as a wait-list node, for one). Its `state` word is unused.
 //!
 //! # State diagram (one node)
 //!
@@ -500,9 +504,16 @@ impl Osq {
         let me = q.tail();
         // Release: nothing to publish for the data (the OSQ is not a data lock),
         // but keeps the head's spinning stores ordered before a new joiner's.
+        // Acquire: the tail may read `me` again because a successor unqueued
+        // (its step B moved the tail back to us, AcqRel in `wait_next`) after
+        // its step A CAS stored 0 into our `next`; pairing with that Release
+        // orders the successor's store before our thread reuses this node
+        // (e.g. as a wait-list node, whose `next` must not turn 0 behind our
+        // back: INV-WAKE-ADDR). Without it the memory model lets the stale 0
+        // land after the wait list's link (loom: `loom_osq_stale.rs`).
         if self
             .tail
-            .compare_exchange(me, 0, Ordering::Release, Ordering::Relaxed)
+            .compare_exchange(me, 0, Ordering::AcqRel, Ordering::Relaxed)
             .is_ok()
         {
             return;

@@ -18,8 +18,9 @@
 //! unqueued (counted once), the queue empty at the end, no lost grant (a
 //! spinner waiting for a grant nobody sends makes loom report a livelock or
 //! exceed its branch limit); reached: `osq_stale` and the unqueue it leads
-//! to, in the middle of the queue too (`osq_unqueue_relink`). The model of
-//! the mutex whose spinners give up that way is ignored for now (see it).
+//! to, in the middle of the queue too (`osq_unqueue_relink`). The mutex
+//! model runs a give-up inside the mutex: the unqueued spinner and the OSQ
+//! head it left both go on to the wait list with the same nodes.
 #![cfg(loom)]
 
 use klock::mutex::SpinOsq;
@@ -99,17 +100,27 @@ fn osq_stale_three() {
 /// two spinners queue behind the first (the OSQ head spinning on the owner
 /// does not beat under loom's tiny budgets), one gives up and moves on to
 /// the yield round and the wait list. Mutual exclusion, the count, a clean
-/// word, no lost wake-up.
+/// word, no lost wake-up, and intact wait-list links (a link that reads 0
+/// panics in `node::decode`: "corrupted queue tail"). Reached: `osq_stale`
+/// and a spin that takes the lock.
 ///
-/// Ignored: at preemption bound 2 it fails ("klock: corrupted queue tail
-/// 0x00000000" from `WaitList::remove` in `wait_queued`: a waiter's `prev`
-/// link reads 0), and it is not yet known whether that is a real defect of
-/// the OSQ give-up followed by the wait list (the same node carries the OSQ
-/// and the wait-list links) or a loom artifact like the one `SlotGate`
-/// works around. The slots are leased through the gate here. Run it with
-/// `--ignored`.
+/// It catches a missing Acquire that it found (issue 18): the successor's
+/// step A stores 0 into the OSQ head's `next` and its step B moves the tail
+/// back to the head (a Release CAS); the head then leaves through the
+/// fast-path tail CAS in `Osq::unlock`, which was Release only. Nothing then
+/// ordered the successor's 0 before the head's thread reused its node as a
+/// wait-list node, and the memory model lets that 0 land after the wait
+/// list's `next` link: `WaitList::remove` read `next` = 0 (loom: "klock:
+/// corrupted queue tail 0x00000000: no such node" from `wait_queued`).
+/// With the CAS AcqRel it passes. (Not observable natively on x86, where
+/// every CAS is a full barrier; the wait list's own links are under WLOCK.)
+///
+/// Not reached here at bound 2 (CI's): step C (`osq_unqueue_relink`). It
+/// needs three nodes in the OSQ, and `max_spinners()` is 2 under loom (a
+/// third locker skips spinning on `depth_hint`, or joins at position 3 and
+/// gives up at once as too deep, being last); `osq_stale_three` covers
+/// step C in the bare OSQ, `torture_osq_stale.rs` natively (with chaos).
 #[test]
-#[ignore = "fails: corrupted wait-list link after an OSQ give-up (under investigation)"]
 fn mutex_osq_stale_three_lockers() {
     model(&[Event::OsqStale, Event::MutexSpinSuccess], || {
         // Threads lease their node slots through the gate (`SlotGate`: a
