@@ -34,6 +34,7 @@
 //! | `KLOCK_WAITLOCK_SPIN_NS` | [`Tunables::waitlock_spin_ns`] | 2000 | 0..=10000000 | mutex/condvar wait-list bit lock: spin before yield |
 //! | `KLOCK_MUTEX_YIELDS` | [`Tunables::mutex_yields`] | 4 | 0..=64 | mutex: yield+trylock rounds after spinning, before sleeping |
 //! | `KLOCK_MUTEX_QUEUE_FIRST` | [`Tunables::mutex_queue_first`] | 0 | 0..=1 | mutex: skip the yield rounds while waiters are queued |
+//! | `KLOCK_MUTEX_FAIR_NS` | [`Tunables::mutex_fair_ns`] | 0 | 0..=1000000000 | mutex: first waiter's wait after which newcomers queue instead of yielding (0 = off) |
 //! | `KLOCK_RWSEM_HANDOFF_NS` | [`Tunables::rwsem_handoff_ns`] | 4000000 | 0..=1000000000 | rwsem: first waiting writer's wait before it sets HANDOFF |
 //! | `KLOCK_RWSEM_READER` | [`Tunables::rwsem_reader`] | 4 | 0..=4 | rwsem: failed reader: 0 queue, 1 steal, 2 spin on a writer owner, 3 join other readers, 4 steal then wait running |
 //! | `KLOCK_RWSEM_WAKE_READERS` | [`Tunables::rwsem_wake_readers`] | 256 | 1..=256 | rwsem: most readers granted by one wake-up |
@@ -432,6 +433,11 @@ tunables! {
     /// T=8/32 throughput 46.0/45.8 -> 34.4/34.6 Mops/s (parking_lot 44). Off
     /// by default: the hot-path promise wins until the queue itself is fair.
     mutex_queue_first: u32 = 0, "KLOCK_MUTEX_QUEUE_FIRST", 0..=1;
+    /// `KLOCK_MUTEX_FAIR_NS`: mutex: once the first waiter has waited this
+    /// long, newcomers skip their yield rounds and queue behind it, so the
+    /// runnable crowd shrinks and the woken head gets a CPU (adaptive
+    /// INV-QUEUE-FIRST; 0 = off).
+    mutex_fair_ns: u64 = 0, "KLOCK_MUTEX_FAIR_NS", 0..=1_000_000_000;
     // ---- rwsem (rwlock.rs) -------------------------------------------------
     /// `KLOCK_RWSEM_HANDOFF_NS`: rwsem: a first waiting writer that has waited
     /// this long (and was woken and lost the lock) sets HANDOFF: no stealing

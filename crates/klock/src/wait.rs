@@ -351,6 +351,14 @@ pub fn futex_wake_bitset(word: &AtomicU32, n: u32, bitset: u32) -> u32 {
     imp::wake_bitset(word, n, bitset)
 }
 
+/// Monotonic microseconds truncated to 32 bits (wraps every 71 minutes:
+/// compare two of them with `wrapping_sub`), for time stamps kept in a
+/// 32-bit node word. 0 under loom.
+#[inline]
+pub(crate) fn now_us() -> u32 {
+    (now_ns() / 1000) as u32
+}
+
 /// Monotonic nanoseconds (`CLOCK_MONOTONIC` via the vDSO, about 20 ns). Under
 /// loom it returns 0: there is no time in a model.
 ///

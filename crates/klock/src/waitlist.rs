@@ -206,6 +206,22 @@ impl<'a> Waiter<'a> {
         self.0.ident.store(id, Ordering::Relaxed);
     }
 
+    /// When the waiter queued (monotonic microseconds, truncated to 32 bits:
+    /// compare with `wrapping_sub`).
+    #[inline]
+    pub(crate) fn since_us(self) -> u32 {
+        // Relaxed: a hint for newcomers (read without the list lock; a stale
+        // or reused node only makes one newcomer yield or queue needlessly).
+        self.0.stamp.load(Ordering::Relaxed)
+    }
+
+    /// Record when the waiter queued (under the list lock).
+    #[inline]
+    pub(crate) fn set_since_us(self, us: u32) {
+        // Relaxed: published by the list lock's Release (read as a hint).
+        self.0.stamp.store(us, Ordering::Relaxed);
+    }
+
     /// The futex word (wake only an address after a release: INV-WAKE-ADDR).
     #[inline]
     pub(crate) fn futex(self) -> &'a AtomicU32 {

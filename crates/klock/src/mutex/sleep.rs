@@ -72,6 +72,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             n.set_state(WaiterState::Sleeping);
             stat::inc(Event::MutexArm);
             n.set_thread_id(id);
+            n.set_since_us(wait::now_us());
             self.list.push_back(me);
             first = self.list.head() == me;
             // Setting WAITERS in the WLOCK-release RMW: an unlock ordered after

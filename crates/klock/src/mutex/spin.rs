@@ -26,6 +26,7 @@ use crate::osq;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::wait::{self, SpinBudget};
+use crate::waitlist::Waiter;
 
 /// How a [`spin_on_owner`](RawMutex::spin_on_owner) ended: what the
 /// adaptive hint (`adapt`) learns from it.
@@ -174,7 +175,9 @@ impl<S: SpinPolicy> RawMutex<S> {
         for _ in 0..t.mutex_yields {
             // INV-QUEUE-FIRST. Relaxed: a hint; the queue path re-checks
             // everything under WLOCK.
-            if t.mutex_queue_first != 0 && has_waiters(self.owner.load(Ordering::Relaxed)) {
+            if has_waiters(self.owner.load(Ordering::Relaxed))
+                && (t.mutex_queue_first != 0 || self.head_overdue(t))
+            {
                 stat::inc(Event::MutexYieldSkip);
                 return false;
             }
@@ -184,6 +187,24 @@ impl<S: SpinPolicy> RawMutex<S> {
             }
         }
         false
+    }
+
+    /// Has the first waiter waited longer than `KLOCK_MUTEX_FAIR_NS`? Then a
+    /// newcomer queues behind it instead of yielding (INV-QUEUE-FIRST, made
+    /// adaptive): newcomers that keep yielding stay runnable, and on an
+    /// overcommitted machine the woken head then waits for a CPU behind all
+    /// of them (the starvation at T=128). Read without WLOCK: a hint.
+    #[inline]
+    fn head_overdue(&self, t: &crate::tune::Tunables) -> bool {
+        if t.mutex_fair_ns == 0 {
+            return false;
+        }
+        let h = self.list.head();
+        if h == 0 {
+            return false;
+        }
+        let since = Waiter::decode(h).since_us();
+        u64::from(wait::now_us().wrapping_sub(since)) * 1000 >= t.mutex_fair_ns
     }
 
     /// No node (or no id): poll within the spin budget, yield in between.
