@@ -34,6 +34,7 @@
 //! | `KLOCK_WAITLOCK_SPIN_NS` | [`Tunables::waitlock_spin_ns`] | 2000 | 0..=10000000 | mutex/condvar wait-list bit lock: spin before yield |
 //! | `KLOCK_MUTEX_YIELDS` | [`Tunables::mutex_yields`] | 4 | 0..=64 | mutex: yield+trylock rounds after spinning, before sleeping |
 //! | `KLOCK_MUTEX_QUEUE_FIRST` | [`Tunables::mutex_queue_first`] | 0 | 0..=1 | mutex: skip the yield rounds while waiters are queued |
+//! | `KLOCK_MUTEX_QUOTA_YIELDS` | [`Tunables::mutex_quota_yields`] | 4 | 0..=64 | mutex: yield rounds instead of `KLOCK_MUTEX_YIELDS` when a cgroup CPU quota limits the process |
 //! | `KLOCK_MUTEX_FAIR_NS` | [`Tunables::mutex_fair_ns`] | 0 | 0..=1000000000 | mutex: first waiter's wait after which newcomers queue instead of yielding (0 = off) |
 //! | `KLOCK_RWSEM_HANDOFF_NS` | [`Tunables::rwsem_handoff_ns`] | 4000000 | 0..=1000000000 | rwsem: first waiting writer's wait before it sets HANDOFF |
 //! | `KLOCK_RWSEM_READER` | [`Tunables::rwsem_reader`] | 4 | 0..=4 | rwsem: failed reader: 0 queue, 1 steal, 2 spin on a writer owner, 3 join other readers, 4 steal then wait running |
@@ -433,6 +434,15 @@ tunables! {
     /// T=8/32 throughput 46.0/45.8 -> 34.4/34.6 Mops/s (parking_lot 44). Off
     /// by default: the hot-path promise wins until the queue itself is fair.
     mutex_queue_first: u32 = 0, "KLOCK_MUTEX_QUEUE_FIRST", 0..=1;
+    /// `KLOCK_MUTEX_QUOTA_YIELDS`: mutex: the yield rounds when a cgroup CPU
+    /// quota limits the process below its CPUs (`wait::quota_limited`):
+    /// yielding spends the quota the holder needs. A/B under a 0.5-CPU quota
+    /// (2026-11-25, `balanced`, docs/results/2026-11-25-no-starvation.md): 0
+    /// rounds give 1.32/1.34/1.35x the throughput of 4 at T=8/32/128 and a
+    /// p99.9 of 1 us against 170 us at T=8, but at T=128 max/min 129 against
+    /// 6.9 (a thread starves). Default 4 (as without a quota) until a
+    /// fairness mechanism covers T=128.
+    mutex_quota_yields: u32 = 4, "KLOCK_MUTEX_QUOTA_YIELDS", 0..=64;
     /// `KLOCK_MUTEX_FAIR_NS`: mutex: once the first waiter has waited this
     /// long, newcomers skip their yield rounds and queue behind it, so the
     /// runnable crowd shrinks and the woken head gets a CPU (adaptive

@@ -908,6 +908,31 @@ pub fn effective_cpus() -> usize {
     }
 }
 
+/// Does a cgroup CPU quota limit this process below its CPUs (online and in
+/// its affinity mask)? Computed once, like [`effective_cpus`]. Under a quota
+/// a thread that yields or spins spends the group's bandwidth, which the
+/// lock holder then lacks (the reason .NET proposes to stop spin-waiting
+/// under a quota). Under loom: `false`.
+///
+/// ```
+/// let _limited: bool = klock::wait::quota_limited();
+/// ```
+pub fn quota_limited() -> bool {
+    #[cfg(not(loom))]
+    {
+        static LIMITED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *LIMITED.get_or_init(|| {
+            // SAFETY: sysconf has no memory-safety preconditions.
+            let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as f64;
+            cgroup_quota().is_some_and(|q| q < online)
+        })
+    }
+    #[cfg(loom)]
+    {
+        false
+    }
+}
+
 /// How long a thread trusts its cached scheduling policy ([`realtime`]) when
 /// nobody announced a change ([`sched_changed`]): a program that switches
 /// policies without the interposer is seen within this time.

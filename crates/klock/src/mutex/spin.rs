@@ -172,7 +172,14 @@ impl<S: SpinPolicy> RawMutex<S> {
         if !S::SPIN || t.mutex_spin == 0 {
             return false;
         }
-        for _ in 0..t.mutex_yields {
+        // Under a CPU quota a yield spends the group's bandwidth that the
+        // holder needs: its own setting (see `KLOCK_MUTEX_QUOTA_YIELDS`).
+        let rounds = if wait::quota_limited() {
+            t.mutex_quota_yields
+        } else {
+            t.mutex_yields
+        };
+        for _ in 0..rounds {
             // INV-QUEUE-FIRST. Relaxed: a hint; the queue path re-checks
             // everything under WLOCK.
             if has_waiters(self.owner.load(Ordering::Relaxed))
