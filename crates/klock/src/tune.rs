@@ -45,6 +45,7 @@
 //! | `KLOCK_CHAOS_PERMILLE` | [`Tunables::chaos_permille`] | 100 | 0..=1000 | feature `chaos`: per-mille of marked windows that inject a delay |
 //! | `KLOCK_CHAOS_SEED` | [`Tunables::chaos_seed`] | 0 | 0..=2^64-1 | feature `chaos`: seed of the injected delays (0 = from the clock) |
 //! | `KLOCK_MUTEX_POLL_MAX_NS` | [`Tunables::mutex_poll_max_ns`] | 16000 | 0..=100000 | mutex: owner-poll backoff cap while one owner keeps the lock (0 = poll continuously) |
+//! | `KLOCK_MUTEX_POLL_HOLD_DIV` | [`Tunables::mutex_poll_hold_div`] | 0 | 0..=1024 | mutex: cap each owner-poll delay at the owner's hold so far / this (0 = off) |
 //! | `KLOCK_MUTEX_ADAPT` | [`Tunables::mutex_adapt`] | 1 | 0..=1 | mutex: adaptive spinning hint on (1) / off (0) |
 //! | `KLOCK_MUTEX_ADAPT_PCT` | [`Tunables::mutex_adapt_pct`] | 25 | 0..=100 | mutex: recent spin success rate (%) below which a thread queues at once |
 //! | `KLOCK_MUTEX_ADAPT_PROBE` | [`Tunables::mutex_adapt_probe`] | 16 | 1..=65536 | mutex: below it, every N-th slow path spins anyway |
@@ -481,6 +482,10 @@ tunables! {
     /// `balanced` at par (0.83-1.10) with either cap (a 4 µs cap without the
     /// grace period cost `balanced` 12-15%).
     mutex_poll_max_ns: u64 = 16_000, "KLOCK_MUTEX_POLL_MAX_NS", 0..=100_000;
+    /// `KLOCK_MUTEX_POLL_HOLD_DIV`: owner-poll backoff: cap each delay at
+    /// the time the current owner has held the lock so far divided by this
+    /// (0 = off: the delays double up to `KLOCK_MUTEX_POLL_MAX_NS`).
+    mutex_poll_hold_div: u64 = 0, "KLOCK_MUTEX_POLL_HOLD_DIV", 0..=1024;
     /// `KLOCK_MUTEX_POLL_GRACE_NS`: mutex: how long a spinner polls the same
     /// owner continuously before the poll backoff (`KLOCK_MUTEX_POLL_MAX_NS`)
     /// starts. Measured 2026-11-24 (2 vCPUs, 3 interleaved runs): `hot`

@@ -681,6 +681,11 @@ pub struct PollBackoff {
     backoff: Backoff,
     min: u64,
     max: u64,
+    /// `KLOCK_MUTEX_POLL_HOLD_DIV` (0 = off): each delay is capped at the
+    /// time this owner has held the lock so far divided by this.
+    hold_div: u64,
+    /// When the current owner was first seen (0 = not yet read).
+    since: u64,
 }
 
 impl PollBackoff {
@@ -714,6 +719,8 @@ impl PollBackoff {
             backoff: Backoff::new(min, max),
             min,
             max,
+            hold_div: crate::tune::get().mutex_poll_hold_div,
+            since: 0,
         }
     }
 
@@ -727,6 +734,7 @@ impl PollBackoff {
     pub fn restart(&mut self) {
         self.grace.restart();
         self.backoff = Backoff::new(self.min, self.max);
+        self.since = 0;
     }
 
     /// Called after a poll that found the lock still held: past the grace
@@ -740,6 +748,17 @@ impl PollBackoff {
     pub fn pause(&mut self) -> bool {
         if self.max == 0 || !self.grace.expired() {
             return false;
+        }
+        if self.hold_div != 0 {
+            // A delay in proportion to the hold so far: a long hold (1 us) is
+            // polled finely enough to see its release soon, a hand-over every
+            // few tens of ns still backs off to its floor.
+            let now = now_ns();
+            if self.since == 0 {
+                self.since = now;
+            }
+            let cap = (now.saturating_sub(self.since) / self.hold_div).max(self.min);
+            self.backoff.cur = self.backoff.cur.min(cap);
         }
         self.backoff.wait_until(|| false);
         true
