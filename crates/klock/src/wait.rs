@@ -749,16 +749,15 @@ impl PollBackoff {
         if self.max == 0 || !self.grace.expired() {
             return false;
         }
-        if self.hold_div != 0 {
-            // A delay in proportion to the hold so far: a long hold (1 us) is
-            // polled finely enough to see its release soon, a hand-over every
-            // few tens of ns still backs off to its floor.
-            let now = now_ns();
-            if self.since == 0 {
-                self.since = now;
-            }
-            let cap = (now.saturating_sub(self.since) / self.hold_div).max(self.min);
-            self.backoff.cur = self.backoff.cur.min(cap);
+        // A delay in proportion to the hold so far (`hold_div` != 0): a long
+        // hold (1 us) is polled finely enough to see its release soon, a
+        // hand-over every few tens of ns still backs off to its floor.
+        let now = if self.hold_div != 0 { now_ns() } else { 0 };
+        if self.since == 0 {
+            self.since = now;
+        }
+        if let Some(held) = now.saturating_sub(self.since).checked_div(self.hold_div) {
+            self.backoff.cur = self.backoff.cur.min(held.max(self.min));
         }
         self.backoff.wait_until(|| false);
         true
