@@ -24,6 +24,9 @@ use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
 
+mod loom_common;
+use loom_common::{assert_reached, check_counted, require_stats};
+
 macro_rules! policy {
     ($name:ident, sleep = $s:expr, patched = $p:expr, unfair = $u:expr, spin = $spin:expr,
      kick = $k:expr, steal = $steal:expr) => {
@@ -233,26 +236,14 @@ fn model<L: Lock>(threads: usize, rounds: usize, reach: &[Event]) {
 /// As [`model`]; with `no_node`, the first spawned thread has no queue node
 /// (the fallback path: steal/trylock, then sleep on the lock word as SLOW).
 fn model_with<L: Lock>(threads: usize, rounds: usize, no_node: bool, reach: &[Event]) {
-    if !klock::stat::ENABLED {
-        panic!(
-            "this model asserts that it reaches {:?}: build the loom tests with \
-             --features stats (as .ci/run does)",
-            reach.iter().map(|e| e.name()).collect::<Vec<_>>()
-        );
-    }
+    require_stats(reach);
     let mut b = loom::model::Builder::new();
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(2);
     }
     // Pure spinning (native) produces long yield chains; allow them.
     b.max_branches = 100_000;
-    let runs = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let r = runs.clone();
-    // Every model thread runs on this OS thread, so this thread's counters
-    // are the model's.
-    let before = klock::stat::thread_snapshot();
-    b.check(move || {
-        r.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let counts = check_counted(b, std::any::type_name::<L>(), move || {
         let s = Arc::new(Shared {
             lock: L::new(),
             data: UnsafeCell::new(0),
@@ -279,20 +270,7 @@ fn model_with<L: Lock>(threads: usize, rounds: usize, no_node: bool, reach: &[Ev
         let n = s.data.with(|p| unsafe { *p });
         assert_eq!(n as usize, threads * rounds);
     });
-    let counts = klock::stat::thread_snapshot().delta(&before);
-    eprintln!(
-        "{}: {} executions",
-        std::any::type_name::<L>(),
-        runs.load(std::sync::atomic::Ordering::Relaxed)
-    );
-    eprint!("{}", counts.report());
-    for e in reach {
-        assert!(
-            counts.get(*e) > 0,
-            "no execution reached {} (the branch this model claims to cover)",
-            e.name()
-        );
-    }
+    assert_reached(&counts, reach);
 }
 
 #[test]

@@ -68,7 +68,10 @@ use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread;
 
 mod loom_common;
-use loom_common::{Branch, SlotGate, lease, loom_tunables, spawn, until};
+use loom_common::{
+    Branch, SlotGate, assert_reached, check_counted, lease, loom_tunables, require_stats, spawn,
+    until,
+};
 
 /// This execution's lock events so far, since `since` (a
 /// [`klock::stat::thread_snapshot`] taken when the execution began): every
@@ -90,12 +93,7 @@ fn model(
     reach: &[Event],
     f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static,
 ) -> klock::stat::Snapshot {
-    assert!(
-        reach.is_empty() || klock::stat::ENABLED,
-        "this model asserts that it reaches {:?}: build the loom tests with \
-         --features stats (as .ci/run does)",
-        reach.iter().map(|e| e.name()).collect::<Vec<_>>()
-    );
+    require_stats(reach);
     let mut t = loom_tunables();
     // loom's clock is 0: a first writer that fails a re-try asks for the
     // hand-off at once (see the module docs).
@@ -113,32 +111,11 @@ fn model(
             .and_then(|v| v.parse().ok())
             .unwrap_or(5_000),
     );
-    let iters = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let i2 = iters.clone();
-    // Every model thread runs on this OS thread: its counters are the
-    // model's, whatever other tests run beside it.
-    let before = klock::stat::thread_snapshot();
-    b.check(move || {
-        // Relaxed: a count read after `check` returns (same thread).
-        i2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let counts = check_counted(b, "loom", move || {
         lease();
         f(&Arc::new(SlotGate(AtomicUsize::new(0))))
     });
-    let counts = klock::stat::thread_snapshot().delta(&before);
-    eprintln!(
-        "loom: {} executions",
-        iters.load(std::sync::atomic::Ordering::Relaxed)
-    );
-    if klock::stat::ENABLED {
-        eprint!("{}", counts.report());
-    }
-    for e in reach {
-        assert!(
-            counts.get(*e) > 0,
-            "no execution reached {} (the branch this model claims to cover)",
-            e.name()
-        );
-    }
+    assert_reached(&counts, reach);
     counts
 }
 

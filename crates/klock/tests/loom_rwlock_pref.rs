@@ -31,7 +31,10 @@ use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};
 
 mod loom_common;
-use loom_common::{Branch, SlotGate, lease, loom_tunables, spawn, until};
+use loom_common::{
+    Branch, SlotGate, assert_reached, check_counted, lease, loom_tunables, require_stats, spawn,
+    until,
+};
 
 /// Runs a model at `LOOM_MAX_PREEMPTIONS` (default 2) capped at
 /// `max_bound`, with loom's small budgets and the default hand-off
@@ -41,9 +44,7 @@ use loom_common::{Branch, SlotGate, lease, loom_tunables, spawn, until};
 /// to cover), and if any execution set HANDOFF (this file's premise; both
 /// need `--features stats`, as CI builds the loom tests).
 fn model(max_bound: usize, reach: &[Event], f: impl Fn(&Arc<SlotGate>) + Sync + Send + 'static) {
-    if !klock::stat::ENABLED {
-        panic!("these models count lock events: build the loom tests with --features stats");
-    }
+    require_stats(&[Event::RwHandoff]);
     let mut t = loom_tunables();
     t.rwsem_rspin_ns = 0;
     assert!(t.rwsem_handoff_ns > 0);
@@ -51,30 +52,11 @@ fn model(max_bound: usize, reach: &[Event], f: impl Fn(&Arc<SlotGate>) + Sync + 
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(b.preemption_bound.unwrap_or(2).min(max_bound));
     b.max_branches = b.max_branches.max(5_000);
-    let iters = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let i2 = iters.clone();
-    // Every model thread runs on this OS thread: its counters are the
-    // model's, whatever other tests run beside it.
-    let before = klock::stat::thread_snapshot();
-    b.check(move || {
-        // Relaxed: a count read after `check` returns (same thread).
-        i2.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let counts = check_counted(b, "loom", move || {
         lease();
         f(&Arc::new(SlotGate(AtomicUsize::new(0))))
     });
-    let counts = klock::stat::thread_snapshot().delta(&before);
-    eprintln!(
-        "loom: {} executions",
-        iters.load(std::sync::atomic::Ordering::Relaxed)
-    );
-    eprint!("{}", counts.report());
-    for e in reach {
-        assert!(
-            counts.get(*e) > 0,
-            "no execution reached {} (the branch this model claims to cover)",
-            e.name()
-        );
-    }
+    assert_reached(&counts, reach);
     assert_eq!(
         counts.get(Event::RwHandoff),
         0,

@@ -23,10 +23,20 @@ pub fn run_model(
     let _ = klock::tune::set(t);
     let mut b = loom::model::Builder::new();
     b.preemption_bound = Some(b.preemption_bound.unwrap_or(2).min(max_bound));
+    check_counted(b, "loom", f)
+}
+
+/// Runs `f` under the configured builder `b`, counting the executions and
+/// the lock events of this OS thread (every model thread runs on it, so they
+/// are the model's, whatever other tests run beside it); prints both under
+/// `label` and returns the event counts.
+pub fn check_counted(
+    b: loom::model::Builder,
+    label: &str,
+    f: impl Fn() + Sync + Send + 'static,
+) -> klock::stat::Snapshot {
     let iters = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let i2 = iters.clone();
-    // Every model thread runs on this OS thread, so this thread's counters
-    // are the model's, whatever other tests run beside it.
     let before = klock::stat::thread_snapshot();
     b.check(move || {
         // Relaxed: a count read after `check` returns (same thread).
@@ -35,7 +45,7 @@ pub fn run_model(
     });
     let counts = klock::stat::thread_snapshot().delta(&before);
     eprintln!(
-        "loom: {} executions",
+        "{label}: {} executions",
         iters.load(std::sync::atomic::Ordering::Relaxed)
     );
     if klock::stat::ENABLED {
@@ -44,25 +54,21 @@ pub fn run_model(
     counts
 }
 
-/// As [`run_model`], then fails unless every event in `reach` was counted in
-/// at least one execution: the branches a model claims to cover (hand-off,
-/// kick-ahead, OSQ unqueue, ...) are shown to be explored, not just asserted
-/// "if observed". Needs `--features stats` (CI's loom step builds with it);
-/// without it the model fails and says so.
-pub fn run_model_reaching(
-    t: Tunables,
-    max_bound: usize,
-    reach: &[klock::stat::Event],
-    f: impl Fn() + Sync + Send + 'static,
-) -> klock::stat::Snapshot {
-    if !klock::stat::ENABLED {
+/// Fails, saying why, unless lock statistics are compiled in: a model that
+/// asserts the events in `reach` needs them (CI builds loom with `stats`).
+pub fn require_stats(reach: &[klock::stat::Event]) {
+    if !klock::stat::ENABLED && !reach.is_empty() {
         panic!(
             "this model asserts that it reaches {:?}: build the loom tests with \
              --features stats (as .ci/run does)",
             reach.iter().map(|e| e.name()).collect::<Vec<_>>()
         );
     }
-    let counts = run_model(t, max_bound, f);
+}
+
+/// Fails unless every event in `reach` was counted in `counts`: the branches
+/// a model claims to cover were explored, not just asserted "if observed".
+pub fn assert_reached(counts: &klock::stat::Snapshot, reach: &[klock::stat::Event]) {
     for e in reach {
         assert!(
             counts.get(*e) > 0,
@@ -70,6 +76,20 @@ pub fn run_model_reaching(
             e.name()
         );
     }
+}
+
+/// As [`run_model`], then fails unless every event in `reach` was counted in
+/// at least one execution ([`assert_reached`]). Needs `--features stats`
+/// ([`require_stats`]).
+pub fn run_model_reaching(
+    t: Tunables,
+    max_bound: usize,
+    reach: &[klock::stat::Event],
+    f: impl Fn() + Sync + Send + 'static,
+) -> klock::stat::Snapshot {
+    require_stats(reach);
+    let counts = run_model(t, max_bound, f);
+    assert_reached(&counts, reach);
     counts
 }
 
