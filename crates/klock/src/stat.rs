@@ -417,6 +417,7 @@ mod imp {
         let mut values = [0; NUM_EVENTS];
         let _ = LOCAL.try_with(|l| {
             for (v, c) in values.iter_mut().zip(l.0.c.iter()) {
+                // Relaxed: our own block, written only by this thread (`add`).
                 *v = c.load(Ordering::Relaxed);
             }
         });
