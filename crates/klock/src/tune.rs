@@ -35,6 +35,7 @@
 //! | `KLOCK_MUTEX_YIELDS` | [`Tunables::mutex_yields`] | 4 | 0..=64 | mutex: yield+trylock rounds after spinning, before sleeping |
 //! | `KLOCK_MUTEX_QUEUE_FIRST` | [`Tunables::mutex_queue_first`] | 0 | 0..=1 | mutex: skip the yield rounds while waiters are queued |
 //! | `KLOCK_MUTEX_QUOTA_YIELDS` | [`Tunables::mutex_quota_yields`] | 4 | 0..=64 | mutex: yield rounds instead of `KLOCK_MUTEX_YIELDS` when a cgroup CPU quota limits the process |
+//! | `KLOCK_MUTEX_HEAD_WAKE_NS` | [`Tunables::mutex_head_wake_ns`] | 0 | 0..=1000000000 | mutex: the first waiter's sleep is bounded by this, then it runs and asks for the hand-off (0 = unbounded) |
 //! | `KLOCK_MUTEX_FAIR_NS` | [`Tunables::mutex_fair_ns`] | 0 | 0..=1000000000 | mutex: first waiter's wait after which newcomers queue instead of yielding (0 = off) |
 //! | `KLOCK_RWSEM_HANDOFF_NS` | [`Tunables::rwsem_handoff_ns`] | 4000000 | 0..=1000000000 | rwsem: first waiting writer's wait before it sets HANDOFF |
 //! | `KLOCK_RWSEM_READER` | [`Tunables::rwsem_reader`] | 4 | 0..=4 | rwsem: failed reader: 0 queue, 1 steal, 2 spin on a writer owner, 3 join other readers, 4 steal then wait running |
@@ -449,6 +450,11 @@ tunables! {
     /// runnable crowd shrinks and the woken head gets a CPU (adaptive
     /// INV-QUEUE-FIRST; 0 = off).
     mutex_fair_ns: u64 = 0, "KLOCK_MUTEX_FAIR_NS", 0..=1_000_000_000;
+    /// `KLOCK_MUTEX_HEAD_WAKE_NS`: mutex: the first waiter's sleep is
+    /// bounded by this (0 = unbounded); when it wakes by itself it runs the
+    /// woken waiter's path (try, spin, ask for the hand-off past
+    /// `KLOCK_MUTEX_HANDOFF_NS`). Under measurement for issue 19.
+    mutex_head_wake_ns: u64 = 0, "KLOCK_MUTEX_HEAD_WAKE_NS", 0..=1_000_000_000;
     // ---- rwsem (rwlock.rs) -------------------------------------------------
     /// `KLOCK_RWSEM_HANDOFF_NS`: rwsem: a first waiting writer that has waited
     /// this long (and was woken and lost the lock) sets HANDOFF: no stealing

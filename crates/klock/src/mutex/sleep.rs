@@ -140,12 +140,25 @@ impl<S: SpinPolicy> RawMutex<S> {
                 }
                 return false;
             };
+            // The first waiter wakes by itself after KLOCK_MUTEX_HEAD_WAKE_NS
+            // (0 = never) and runs the woken waiter's path: try, spin, and
+            // past the hand-off threshold ask for the lock and wait for it
+            // running, so a head nobody wakes (every unlock found WAKING, or
+            // the crowd kept it off the CPU) still gets its turn.
+            let head_wake = (first && t.mutex_head_wake_ns != 0)
+                .then(|| std::time::Duration::from_nanos(t.mutex_head_wake_ns));
+            let (timeout, self_timed) = match (timeout, head_wake) {
+                (Some(d), Some(h)) if h < d => (Some(h), true),
+                (None, Some(h)) => (Some(h), true),
+                (d, _) => (d, false),
+            };
             stat::inc(Event::MutexSleep);
             let r = wait::futex_wait(n.futex(), WaiterState::Sleeping as u32, timeout);
-            expired |= r == WaitOutcome::TimedOut;
+            let timed_out = r == WaitOutcome::TimedOut;
+            expired |= timed_out && !self_timed;
             chaos::point(Site::AfterWake);
             // The lock itself is acquired through the owner CAS.
-            woken = n.is_woken();
+            woken = n.is_woken() || (timed_out && self_timed);
             stat::cond_inc(
                 Event::MutexSpuriousWakeup,
                 !woken && r != WaitOutcome::TimedOut,
