@@ -25,13 +25,12 @@ use klock::condvar::RawCondvar;
 use klock::mutex::{HANDOFF, RawMutex, SpinOff, SpinOsq};
 use klock::osq::Osq;
 use klock::stat::{Event, Snapshot, thread_snapshot};
-use klock::wait::SpinBudget;
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 mod loom_common;
-use loom_common::{Branch, Shared, loom_tunables, run_model_reaching};
+use loom_common::{Branch, Shared, loom_tunables, osq_take_once, run_model_reaching, spawn_incrs};
 
 fn tunables() -> klock::tune::Tunables {
     let mut t = loom_tunables();
@@ -168,12 +167,7 @@ fn mutex_three_lockers_nospin_handoff() {
         || {
             let start = thread_snapshot();
             let s = Arc::new(Shared::<SpinOff>::new());
-            let hs: Vec<_> = (0..2)
-                .map(|_| {
-                    let s = s.clone();
-                    loom::thread::spawn(move || s.incr())
-                })
-                .collect();
+            let hs = spawn_incrs(&s, 2);
             s.incr();
             for h in hs {
                 h.join().unwrap();
@@ -271,24 +265,15 @@ fn osq_model(threads: u64, preemption_bound: usize, reach: &[Event]) {
         let q = Arc::new(Osq::new());
         let inside = Arc::new(AtomicBool::new(false));
         let heads = Arc::new(AtomicUsize::new(0));
-        let run = |q: &Osq, inside: &AtomicBool, heads: &AtomicUsize, budget: u64| {
-            klock::node::with_node(|n| {
-                let n = n.unwrap();
-                if q.lock(n, &mut SpinBudget::new(budget), 8) {
-                    assert!(!inside.swap(true, Ordering::SeqCst), "two OSQ heads");
-                    heads.fetch_add(1, Ordering::SeqCst);
-                    inside.store(false, Ordering::SeqCst);
-                    q.unlock(n);
-                }
-            })
-        };
         let hs: Vec<_> = (1..threads)
             .map(|i| {
                 let (q, inside, heads) = (q.clone(), inside.clone(), heads.clone());
-                loom::thread::spawn(move || run(&q, &inside, &heads, i - 1))
+                loom::thread::spawn(move || {
+                    osq_take_once(&q, i - 1, &inside, &heads);
+                })
             })
             .collect();
-        run(&q, &inside, &heads, 1);
+        osq_take_once(&q, 1, &inside, &heads);
         for h in hs {
             h.join().unwrap();
         }
@@ -323,12 +308,7 @@ fn osq_unqueue_three() {
 fn mutex_three_lockers_osq() {
     model(&[Event::MutexSpinSuccess], || {
         let s = Arc::new(Shared::<SpinOsq>::new());
-        let hs: Vec<_> = (0..2)
-            .map(|_| {
-                let s = s.clone();
-                loom::thread::spawn(move || s.incr())
-            })
-            .collect();
+        let hs = spawn_incrs(&s, 2);
         s.incr();
         for h in hs {
             h.join().unwrap();

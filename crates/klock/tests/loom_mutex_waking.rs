@@ -24,7 +24,7 @@ use klock::stat::{Event, Snapshot, thread_snapshot};
 use loom::sync::Arc;
 
 mod loom_common;
-use loom_common::{Branch, Shared, loom_tunables, run_model_reaching};
+use loom_common::{Branch, Shared, loom_tunables, run_model_reaching, spawn_incrs};
 
 fn model(reach: &[Event], f: impl Fn() + Sync + Send + 'static) {
     let mut t = loom_tunables();
@@ -60,12 +60,7 @@ fn waking_two_sleepers_owner_relocks() {
         || {
             let start = thread_snapshot();
             let s = Arc::new(Shared::<SpinOff>::new());
-            let hs: Vec<_> = (0..2)
-                .map(|_| {
-                    let s = s.clone();
-                    loom::thread::spawn(move || s.incr())
-                })
-                .collect();
+            let hs = spawn_incrs(&s, 2);
             s.incr();
             s.incr();
             for h in hs {

@@ -26,12 +26,13 @@
 use klock::mutex::SpinOsq;
 use klock::osq::Osq;
 use klock::stat::{Event, thread_snapshot};
-use klock::wait::SpinBudget;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 mod loom_common;
-use loom_common::{Shared, SlotGate, lease, loom_tunables, run_model_reaching, spawn};
+use loom_common::{
+    Shared, SlotGate, lease, loom_tunables, osq_take_once, run_model_reaching, spawn,
+};
 
 fn model(reach: &[Event], f: impl Fn() + Sync + Send + 'static) {
     let mut t = loom_tunables();
@@ -47,24 +48,15 @@ fn osq_model(threads: u64, budget: u64, reach: &[Event]) {
         let q = Arc::new(Osq::new());
         let inside = Arc::new(AtomicBool::new(false));
         let heads = Arc::new(AtomicUsize::new(0));
-        let run = move |q: &Osq, inside: &AtomicBool, heads: &AtomicUsize| {
-            klock::node::with_node(|n| {
-                let n = n.unwrap();
-                if q.lock(n, &mut SpinBudget::new(budget), 8) {
-                    assert!(!inside.swap(true, Ordering::SeqCst), "two OSQ heads");
-                    heads.fetch_add(1, Ordering::SeqCst);
-                    inside.store(false, Ordering::SeqCst);
-                    q.unlock(n);
-                }
-            })
-        };
         let hs: Vec<_> = (1..threads)
             .map(|_| {
                 let (q, inside, heads) = (q.clone(), inside.clone(), heads.clone());
-                loom::thread::spawn(move || run(&q, &inside, &heads))
+                loom::thread::spawn(move || {
+                    osq_take_once(&q, budget, &inside, &heads);
+                })
             })
             .collect();
-        run(&q, &inside, &heads);
+        osq_take_once(&q, budget, &inside, &heads);
         for h in hs {
             h.join().unwrap();
         }

@@ -7,7 +7,7 @@ use klock::mutex::{RawMutex, SpinPolicy};
 use klock::tune::Tunables;
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
-use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::thread::{self, JoinHandle};
 
 /// Runs a model with tunables `t` (set once per process: each loom file is
@@ -159,6 +159,39 @@ impl<S: SpinPolicy> Shared<S> {
         unsafe { self.m.unlock(t) };
         v
     }
+}
+
+/// `n` model threads that each [`incr`](Shared::incr) `s` once; join them.
+pub fn spawn_incrs<S: SpinPolicy + 'static>(s: &Arc<Shared<S>>, n: usize) -> Vec<JoinHandle<()>> {
+    (0..n)
+        .map(|_| {
+            let s = s.clone();
+            thread::spawn(move || s.incr())
+        })
+        .collect()
+}
+
+/// Take `q` once with a spin budget of `budget` iterations (at most 8
+/// deep); as its head, check that no other head is inside (`inside`) and
+/// count the head in `heads`. Returns whether this thread became head.
+pub fn osq_take_once(
+    q: &klock::osq::Osq,
+    budget: u64,
+    inside: &AtomicBool,
+    heads: &AtomicUsize,
+) -> bool {
+    klock::node::with_node(|n| {
+        let n = n.unwrap();
+        if !q.lock(n, &mut klock::wait::SpinBudget::new(budget), 8) {
+            return false;
+        }
+        // SeqCst: test bookkeeping, read after the joins.
+        assert!(!inside.swap(true, Ordering::SeqCst), "two OSQ heads");
+        heads.fetch_add(1, Ordering::SeqCst);
+        inside.store(false, Ordering::SeqCst);
+        q.unlock(n);
+        true
+    })
 }
 
 /// Take this thread's node slot and thread id now.
