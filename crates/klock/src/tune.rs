@@ -35,7 +35,9 @@
 //! | `KLOCK_MUTEX_YIELDS` | [`Tunables::mutex_yields`] | 4 | 0..=64 | mutex: yield+trylock rounds after spinning, before sleeping |
 //! | `KLOCK_MUTEX_QUEUE_FIRST` | [`Tunables::mutex_queue_first`] | 0 | 0..=1 | mutex: skip the yield rounds while waiters are queued |
 //! | `KLOCK_MUTEX_QUOTA_YIELDS` | [`Tunables::mutex_quota_yields`] | 4 | 0..=64 | mutex: yield rounds instead of `KLOCK_MUTEX_YIELDS` when a cgroup CPU quota limits the process |
+//! | `KLOCK_MUTEX_YIELDERS` | [`Tunables::mutex_yielders`] | 0 | 0..=4096 | mutex: most threads of the process in yield rounds at once; the others queue (0 = no cap) |
 //! | `KLOCK_MUTEX_HEAD_WAKE_NS` | [`Tunables::mutex_head_wake_ns`] | 0 | 0..=1000000000 | mutex: the first waiter's sleep is bounded by this, then it runs and asks for the hand-off (0 = unbounded) |
+//! | `KLOCK_MUTEX_FAIR_HANDOFF_NS` | [`Tunables::mutex_fair_handoff_ns`] | 1000000 | 0..=1000000000 | mutex: hand the lock to a first waiter that has been first this long, even asleep (0 = never) |
 //! | `KLOCK_MUTEX_FAIR_NS` | [`Tunables::mutex_fair_ns`] | 0 | 0..=1000000000 | mutex: first waiter's wait after which newcomers queue instead of yielding (0 = off) |
 //! | `KLOCK_RWSEM_HANDOFF_NS` | [`Tunables::rwsem_handoff_ns`] | 4000000 | 0..=1000000000 | rwsem: first waiting writer's wait before it sets HANDOFF |
 //! | `KLOCK_RWSEM_READER` | [`Tunables::rwsem_reader`] | 4 | 0..=4 | rwsem: failed reader: 0 queue, 1 steal, 2 spin on a writer owner, 3 join other readers, 4 steal then wait running |
@@ -46,6 +48,7 @@
 //! | `KLOCK_CHAOS_PERMILLE` | [`Tunables::chaos_permille`] | 100 | 0..=1000 | feature `chaos`: per-mille of marked windows that inject a delay |
 //! | `KLOCK_CHAOS_SEED` | [`Tunables::chaos_seed`] | 0 | 0..=2^64-1 | feature `chaos`: seed of the injected delays (0 = from the clock) |
 //! | `KLOCK_MUTEX_POLL_MAX_NS` | [`Tunables::mutex_poll_max_ns`] | 16000 | 0..=100000 | mutex: owner-poll backoff cap while one owner keeps the lock (0 = poll continuously) |
+//! | `KLOCK_POLL_MISS_TICKS` | [`Tunables::poll_miss_ticks`] | 40 | 0..=100000 | all locks: back off between owner polls only after a poll that missed the cache by more than this many TSC ticks (0 = always) |
 //! | `KLOCK_MUTEX_POLL_HOLD_DIV` | [`Tunables::mutex_poll_hold_div`] | 0 | 0..=1024 | mutex: cap each owner-poll delay at the owner's hold so far / this (0 = off) |
 //! | `KLOCK_MUTEX_ADAPT` | [`Tunables::mutex_adapt`] | 1 | 0..=1 | mutex: adaptive spinning hint on (1) / off (0) |
 //! | `KLOCK_MUTEX_ADAPT_PCT` | [`Tunables::mutex_adapt_pct`] | 25 | 0..=100 | mutex: recent spin success rate (%) below which a thread queues at once |
@@ -445,11 +448,28 @@ tunables! {
     /// 6.9 (a thread starves). Default 4 (as without a quota) until a
     /// fairness mechanism covers T=128.
     mutex_quota_yields: u32 = 4, "KLOCK_MUTEX_QUOTA_YIELDS", 0..=64;
+    /// `KLOCK_MUTEX_YIELDERS`: mutex: at most this many threads of the
+    /// process spend yield rounds at once (`wait::YieldSlot`); a newcomer
+    /// that finds them all taken queues at once. Yielding threads stay
+    /// runnable, so without a cap a woken waiter waits for a CPU behind all
+    /// of them. 0 = no cap.
+    mutex_yielders: u32 = 0, "KLOCK_MUTEX_YIELDERS", 0..=4096;
     /// `KLOCK_MUTEX_FAIR_NS`: mutex: once the first waiter has waited this
     /// long, newcomers skip their yield rounds and queue behind it, so the
     /// runnable crowd shrinks and the woken head gets a CPU (adaptive
     /// INV-QUEUE-FIRST; 0 = off).
     mutex_fair_ns: u64 = 0, "KLOCK_MUTEX_FAIR_NS", 0..=1_000_000_000;
+    /// `KLOCK_MUTEX_FAIR_HANDOFF_NS`: mutex: eventual fairness. An unlock
+    /// hands the lock to a first waiter that has been first this long, even
+    /// while it sleeps (the lock idles until it runs; at most once per
+    /// interval and lock, since the next head's clock starts when it becomes
+    /// first; checked on every 16th slow unlock of a thread). 0 = never (a
+    /// hand-off only to a running waiter that asked). Measured 2026-11-25
+    /// (2 vCPUs, 5 interleaved rounds, 1 ms against 0): `balanced` T=128
+    /// max/min 3.1 instead of 443 at 1.14x, `long` T=128 3.2 instead of 1 444
+    /// at 1.00x, `hot` T=8-128 1.00-1.07x. Checked on every slow unlock it
+    /// cost `hot` 0.40-0.74x (a clock read while holding the lock).
+    mutex_fair_handoff_ns: u64 = 1_000_000, "KLOCK_MUTEX_FAIR_HANDOFF_NS", 0..=1_000_000_000;
     /// `KLOCK_MUTEX_HEAD_WAKE_NS`: mutex: the first waiter's sleep is
     /// bounded by this (0 = unbounded); when it wakes by itself it runs the
     /// woken waiter's path (try, spin, ask for the hand-off past
@@ -499,6 +519,16 @@ tunables! {
     /// (parking_lot 40-45): continuous polling catches a hot lock's
     /// few-ns free window and moves the line; `balanced` T=2-128 within noise.
     mutex_poll_grace_ns: u64 = 0, "KLOCK_MUTEX_POLL_GRACE_NS", 0..=100_000;
+    /// `KLOCK_POLL_MISS_TICKS`: every lock's owner polling
+    /// (`wait::PollBackoff`): a waiter backs off between polls only after a
+    /// poll that **missed the cache**: the owner re-took the lock since the
+    /// last poll, so each poll pulls its line away (`hot`). A poll that hits
+    /// costs the owner nothing, so the waiter keeps polling and sees a long
+    /// hold's release at once (`long`, `balanced`). A miss is a load slower
+    /// than the calibrated L1 hit by more than this many TSC ticks
+    /// (`wait::load_missed`; x86-64 only). 0 = every poll counts as a miss
+    /// (the plain backoff).
+    poll_miss_ticks: u64 = 40, "KLOCK_POLL_MISS_TICKS", 0..=100_000;
     /// `KLOCK_MUTEX_ADAPT`: mutex: the adaptive spinning hint on (1) or off
     /// (0): a thread whose recent spins mostly failed (the owner kept the lock
     /// past the budget) skips spinning and the yield rounds and sleeps at

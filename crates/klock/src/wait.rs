@@ -450,6 +450,60 @@ pub fn yield_now() {
     crate::sync::yield_now();
 }
 
+/// A place among the threads of this process that are in a lock's yield
+/// rounds (`sched_yield` + trylock before sleeping), held while yielding.
+/// [`try_enter`](YieldSlot::try_enter) refuses once `cap` threads hold one:
+/// a yielding thread stays runnable, and when more threads yield than there
+/// are CPUs, a woken waiter queues for a CPU behind all of them (the
+/// starvation at 128 threads on 2 CPUs). A refused thread sleeps on the
+/// lock's wait list instead. Under loom every entry is granted.
+///
+/// ```
+/// let a = klock::wait::YieldSlot::try_enter(1);
+/// assert!(a.is_some());
+/// drop(a);
+/// assert!(klock::wait::YieldSlot::try_enter(0).is_some()); // 0 = no cap
+/// ```
+pub struct YieldSlot {
+    /// Whether this place is counted in the gauge (a cap was given; never
+    /// under loom, which has no gauge).
+    #[cfg_attr(loom, allow(dead_code))]
+    counted: bool,
+}
+
+#[cfg(not(loom))]
+static YIELDERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+impl YieldSlot {
+    /// Take a place if fewer than `cap` threads hold one (`cap` 0: always).
+    #[inline]
+    pub fn try_enter(cap: usize) -> Option<YieldSlot> {
+        #[cfg(not(loom))]
+        if cap != 0 {
+            use std::sync::atomic::Ordering::Relaxed;
+            // Relaxed: a gauge; nothing is published through it.
+            if YIELDERS.fetch_add(1, Relaxed) >= cap {
+                YIELDERS.fetch_sub(1, Relaxed);
+                return None;
+            }
+            return Some(YieldSlot { counted: true });
+        }
+        let _ = cap;
+        Some(YieldSlot { counted: false })
+    }
+}
+
+impl Drop for YieldSlot {
+    #[inline]
+    fn drop(&mut self) {
+        #[cfg(not(loom))]
+        if self.counted {
+            // Relaxed: see try_enter.
+            YIELDERS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}
+
 /// A real-time thread's pause in [`relinquish`]: long enough for a
 /// lower-priority peer to be scheduled and finish a short protocol step.
 #[cfg(not(loom))]
@@ -686,6 +740,9 @@ pub struct PollBackoff {
     hold_div: u64,
     /// When the current owner was first seen (0 = not yet read).
     since: u64,
+    /// Whether the last [`poll`](PollBackoff::poll) missed the cache (true
+    /// until the first one, and for callers that load the word themselves).
+    missed: bool,
 }
 
 impl PollBackoff {
@@ -721,6 +778,7 @@ impl PollBackoff {
             max,
             hold_div: crate::tune::get().mutex_poll_hold_div,
             since: 0,
+            missed: true,
         }
     }
 
@@ -737,8 +795,29 @@ impl PollBackoff {
         self.since = 0;
     }
 
-    /// Called after a poll that found the lock still held: past the grace
-    /// period, wait the current delay and double it. Returns whether it waited.
+    /// Poll the lock word through `load` and remember whether the load
+    /// missed the cache ([`load_missed`]): only a poll that missed makes the
+    /// next [`pause`](PollBackoff::pause) wait. A hit means nobody wrote the
+    /// word since this CPU last read it (the owner is holding, not
+    /// re-taking), so polling again costs the owner nothing and sees the
+    /// release at once.
+    ///
+    /// ```
+    /// let w = std::sync::atomic::AtomicU32::new(3);
+    /// let mut p = klock::wait::PollBackoff::new(0, 1000);
+    /// assert_eq!(p.poll(|| w.load(std::sync::atomic::Ordering::Relaxed)), 3);
+    /// ```
+    #[inline]
+    pub fn poll(&mut self, load: impl FnOnce() -> u32) -> u32 {
+        let (v, missed) = load_missed(load);
+        self.missed = missed;
+        v
+    }
+
+    /// Called after a poll that found the lock still held (by the same
+    /// owner): past the grace period, and unless the last
+    /// [`poll`](PollBackoff::poll) hit the cache, wait the current delay and
+    /// double it. Returns whether it waited.
     ///
     /// ```
     /// let mut p = klock::wait::PollBackoff::new(0, 1000);
@@ -746,7 +825,7 @@ impl PollBackoff {
     /// ```
     #[inline]
     pub fn pause(&mut self) -> bool {
-        if self.max == 0 || !self.grace.expired() {
+        if self.max == 0 || !self.missed || !self.grace.expired() {
             return false;
         }
         // A delay in proportion to the hold so far (`hold_div` != 0): a long
@@ -761,6 +840,89 @@ impl PollBackoff {
         }
         self.backoff.wait_until(|| false);
         true
+    }
+}
+
+/// Run `load` (one load of a lock word) and say whether it **missed**: took
+/// longer than an L1 hit by more than `KLOCK_POLL_MISS_TICKS` TSC
+/// ticks, i.e. the line had been written by another CPU since this CPU last
+/// read it. A poller that keeps missing while it sees the same owner is
+/// bouncing the line of an owner that releases and re-takes the lock (a hot
+/// lock): it should back off. A poller that hits is reading its own cached
+/// copy, which costs the owner nothing: it may keep polling and see the
+/// release at once (a long hold). Without a TSC (not x86-64), under loom,
+/// or with the tunable at 0, every load counts as a miss, so callers back
+/// off as before.
+///
+/// ```
+/// let w = std::sync::atomic::AtomicU32::new(7);
+/// let (v, _missed) = klock::wait::load_missed(|| w.load(std::sync::atomic::Ordering::Relaxed));
+/// assert_eq!(v, 7);
+/// ```
+#[inline]
+pub fn load_missed(load: impl FnOnce() -> u32) -> (u32, bool) {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    {
+        let margin = crate::tune::get().poll_miss_ticks;
+        if margin != 0 {
+            let (v, ticks) = tsc::time(load);
+            return (v, ticks > tsc::hit_ticks().saturating_add(margin));
+        }
+    }
+    (load(), true)
+}
+
+/// TSC timing of single loads (x86-64).
+#[cfg(all(target_arch = "x86_64", not(loom)))]
+mod tsc {
+    use core::arch::x86_64::{_mm_lfence, _rdtsc};
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// Calibrated L1-hit time of [`time`] in ticks (`u64::MAX` = not yet).
+    static HIT: AtomicU64 = AtomicU64::new(u64::MAX);
+
+    /// Run `f` between two fenced TSC reads; its result and the ticks.
+    #[inline]
+    pub(super) fn time(f: impl FnOnce() -> u32) -> (u32, u64) {
+        // SAFETY: `lfence` and `rdtsc` are baseline x86-64 (SSE2) instructions
+        // with no memory effects; the fences keep the load between the reads.
+        unsafe {
+            _mm_lfence();
+            let t0 = _rdtsc();
+            let v = f();
+            _mm_lfence();
+            let t1 = _rdtsc();
+            (v, t1.wrapping_sub(t0))
+        }
+    }
+
+    /// The median of a few timed loads of a word in this CPU's cache (the
+    /// median, not the minimum: a virtual TSC may tick in steps of ~10 ns,
+    /// and an L1 hit then reads as one or two steps).
+    #[cold]
+    fn calibrate() -> u64 {
+        let local = std::sync::atomic::AtomicU32::new(0);
+        let mut t = [0u64; CALIBRATION_LOADS];
+        for x in t.iter_mut() {
+            *x = time(|| local.load(Ordering::Relaxed)).1;
+        }
+        t.sort_unstable();
+        let hit = t[CALIBRATION_LOADS / 2];
+        // Relaxed: any thread's calibration is as good as another's.
+        HIT.store(hit, Ordering::Relaxed);
+        hit
+    }
+
+    /// Loads timed to calibrate: enough for a stable median.
+    const CALIBRATION_LOADS: usize = 63;
+
+    #[inline]
+    pub(super) fn hit_ticks() -> u64 {
+        // Relaxed: a cached number, recomputed if not yet stored.
+        match HIT.load(Ordering::Relaxed) {
+            u64::MAX => calibrate(),
+            h => h,
+        }
     }
 }
 
@@ -1057,6 +1219,69 @@ mod tests {
         assert_eq!(parse_cpu_max("abc 100000"), None);
         assert_eq!(parse_cpu_max("0 100000"), None);
         assert_eq!(parse_cpu_max("100000 0"), None);
+    }
+
+    /// A word this CPU just read is in its cache: among many timed polls
+    /// of it, some hit, and a pause right after a hit does not wait. A poll
+    /// that missed (the state before any poll) does. (Needs the TSC; other
+    /// targets count every load as a miss.)
+    #[test]
+    fn poll_hit_skips_the_pause_miss_does_not() {
+        let w = std::sync::atomic::AtomicU32::new(5);
+        let mut p = PollBackoff::new(0, 1_000);
+        assert!(p.pause(), "before any poll, a pause waits");
+        if !cfg!(target_arch = "x86_64") || crate::tune::get().poll_miss_ticks == 0 {
+            return;
+        }
+        let hit = (0..1000).any(|_| {
+            assert_eq!(p.poll(|| w.load(Ordering::Relaxed)), 5);
+            !p.pause()
+        });
+        assert!(hit, "no poll of a cached word read as a hit");
+    }
+
+    /// A word another thread keeps writing misses: some timed polls of it
+    /// read as misses, and the pause after them waits.
+    #[test]
+    fn poll_of_a_written_word_misses() {
+        // The writer must run on another CPU (one cache would always hit).
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if !cfg!(target_arch = "x86_64") || crate::tune::get().poll_miss_ticks == 0 || cpus < 2 {
+            return;
+        }
+        let w = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writer = {
+            let (w, stop) = (w.clone(), stop.clone());
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    w.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+        };
+        let mut p = PollBackoff::new(0, 100);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut missed = false;
+        while !missed && std::time::Instant::now() < deadline {
+            p.poll(|| w.load(Ordering::Relaxed));
+            missed = p.pause();
+            std::hint::spin_loop();
+        }
+        stop.store(true, Ordering::Relaxed);
+        writer.join().unwrap();
+        assert!(missed, "no poll of a word written by another thread missed");
+    }
+
+    #[test]
+    fn yield_slots_are_capped() {
+        let a = YieldSlot::try_enter(usize::MAX - 1).expect("a place");
+        // Places taken by others (none by default) only lower what is left.
+        let before = YIELDERS.load(Ordering::Relaxed);
+        assert!(YieldSlot::try_enter(before).is_none(), "full at the cap");
+        let b = YieldSlot::try_enter(before + 1).expect("one more place");
+        drop(b);
+        drop(a);
+        assert!(YieldSlot::try_enter(0).is_some(), "0 = no cap");
     }
 
     #[test]

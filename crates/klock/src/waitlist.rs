@@ -206,8 +206,9 @@ impl<'a> Waiter<'a> {
         self.0.ident.store(id, Ordering::Relaxed);
     }
 
-    /// When the waiter queued (monotonic microseconds, truncated to 32 bits:
-    /// compare with `wrapping_sub`).
+    /// When the waiter became first on the list, or queued if it is not
+    /// first yet (monotonic microseconds, truncated to 32 bits: compare with
+    /// `wrapping_sub`).
     #[inline]
     pub(crate) fn since_us(self) -> u32 {
         // Relaxed: a hint for newcomers (read without the list lock; a stale
@@ -215,7 +216,7 @@ impl<'a> Waiter<'a> {
         self.0.stamp.load(Ordering::Relaxed)
     }
 
-    /// Record when the waiter queued (under the list lock).
+    /// Record when the waiter queued or became first (under the list lock).
     #[inline]
     pub(crate) fn set_since_us(self, us: u32) {
         // Relaxed: published by the list lock's Release (read as a hint).

@@ -46,6 +46,7 @@
 //!  (x,W|K) --woken head re-arms (or a waiter leaves) under WLOCK--> (x,W)
 //!  (x,W[|K]) --first waiter waited > handoff ns--> (x,W[|K]|H)
 //!  (x,W[|K]|H) --unlock: WLOCK, CAS--> (head,W|K|P) --head picks up--> (head,W|K)
+//!  (x,W[|K]) --unlock, head first >= fair ns: WLOCK, CAS--> (head,W|K|P)
 //!  (head,W|K) --head leaves the list (clears K): the next unlock wakes the new head--> (head,W)
 //!  (me,W) --last waiter leaves the list under WLOCK--> (me,-)
 //!  (x,f) --condvar requeue under WLOCK--> (x,f|W)    (wakes the head if x = 0)
@@ -83,7 +84,13 @@
 //! for the next unlock to hand it the lock (PICKUP), and only then sleeps
 //! again, so that a hand-off to a running waiter does not idle the lock for
 //! a wake-up. **INV-HANDOFF-RUNNING**: the lock is handed only to a waiter
-//! that asked for it while running. A waiter that leaves the list does not
+//! that asked for it while running, with one rate-bounded exception,
+//! **eventual fairness** (`KLOCK_MUTEX_FAIR_HANDOFF_NS`, 1 ms): an unlock
+//! hands the lock to a first waiter that has been first that long, asleep or
+//! not, so that a crowd of running newcomers cannot keep the head waiting
+//! for ever (at 128 threads on 2 CPUs it did: max/min 443-1 444). The next
+//! head's clock starts when it becomes first, so this idles the lock for at
+//! most one wake-up per interval. A waiter that leaves the list does not
 //! pass HANDOFF on to a new head that sleeps; it clears WAKING, so the next
 //! unlock wakes that head, which asks for the hand-off itself once it runs
 //! and fails. (Until 2026-11-24 the leaver set HANDOFF for a sleeping new
@@ -105,8 +112,9 @@
 //! doubly-linked list links (tail codes), `state` the futex word
 //! ([`WaiterState`]), `ident` the waiter's thread id
 //! ([`Waiter::thread_id`](crate::waitlist::Waiter::thread_id)), `stamp`
-//! unused (the hand-off threshold is timed by the waiter itself,
-//! INV-HANDOFF-RUNNING).
+//! when the waiter became first (or queued), read by eventual fairness and
+//! `KLOCK_MUTEX_FAIR_NS` (the running hand-off threshold is timed by the
+//! waiter itself, INV-HANDOFF-RUNNING).
 //! **INV-WLOCK-STATE**: `state` is re-armed and set only under WLOCK, which
 //! is what rules out a lost wake-up, and (since a waiter needs WLOCK to leave
 //! the list) what makes every store into another waiter's node a store into a

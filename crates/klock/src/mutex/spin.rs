@@ -73,11 +73,11 @@ impl<S: SpinPolicy> RawMutex<S> {
         let mut cur = owner_id(self.owner.load(Ordering::Relaxed));
         let mut end = SpinEnd::OwnerSlow;
         let mut iter = 0u32;
-        // Delay between polls once the same owner has kept the lock for the
-        // grace period (the `hot` case): see `wait::PollBackoff`.
+        // Delay between polls while the same owner keeps re-taking the lock
+        // (the `hot` case): see `wait::PollBackoff`.
         let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);
         wait::spin_until(total, || {
-            let o = osq::peek(&self.owner, Ordering::Relaxed);
+            let o = poll.poll(|| osq::peek(&self.owner, Ordering::Relaxed));
             if owed_to_waiter(o) {
                 // A waiter is owed the lock (or has it): spinning is pointless;
                 // a PICKUP addressed to us is taken by the caller's trylock.
@@ -98,6 +98,8 @@ impl<S: SpinPolicy> RawMutex<S> {
             } else if per_owner.expired() {
                 return true;
             } else {
+                // Pauses only if this poll missed the cache (the owner
+                // re-took the lock since the last one): `PollBackoff::poll`.
                 delayed = poll.pause();
             }
             iter = iter.wrapping_add(1);
@@ -179,11 +181,18 @@ impl<S: SpinPolicy> RawMutex<S> {
         } else {
             t.mutex_yields
         };
+        if rounds == 0 {
+            return false;
+        }
+        let Some(_slot) = wait::YieldSlot::try_enter(t.mutex_yielders as usize) else {
+            stat::inc(Event::MutexYieldSkip);
+            return false;
+        };
         for _ in 0..rounds {
             // INV-QUEUE-FIRST. Relaxed: a hint; the queue path re-checks
             // everything under WLOCK.
             if has_waiters(self.owner.load(Ordering::Relaxed))
-                && (t.mutex_queue_first != 0 || self.head_overdue(t))
+                && (t.mutex_queue_first != 0 || self.head_waited(t.mutex_fair_ns))
             {
                 stat::inc(Event::MutexYieldSkip);
                 return false;
@@ -196,14 +205,16 @@ impl<S: SpinPolicy> RawMutex<S> {
         false
     }
 
-    /// Has the first waiter waited longer than `KLOCK_MUTEX_FAIR_NS`? Then a
-    /// newcomer queues behind it instead of yielding (INV-QUEUE-FIRST, made
-    /// adaptive): newcomers that keep yielding stay runnable, and on an
-    /// overcommitted machine the woken head then waits for a CPU behind all
-    /// of them (the starvation at T=128). Read without WLOCK: a hint.
+    /// Has the first waiter been first for `ns` or longer (`ns` 0: no)?
+    /// Newcomers then queue behind it instead of yielding
+    /// (`KLOCK_MUTEX_FAIR_NS`: newcomers that keep yielding stay runnable, and
+    /// on an overcommitted machine the woken head then waits for a CPU
+    /// behind all of them), and an unlock hands the lock to it
+    /// (`KLOCK_MUTEX_FAIR_HANDOFF_NS`, in `unlock`). Read without WLOCK: a
+    /// hint (a stale node only makes one decision needlessly).
     #[inline]
-    fn head_overdue(&self, t: &crate::tune::Tunables) -> bool {
-        if t.mutex_fair_ns == 0 {
+    pub(super) fn head_waited(&self, ns: u64) -> bool {
+        if ns == 0 {
             return false;
         }
         let h = self.list.head();
@@ -211,7 +222,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             return false;
         }
         let since = Waiter::decode(h).since_us();
-        u64::from(wait::now_us().wrapping_sub(since)) * 1000 >= t.mutex_fair_ns
+        u64::from(wait::now_us().wrapping_sub(since)) * 1000 >= ns
     }
 
     /// No node (or no id): poll within the spin budget, yield in between.

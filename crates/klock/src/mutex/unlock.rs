@@ -10,6 +10,7 @@
 //!  (x,W) --unlock: WLOCK, wake head, CAS--> (0,W|K)
 //!  (y,W|K) --unlock: one CAS, no wake--> (0,W|K)
 //!  (x,W[|K]|H) --unlock: WLOCK, CAS--> (head,W|K|P)
+//!  (x,W[|K]) --unlock, head first >= fair ns: WLOCK, CAS--> (head,W|K|P)
 //!  (x,f) --condvar requeue under WLOCK--> (x,f|W)    (wakes the head if x = 0)
 //! ```
 //!
@@ -37,6 +38,12 @@ impl<S: SpinPolicy> RawMutex<S> {
     pub(super) fn unlock_slow(&self, fair: bool) {
         // Relaxed: only the CASes below decide; their orderings are commented.
         let mut o = self.owner.load(Ordering::Relaxed);
+        // Eventual fairness (`KLOCK_MUTEX_FAIR_HANDOFF_NS`): a head that has
+        // been first for that long gets the lock handed over, even asleep.
+        // At most one such hand-off per interval and lock (the next head's
+        // clock starts when it becomes first), so the lock idles for a
+        // wake-up at a bounded rate.
+        let fair = fair || (has_waiters(o) && fair_check_due() && self.fair_due());
         loop {
             if unlock_needs_no_wake(o, fair) {
                 // Only WLOCK (a waiter enqueueing) or nothing, or a woken
@@ -117,6 +124,13 @@ impl<S: SpinPolicy> RawMutex<S> {
         }
     }
 
+    /// Has the head been first for `KLOCK_MUTEX_FAIR_HANDOFF_NS`? (A clock
+    /// read and a load of the head's node: see [`fair_check_due`].)
+    #[inline]
+    fn fair_due(&self) -> bool {
+        self.head_waited(crate::tune::get().mutex_fair_handoff_ns)
+    }
+
     /// Condvar support: append the detached circular list whose head is
     /// `head` (condvar waiters, thread id in `aux`) to the wait list, mark
     /// every moved node SLEEPING, and wake the list head if the mutex is free.
@@ -130,12 +144,14 @@ impl<S: SpinPolicy> RawMutex<S> {
         // Mark every moved node: they now wait for the mutex (a node that
         // wakes spuriously sees SLEEPING and continues as a mutex waiter).
         let mut count = 0;
+        let now = crate::wait::now_us();
         let mut t = head;
         loop {
             let n = Waiter::decode(t);
             // INV-WAKE-ADDR: under WLOCK and the condvar's lock, which the
             // moved waiter needs to leave either list.
             n.set_state(WaiterState::Sleeping);
+            n.set_since_us(now);
             chaos::point(Site::ListEdit);
             count += 1;
             t = n.next_link();
@@ -166,4 +182,33 @@ impl<S: SpinPolicy> RawMutex<S> {
         }
         count
     }
+}
+
+/// A thread's slow unlocks look at the head's wait (a clock read and a load
+/// of another thread's node, ~30-60 ns while still holding the lock) only
+/// once in this many: a fair hand-off comes at most this many of its
+/// unlocks late, and a `hot` lock's holds stay short.
+const FAIR_CHECK_EVERY: u32 = 16;
+
+#[cfg(not(loom))]
+std::thread_local! {
+    static FAIR_TICK: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+#[cfg(loom)]
+loom::thread_local! {
+    static FAIR_TICK: std::cell::Cell<u32> = std::cell::Cell::new(0);
+}
+
+/// Whether this slow unlock is one that checks the head's wait (a thread's
+/// first, then every [`FAIR_CHECK_EVERY`]-th; `false` while TLS is torn
+/// down).
+#[inline]
+fn fair_check_due() -> bool {
+    FAIR_TICK
+        .try_with(|c| {
+            let n = c.get().wrapping_add(1);
+            c.set(n);
+            n % FAIR_CHECK_EVERY == 1
+        })
+        .unwrap_or(false)
 }

@@ -386,7 +386,8 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
         let mut b = SpinBudget::new(P::spin_ns());
         let mut poll = Self::poll_backoff();
         spin_until(&mut b, || {
-            let v = self.word.load(Ordering::Relaxed);
+            // Timed: only a poll that missed the cache pauses (PollBackoff::poll).
+            let v = poll.poll(|| self.word.load(Ordering::Relaxed));
             if v & LOCKED_PENDING == 0 {
                 // Acquire pairs with the previous unlock.
                 stolen = self
@@ -685,7 +686,8 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
             let mut b = SpinBudget::new(P::spin_ns());
             let mut poll = Self::poll_backoff();
             if spin_until(&mut b, || {
-                let v = self.word.load(Ordering::Relaxed);
+                // Timed: only a poll that missed the cache pauses (PollBackoff::poll).
+                let v = poll.poll(|| self.word.load(Ordering::Relaxed));
                 if v & LOCKED_MASK != 0 {
                     // A claiming head polls continuously: the lock is ours next.
                     if !claiming {
