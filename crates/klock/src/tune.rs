@@ -49,6 +49,7 @@
 //! | `KLOCK_CHAOS_SEED` | [`Tunables::chaos_seed`] | 0 | 0..=2^64-1 | feature `chaos`: seed of the injected delays (0 = from the clock) |
 //! | `KLOCK_MUTEX_POLL_MAX_NS` | [`Tunables::mutex_poll_max_ns`] | 16000 | 0..=100000 | mutex: owner-poll backoff cap while one owner keeps the lock (0 = poll continuously) |
 //! | `KLOCK_POLL_MISS_TICKS` | [`Tunables::poll_miss_ticks`] | 40 | 0..=100000 | all locks: back off between owner polls only after a poll that missed the cache by more than this many TSC ticks (0 = always) |
+//! | `KLOCK_POLL_HIT_PAUSE_NS` | [`Tunables::poll_hit_pause_ns`] | 0 | 0..=100000 | all locks: pause after an owner poll that hit the cache (0 = poll again at once) |
 //! | `KLOCK_MUTEX_POLL_HOLD_DIV` | [`Tunables::mutex_poll_hold_div`] | 0 | 0..=1024 | mutex: cap each owner-poll delay at the owner's hold so far / this (0 = off) |
 //! | `KLOCK_MUTEX_ADAPT` | [`Tunables::mutex_adapt`] | 1 | 0..=1 | mutex: adaptive spinning hint on (1) / off (0) |
 //! | `KLOCK_MUTEX_ADAPT_PCT` | [`Tunables::mutex_adapt_pct`] | 25 | 0..=100 | mutex: recent spin success rate (%) below which a thread queues at once |
@@ -529,6 +530,11 @@ tunables! {
     /// (`wait::load_missed`; x86-64 only). 0 = every poll counts as a miss
     /// (the plain backoff).
     poll_miss_ticks: u64 = 40, "KLOCK_POLL_MISS_TICKS", 0..=100_000;
+    /// `KLOCK_POLL_HIT_PAUSE_NS`: every lock's owner polling: the pause
+    /// after a poll that hit the cache (`KLOCK_POLL_MISS_TICKS`), so that a
+    /// hit means the word stayed unwritten at least this long; a `hot`
+    /// owner's short holds rewrite it sooner. 0 = poll again at once.
+    poll_hit_pause_ns: u64 = 0, "KLOCK_POLL_HIT_PAUSE_NS", 0..=100_000;
     /// `KLOCK_MUTEX_ADAPT`: mutex: the adaptive spinning hint on (1) or off
     /// (0): a thread whose recent spins mostly failed (the owner kept the lock
     /// past the budget) skips spinning and the yield rounds and sleeps at

@@ -743,6 +743,8 @@ pub struct PollBackoff {
     /// Whether the last [`poll`](PollBackoff::poll) missed the cache (true
     /// until the first one, and for callers that load the word themselves).
     missed: bool,
+    /// `KLOCK_POLL_HIT_PAUSE_NS`: the pause after a poll that hit.
+    hit_pause: u64,
 }
 
 impl PollBackoff {
@@ -779,6 +781,7 @@ impl PollBackoff {
             hold_div: crate::tune::get().mutex_poll_hold_div,
             since: 0,
             missed: true,
+            hit_pause: crate::tune::get().poll_hit_pause_ns,
         }
     }
 
@@ -825,7 +828,17 @@ impl PollBackoff {
     /// ```
     #[inline]
     pub fn pause(&mut self) -> bool {
-        if self.max == 0 || !self.missed || !self.grace.expired() {
+        if self.max == 0 || !self.grace.expired() {
+            return false;
+        }
+        if !self.missed {
+            // A hit: nobody wrote the word since our last look. Look again
+            // after `KLOCK_POLL_HIT_PAUSE_NS`, so that the next hit means the
+            // word stayed unwritten that long: a `hot` owner, whose holds
+            // last a few ns each, rewrites it within that time, so its
+            // waiters miss and back off instead of polling on every short
+            // hold.
+            spin_until(&mut SpinBudget::new(self.hit_pause), || false);
             return false;
         }
         // A delay in proportion to the hold so far (`hold_div` != 0): a long
