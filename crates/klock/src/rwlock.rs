@@ -1300,7 +1300,9 @@ impl<S: SpinPolicy> RawRwLock<S> {
         let mut per_owner = SpinBudget::new(t.mutex_spin_ns);
         let mut iter = 0u32;
         loop {
-            let c = self.count.load(Ordering::Relaxed);
+            // Timed: only a poll that missed the cache pauses below
+            // (`PollBackoff::poll`, `KLOCK_POLL_MISS_TICKS`).
+            let c = poll.poll(|| self.count.load(Ordering::Relaxed));
             if c & WRITER == 0 {
                 return OwnerState::Null;
             }

@@ -97,15 +97,18 @@ fn realtime_waiters_never_spin() {
     set_policy(libc::SCHED_OTHER).unwrap();
 
     // Mutex: a SCHED_OTHER waiter spins on the owner (the check can fail) ...
+    // (At least one contended round, not all: on a loaded machine the
+    // measured thread may run only after a 2 ms hold has ended and take the
+    // lock on its fast path; CI saw 7 of 8 once.)
     let other = contend(libc::SCHED_OTHER, false);
-    assert!(other.get(Event::MutexSlowpath) >= ROUNDS as u64);
+    assert!(other.get(Event::MutexSlowpath) >= 1, "{other:?}");
     assert!(
         other.get(Event::MutexSpinSuccess) + other.get(Event::MutexSpinFail) > 0,
         "control: a SCHED_OTHER waiter spins: {other:?}"
     );
     // ... a SCHED_FIFO one queues and sleeps at once.
     let fifo = contend(libc::SCHED_FIFO, false);
-    assert!(fifo.get(Event::MutexSlowpath) >= ROUNDS as u64);
+    assert!(fifo.get(Event::MutexSlowpath) >= 1, "{fifo:?}");
     assert!(fifo.get(Event::MutexSleep) >= 1, "{fifo:?}");
     for e in [
         Event::MutexSpinSuccess,
