@@ -60,7 +60,7 @@
 //! `tests/torture_rwlock.rs` (readers, writers with holds past the hand-off
 //! threshold, upgraders and downgraders, each with its try and timed forms,
 //! at 16 threads per CPU under injected preemption: models 3, 4, 5, 7, 8b,
-//! 11) and the RwLock part of `tests/torture_mixed.rs`. Neither takes a
+//! 11, and 17 with the timed upgrades and timed upgradable reads) and the RwLock part of `tests/torture_mixed.rs`. Neither takes a
 //! reader-preferring read (`lock_shared_prefer_readers` and its try and
 //! timed forms): model 15's interleavings beyond bound 1 have no torture
 //! coverage. The `rwsem-grant-acquire` race these models found is fixed: a
