@@ -73,6 +73,12 @@
 //!  (n,Q[|H]), n>0 --reader-preferring read: CAS--> (n+1,Q[|H])    joins past a waiting writer
 //!  (n,Q|P), n>0, writer at the head --hand_on: grant queued reader-preferring readers--> (n+k,Q[|P])
 //!  (1,U)   --upgrade: set G, wait for the other readers--> (1,U|G) --> (0,W)
+//!  (n,Q[|H][|U|G]), n>0 --recursive read: fetch_add kept--> (n+1,Q[|H][|U|G])  past waiters and an upgrade
+//!  (n,U|G[|Q]) --timed upgrade gives up (cancel_upgrade), then hand_on--> (n+k,U[|Q])  readers queued meanwhile granted
+//!  (x,Q..) --timed upgradable read gives up (leave)--> (x,[Q])  K cleared, the turn passed on
+//!  (1,U|Q) --unlock_upgradable_fair, head writer: hand_on passes W--> (0,W[|Q])
+//!  (n,U)   --downgrade_upgradable--> (n,-) (an upgrader at the head woken)
+//!  (0,W)   --downgrade_to_upgradable--> (1,U) (and queued readers granted)
 //! ```
 //!
 //! # Policy
@@ -221,6 +227,28 @@ pub const fn is_read_lockable(c: u32) -> bool {
 #[inline]
 pub const fn is_pref_read_lockable(c: u32) -> bool {
     c & (WRITER | UPGRADING | READFAIL) == 0 && (readers(c) > 0 || c & HANDOFF == 0)
+}
+
+/// May a recursive reader (one that may already hold a read lock on this
+/// lock) keep the reader count it added to `c` (the value before its add)?
+/// Yes unless a writer holds the lock (WRITER, also one just handed it) or
+/// the reader count would overflow (READFAIL); past waiting writers, past a
+/// hand-off owed to one while the lock is read-owned, and past an upgrade
+/// under way (UPGRADING: the upgrader waits for the readers, so a reader
+/// that holds the lock and queued behind it would deadlock). On a free lock
+/// it defers to a hand-off owed to a waiter, as
+/// [`is_pref_read_lockable`].
+///
+/// ```
+/// use klock::rwlock::{is_recursive_read_lockable, HANDOFF, READER_BIAS, UPGRADE, UPGRADING, WAITERS, WRITER};
+/// assert!(is_recursive_read_lockable(2 * READER_BIAS | WAITERS | HANDOFF));
+/// assert!(is_recursive_read_lockable(READER_BIAS | UPGRADE | UPGRADING));
+/// assert!(!is_recursive_read_lockable(WAITERS | HANDOFF));
+/// assert!(!is_recursive_read_lockable(WRITER | WAITERS));
+/// ```
+#[inline]
+pub const fn is_recursive_read_lockable(c: u32) -> bool {
+    c & (WRITER | READFAIL) == 0 && (readers(c) > 0 || c & HANDOFF == 0)
 }
 
 /// Is a hand-off owed to the first waiter?
@@ -659,12 +687,22 @@ impl<S: SpinPolicy> RawRwLock<S> {
         unsafe { self.release_share(READER_BIAS, 0, false) }
     }
 
-    /// Take a read lock even past waiting writers, as long as no writer holds
-    /// it: for a thread that may already hold a read lock on this lock (a
-    /// fair read lock would queue behind a writer that waits for us:
-    /// deadlock). glibc's default rwlock allows such recursion, so the C
-    /// layer takes this path when the thread holds read locks. (lock_api
-    /// 0.5 has no recursive-read trait, so this is an inherent method.)
+    /// Take a read lock even past waiting writers and past an upgrade under
+    /// way, as long as no writer holds it: for a thread that may already
+    /// hold a read lock on this lock (a fair read lock would queue behind a
+    /// writer, or an upgrader, that waits for us: deadlock). glibc's default
+    /// rwlock allows such recursion, so the C layer takes this path when the
+    /// thread holds read locks. parking_lot's `read_recursive`; lock_api 0.5
+    /// has no recursive-read trait, so [`RwLockRecursiveExt`] gives
+    /// [`RwLock`] the `read_recursive` family on top of these inherent
+    /// methods.
+    ///
+    /// Transitions: `(n,..) -> (n+1,..)` by the read fast path's
+    /// `fetch_add`, kept when [`is_recursive_read_lockable`] held before it
+    /// (`(n,Q[|H][|U|G]) -> (n+1,Q[|H][|U|G])`, n > 0: past waiting
+    /// writers, a hand-off owed and an upgrade under way); otherwise (a
+    /// writer holds the lock, or it is free with a hand-off owed) the plain
+    /// read slow path.
     ///
     /// ```
     /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
@@ -675,20 +713,54 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// ```
     #[inline]
     pub fn lock_shared_recursive(&self) {
-        if let Err(c) = self.read_fast() {
-            // Our count is in `c`: keep it if only waiters (or a hand-off
-            // owed to one) made the fast path fail.
-            if c & (WRITER | UPGRADING | READFAIL) == 0 {
+        let got = self.read_recursive(None);
+        debug_assert!(got);
+    }
+
+    /// [`lock_shared_recursive`](Self::lock_shared_recursive) with a
+    /// deadline in [`wait::now_ns`] time, as
+    /// [`lock_shared_until_ns`](Self::lock_shared_until_ns): `true` if it
+    /// was taken, `false` if the deadline passed first (nothing held; a
+    /// queued reader that gives up leaves the list as the timed read does).
+    /// Only waits while a writer holds the lock (or it is free with a
+    /// hand-off owed).
+    ///
+    /// ```
+    /// use klock::rwlock::{RawRwLock, SpinOff};
+    /// let l = RawRwLock::<SpinOff>::new();
+    /// let t = l.lock_exclusive();
+    /// assert!(!l.lock_shared_recursive_until_ns(0)); // deadline passed
+    /// unsafe { l.unlock_exclusive(t) };
+    /// assert!(l.lock_shared_recursive_until_ns(0)); // no wait needed
+    /// unsafe { l.unlock_shared() };
+    /// assert_eq!(l.count_word(), 0);
+    /// ```
+    pub fn lock_shared_recursive_until_ns(&self, deadline: u64) -> bool {
+        self.read_recursive(Some(deadline))
+    }
+
+    /// The recursive read, blocking or until `deadline`: the fast path's
+    /// add, kept if [`is_recursive_read_lockable`] held before it, else the
+    /// read slow path (which drops the count, and panics on READFAIL).
+    #[inline]
+    fn read_recursive(&self, deadline: Option<u64>) -> bool {
+        match self.read_fast() {
+            Ok(()) => true,
+            // Our count is in `c`: keep it if only waiters, a hand-off owed
+            // while read-owned, or an upgrade under way failed the fast path.
+            Err(c) if is_recursive_read_lockable(c.wrapping_sub(READER_BIAS)) => {
                 self.set_reader_owned();
                 stat::inc(Event::RwReadSlow);
-            } else {
-                let _ = self.read_slow(c, None, false);
+                true
             }
+            Err(c) => matches!(self.read_slow(c, deadline, false), Got::Yes),
         }
     }
 
-    /// [`try_lock_shared`](Self::try_lock_shared) past waiting writers (see
-    /// [`lock_shared_recursive`](Self::lock_shared_recursive)).
+    /// [`try_lock_shared`](Self::try_lock_shared) past waiting writers and
+    /// past an upgrade under way (see
+    /// [`lock_shared_recursive`](Self::lock_shared_recursive)): one CAS loop
+    /// while [`is_recursive_read_lockable`].
     ///
     /// ```
     /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
@@ -697,7 +769,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// ```
     #[inline]
     pub fn try_lock_shared_recursive(&self) -> bool {
-        let got = self.add_while(READER_BIAS, |c| c & (WRITER | UPGRADING | READFAIL) == 0);
+        let got = self.add_while(READER_BIAS, is_recursive_read_lockable);
         if got {
             self.set_reader_owned();
         }
@@ -1856,6 +1928,17 @@ fn reader_mode() -> u32 {
     crate::tune::get().rwsem_reader
 }
 
+/// Aborts the process if dropped: held across a re-acquisition that must
+/// not unwind (lock_api's `bump_*`: the caller's guard would stand for a
+/// lock it no longer holds); forgotten once it returned.
+struct AbortOnUnwind;
+
+impl Drop for AbortOnUnwind {
+    fn drop(&mut self) {
+        std::process::abort();
+    }
+}
+
 impl Class {
     /// What this class adds to the count when it takes the lock.
     #[inline]
@@ -1926,15 +2009,55 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// unsafe { l.unlock_exclusive(t) };
     /// ```
     pub fn lock_upgradable(&self) {
+        let got = self.upgradable(None);
+        debug_assert!(got);
+    }
+
+    /// [`lock_upgradable`](Self::lock_upgradable) with a deadline in
+    /// [`wait::now_ns`] time: `true` if it was taken (release it with
+    /// [`unlock_upgradable`](Self::unlock_upgradable)), `false` if the
+    /// deadline passed first (nothing held). A queued upgrader that gives up
+    /// leaves the list as a timed writer does (`leave`: it clears WAKING,
+    /// which may stand for a wake-up it consumed, and passes the turn on).
+    /// The `lock_api::RawRwLockUpgradeTimed` acquisitions go through it;
+    /// public for the loom models (see
+    /// [`lock_shared_until_ns`](Self::lock_shared_until_ns)).
+    ///
+    /// Transitions: `(n,-) -> (n+1,U)` as
+    /// [`lock_upgradable`](Self::lock_upgradable); queued, `(n,Q..) ->
+    /// (n+1,U[|Q])` on a re-try (`take_queued`), or on giving up the
+    /// timed-out waiter's exit (`(x,Q|K..) -> (x,[Q])`, WAKING cleared,
+    /// WAITERS/PREFQ/HANDOFF cleared as the list empties).
+    ///
+    /// ```
+    /// use klock::rwlock::{RawRwLock, SpinOff};
+    /// let l = RawRwLock::<SpinOff>::new();
+    /// l.lock_upgradable();
+    /// // Another upgradable reader excludes us; the deadline has passed.
+    /// assert!(!l.lock_upgradable_until_ns(0));
+    /// unsafe { l.unlock_upgradable() };
+    /// assert!(l.lock_upgradable_until_ns(klock::wait::now_ns() + 1_000_000));
+    /// unsafe { l.unlock_upgradable() };
+    /// assert_eq!(l.count_word(), 0);
+    /// ```
+    pub fn lock_upgradable_until_ns(&self, deadline: u64) -> bool {
+        self.upgradable(Some(deadline))
+    }
+
+    /// The upgradable read, blocking or until `deadline`: the polite try
+    /// (no barging past waiters), a steal, or the wait list.
+    fn upgradable(&self, deadline: Option<u64>) -> bool {
         if self.try_lock_upgradable() {
-            return;
+            return true;
         }
         let got = self.try_take(Class::Upgrader) || {
             let id = crate::tid::current_id();
-            matches!(self.wait(Class::Upgrader, id, None, false), Got::Yes)
+            matches!(self.wait(Class::Upgrader, id, deadline, false), Got::Yes)
         };
-        debug_assert!(got);
-        self.set_reader_owned();
+        if got {
+            self.set_reader_owned();
+        }
+        got
     }
 
     /// Try to take an upgradable read lock without waiting.
@@ -1965,6 +2088,121 @@ impl<S: SpinPolicy> RawRwLock<S> {
         unsafe { self.release_share(READER_BIAS | UPGRADE, 0, false) }
     }
 
+    /// Release an upgradable read lock fairly (`lock_api`'s
+    /// `unlock_upgradable_fair`): `(n,U) -> (n-1,-)` as
+    /// [`unlock_upgradable`](Self::unlock_upgradable), except that with
+    /// waiters it always takes WLOCK (no WAKING short cut) and, when the
+    /// release frees the lock and a writer heads the list, passes the lock
+    /// to it in the releasing CAS (`(1,U|Q) -> (0,W[|Q])`, as the other fair
+    /// unlocks). Readers at the head are granted as by any unlock; an
+    /// upgrader at the head is woken, not granted (it re-tries, as after any
+    /// unlock).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds an upgradable read lock.
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// l.lock_upgradable();
+    /// unsafe { l.unlock_upgradable_fair() };
+    /// assert_eq!(l.count_word(), 0);
+    /// ```
+    pub unsafe fn unlock_upgradable_fair(&self) {
+        // SAFETY: forwarded.
+        unsafe { self.release_share(READER_BIAS | UPGRADE, 0, true) }
+    }
+
+    /// Let waiters in if there are any, then take the upgradable read lock
+    /// back (`lock_api`'s `bump_upgradable`): with no waiters (WAITERS
+    /// clear) it changes nothing and returns at once (nobody to yield to: a
+    /// waiter that queues later finds us still holding, as it would have a
+    /// moment earlier); otherwise
+    /// [`unlock_upgradable_fair`](Self::unlock_upgradable_fair) then
+    /// [`lock_upgradable`](Self::lock_upgradable). Aborts the process if
+    /// taking the lock back unwinds (the caller's guard would then stand
+    /// for a lock it no longer holds).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds an upgradable read lock (and holds it again on
+    /// return).
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// l.lock_upgradable();
+    /// let before = l.count_word();
+    /// unsafe { l.bump_upgradable() };
+    /// assert_eq!(l.count_word(), before);
+    /// unsafe { l.unlock_upgradable() };
+    /// ```
+    pub unsafe fn bump_upgradable(&self) {
+        // Relaxed: a hint; if a waiter queues after this load, it queued
+        // behind a lock we held anyway (as if it came a moment later).
+        if !has_waiters(self.count.load(Ordering::Relaxed)) {
+            return;
+        }
+        // SAFETY: forwarded.
+        unsafe { self.unlock_upgradable_fair() };
+        let abort = AbortOnUnwind;
+        self.lock_upgradable();
+        std::mem::forget(abort);
+    }
+
+    /// Turn an upgradable read lock into a plain read lock: `(n,U) ->
+    /// (n,-)` (lock_api's `downgrade_upgradable`). The reader count is kept,
+    /// so no writer can get in between; UPGRADE is released, so an
+    /// upgrader at the head of the list may now take it: with waiters, the
+    /// release takes WLOCK and gives the head its turn (an upgrader woken,
+    /// readers at the head granted) as any release does.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds an upgradable read lock.
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// l.lock_upgradable();
+    /// unsafe { l.downgrade_upgradable() };
+    /// assert!(l.try_lock_upgradable()); // UPGRADE is free again
+    /// unsafe { l.unlock_upgradable(); l.unlock_shared() };
+    /// assert_eq!(l.count_word(), 0);
+    /// ```
+    pub unsafe fn downgrade_upgradable(&self) {
+        // SAFETY: forwarded (we hold UPGRADE; `release_share` subtracts it
+        // and adds nothing: our reader count stays).
+        unsafe { self.release_share(UPGRADE, 0, false) }
+    }
+
+    /// Turn the write lock into an upgradable read lock: `(0,W) -> (1,U)`
+    /// in the releasing CAS (lock_api's `downgrade_to_upgradable`), so no
+    /// writer or other upgrader can get in between. Readers at the head of
+    /// the list are granted at the same time (the lock becomes read-owned,
+    /// as with [`downgrade`](Self::downgrade)); a writer or upgrader at the
+    /// head still cannot take it.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the write lock acquired as `token`.
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let t = l.lock_exclusive();
+    /// unsafe { l.downgrade_to_upgradable(t) };
+    /// assert!(l.try_lock_shared()); // readers get in
+    /// assert!(!l.try_lock_upgradable()); // another upgrader does not
+    /// assert!(l.try_lock_exclusive().is_none()); // nor a writer
+    /// unsafe { l.unlock_shared(); l.unlock_upgradable() };
+    /// assert_eq!(l.count_word(), 0);
+    /// ```
+    pub unsafe fn downgrade_to_upgradable(&self, token: WriteToken) {
+        let _ = token;
+        self.set_reader_owned_from_writer();
+        // SAFETY: forwarded (we hold WRITER; it becomes one reader count and
+        // UPGRADE in one RMW).
+        unsafe { self.release_share(WRITER, READER_BIAS | UPGRADE, false) }
+    }
+
     /// Upgrade an upgradable read lock to the write lock: stop new readers
     /// (UPGRADING), wait for the others to leave, then `(1,U|G) -> (0,W)`.
     /// Queued readers are granted at the write unlock.
@@ -1972,10 +2210,67 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// # Safety
     ///
     /// The caller holds an upgradable read lock.
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// l.lock_upgradable();
+    /// let t = unsafe { l.upgrade() };
+    /// assert!(l.is_locked_exclusive());
+    /// unsafe { l.unlock_exclusive(t) };
+    /// ```
     pub unsafe fn upgrade(&self) -> WriteToken {
+        // SAFETY: forwarded.
+        let t = unsafe { self.upgrade_wait(None) };
+        t.expect("an upgrade without a deadline returns holding the write lock")
+    }
+
+    /// [`upgrade`](Self::upgrade) with a deadline in [`wait::now_ns`] time
+    /// (lock_api's `try_upgrade_for`/`_until`): the write token if the other
+    /// readers left in time; `None` if the deadline passed first, and then
+    /// the caller still holds its upgradable read lock and the word is as if
+    /// it had never tried (`cancel_upgrade`: UPGRADING cleared, and readers
+    /// that queued because of it given their turn). Public for the loom
+    /// models (see [`lock_shared_until_ns`](Self::lock_shared_until_ns)).
+    ///
+    /// Transitions: `(1,U) -> (0,W)` at once; else `(n,U) -> (n,U|G)`, wait,
+    /// then `(1,U|G) -> (0,W)`, or on giving up `(n,U|G[|Q]) -> (n,U[|Q])`.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds an upgradable read lock.
+    ///
+    /// ```
+    /// use klock::rwlock::{RawRwLock, SpinOff};
+    /// let l = RawRwLock::<SpinOff>::new();
+    /// l.lock_upgradable();
+    /// l.lock_shared(); // another reader inside
+    /// assert!(unsafe { l.upgrade_until_ns(0) }.is_none());
+    /// unsafe { l.unlock_shared() };
+    /// let t = unsafe { l.upgrade_until_ns(klock::wait::now_ns() + 1_000_000) }.unwrap();
+    /// unsafe { l.unlock_exclusive(t) };
+    /// assert_eq!(l.count_word(), 0);
+    /// ```
+    pub unsafe fn upgrade_until_ns(&self, deadline: u64) -> Option<WriteToken> {
+        // SAFETY: forwarded.
+        unsafe { self.upgrade_wait(Some(deadline)) }
+    }
+
+    /// The upgrade, blocking or until `deadline`.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds an upgradable read lock.
+    unsafe fn upgrade_wait(&self, deadline: Option<u64>) -> Option<WriteToken> {
+        // SAFETY: forwarded.
+        if let Some(t) = unsafe { self.try_upgrade() } {
+            return Some(t);
+        }
+        // Already past the deadline: do not stop the readers at all.
+        wait::remaining(deadline)?;
         let id = crate::tid::current_id();
         // Relaxed: UPGRADING carries no data; the CAS below acquires.
         let mut c = self.count.fetch_or(UPGRADING, Ordering::Relaxed) | UPGRADING;
+        let mut expired = false;
         loop {
             if readers(c) == 1 {
                 // Acquire pairs with the readers' Release.
@@ -1990,15 +2285,42 @@ impl<S: SpinPolicy> RawRwLock<S> {
                 }
                 continue;
             }
+            let Some(timeout) = wait::remaining(deadline).filter(|_| !expired) else {
+                self.cancel_upgrade();
+                stat::inc(Event::RwTimeout);
+                return None;
+            };
             // The last other reader wakes the count word.
             chaos::point(Site::BeforeSleep);
             stat::inc(Event::RwUpgradeWait);
-            let _ = wait::futex_wait(&self.count, c, None);
+            let r = wait::futex_wait(&self.count, c, timeout);
+            expired |= r == WaitOutcome::TimedOut;
+            chaos::point(Site::AfterWake);
             // Relaxed: the CAS above decides (its Acquire pairs with the readers' Release).
             c = self.count.load(Ordering::Relaxed);
         }
         self.set_writer_owned(id);
-        WriteToken { id }
+        Some(WriteToken { id })
+    }
+
+    /// A timed upgrade gives up: `(n,U|G[|Q]) -> (n,U[|Q])`, n >= 1 (we
+    /// still hold the upgradable read lock). While UPGRADING was set new
+    /// readers failed their fast path and may have queued: with waiters,
+    /// take WLOCK and give the head its turn (readers at the head are
+    /// granted: the lock is read-owned and no longer upgrading). A reader
+    /// that queues after our RMW runs its own hand-on under WLOCK and sees
+    /// UPGRADING clear. The only wake-up an upgrader may consume is on the
+    /// count word, and only the one upgrader (UPGRADE is exclusive) sleeps
+    /// there: nothing to pass on.
+    fn cancel_upgrade(&self) {
+        // Relaxed: UPGRADING carries no data (we publish nothing: we only
+        // read under the upgradable lock); the hand-on below takes WLOCK
+        // with Acquire (pairs with the last WLOCK holder's Release) and
+        // re-reads the word under it.
+        let c = self.count.fetch_and(!UPGRADING, Ordering::Relaxed) & !UPGRADING;
+        if has_waiters(c) {
+            self.wake_readers_into_read_owned();
+        }
     }
 
     /// Upgrade if no other reader holds the lock, without waiting.
@@ -2208,6 +2530,152 @@ unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgrade for RawRwLock<S> {
     ) -> Result<WriteToken, lock_api::GuardSend> {
         // SAFETY: forwarded.
         unsafe { RawRwLock::try_upgrade(self) }.ok_or(g)
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: a fair upgradable unlock releases exactly like a plain one (one
+// reader count and UPGRADE), except that a writer at the head is granted the
+// lock in the releasing CAS; the bump holds the lock again on return (or
+// aborts).
+unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgradeFair for RawRwLock<S> {
+    unsafe fn unlock_upgradable_fair(&self, _: lock_api::GuardSend) {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::unlock_upgradable_fair(self) }
+    }
+    unsafe fn bump_upgradable(&self, _: &mut lock_api::GuardSend) {
+        // SAFETY: forwarded; the guard state (a marker) stays valid.
+        unsafe { RawRwLock::bump_upgradable(self) }
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: both downgrades change the mode in one RMW on the count word that
+// keeps a reader count throughout (no writer can get in between):
+// `(n,U) -> (n,-)` and `(0,W) -> (1,U)`; the second releases (Release) the
+// writer's critical section to later acquisitions.
+unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgradeDowngrade for RawRwLock<S> {
+    unsafe fn downgrade_upgradable(&self, _: lock_api::GuardSend) -> lock_api::GuardSend {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::downgrade_upgradable(self) };
+        lock_api::GuardSend::new()
+    }
+    unsafe fn downgrade_to_upgradable(&self, t: WriteToken) -> lock_api::GuardSend {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::downgrade_to_upgradable(self, t) };
+        lock_api::GuardSend::new()
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: a timed upgradable read returns a guard only when the lock was
+// taken; a timed upgrade returns the write token only when it holds WRITER,
+// and otherwise hands back the upgradable guard still held (the give-up
+// keeps the reader count and UPGRADE).
+unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgradeTimed for RawRwLock<S> {
+    fn try_lock_upgradable_for(&self, t: Self::Duration) -> Option<lock_api::GuardSend> {
+        self.lock_upgradable_until_ns(wait::deadline_after(t))
+            .then(lock_api::GuardSend::new)
+    }
+    fn try_lock_upgradable_until(&self, t: Self::Instant) -> Option<lock_api::GuardSend> {
+        self.lock_upgradable_until_ns(wait::instant_to_ns(t))
+            .then(lock_api::GuardSend::new)
+    }
+    unsafe fn try_upgrade_for(
+        &self,
+        g: lock_api::GuardSend,
+        t: Self::Duration,
+    ) -> Result<WriteToken, lock_api::GuardSend> {
+        // SAFETY: forwarded.
+        unsafe { self.upgrade_until_ns(wait::deadline_after(t)) }.ok_or(g)
+    }
+    unsafe fn try_upgrade_until(
+        &self,
+        g: lock_api::GuardSend,
+        t: Self::Instant,
+    ) -> Result<WriteToken, lock_api::GuardSend> {
+        // SAFETY: forwarded.
+        unsafe { self.upgrade_until_ns(wait::instant_to_ns(t)) }.ok_or(g)
+    }
+}
+
+/// Recursive reads on a [`RwLock`] (or any `lock_api::RwLock` over
+/// [`RawRwLock`]): parking_lot's `read_recursive`, `try_read_recursive`,
+/// `try_read_recursive_for` and `try_read_recursive_until`. lock_api 0.5
+/// dropped its `RawRwLockRecursive` and `RawRwLockRecursiveTimed` traits
+/// (parking_lot 0.13 offers a separate `RecursiveRwLock` type instead), so
+/// klock provides the methods through this extension trait: code written
+/// for the older parking_lot API compiles with `use
+/// klock::rwlock::RwLockRecursiveExt;`. A recursive read is admitted past
+/// waiting writers and past an upgrade under way, whenever no writer holds
+/// the lock ([`RawRwLock::lock_shared_recursive`]).
+///
+/// ```
+/// use klock::rwlock::RwLockRecursiveExt;
+/// let l = klock::RwLock::new(1);
+/// let a = l.read();
+/// let b = l.read_recursive();
+/// assert_eq!(*a + *b, 2);
+/// drop((a, b));
+/// let w = l.write();
+/// assert!(l.try_read_recursive().is_none());
+/// assert!(l.try_read_recursive_for(std::time::Duration::from_millis(1)).is_none());
+/// drop(w);
+/// ```
+#[cfg(not(loom))]
+pub trait RwLockRecursiveExt<S: SpinPolicy, T: ?Sized> {
+    /// A read lock past waiting writers (blocks only while a writer holds
+    /// it). See [`RawRwLock::lock_shared_recursive`].
+    fn read_recursive(&self) -> lock_api::RwLockReadGuard<'_, RawRwLock<S>, T>;
+    /// [`read_recursive`](Self::read_recursive) without waiting.
+    fn try_read_recursive(&self) -> Option<lock_api::RwLockReadGuard<'_, RawRwLock<S>, T>>;
+    /// [`read_recursive`](Self::read_recursive) for at most `timeout`.
+    fn try_read_recursive_for(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Option<lock_api::RwLockReadGuard<'_, RawRwLock<S>, T>>;
+    /// [`read_recursive`](Self::read_recursive) until `deadline`.
+    fn try_read_recursive_until(
+        &self,
+        deadline: std::time::Instant,
+    ) -> Option<lock_api::RwLockReadGuard<'_, RawRwLock<S>, T>>;
+}
+
+#[cfg(not(loom))]
+impl<S: SpinPolicy, T: ?Sized> RwLockRecursiveExt<S, T> for lock_api::RwLock<RawRwLock<S>, T> {
+    fn read_recursive(&self) -> lock_api::RwLockReadGuard<'_, RawRwLock<S>, T> {
+        // SAFETY: `raw` is only used to take a read lock, which no live
+        // guard or reference conflicts with; the guard made below releases it.
+        unsafe { self.raw() }.lock_shared_recursive();
+        // SAFETY: we hold a read lock on this lock; the guard state is a
+        // marker.
+        unsafe { self.make_read_guard_unchecked(lock_api::GuardSend::new()) }
+    }
+    fn try_read_recursive(&self) -> Option<lock_api::RwLockReadGuard<'_, RawRwLock<S>, T>> {
+        // SAFETY: as in `read_recursive` (`raw` only takes a read lock).
+        let got = unsafe { self.raw() }.try_lock_shared_recursive();
+        // SAFETY: as in `read_recursive`, when `got`.
+        got.then(|| unsafe { self.make_read_guard_unchecked(lock_api::GuardSend::new()) })
+    }
+    fn try_read_recursive_for(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Option<lock_api::RwLockReadGuard<'_, RawRwLock<S>, T>> {
+        // SAFETY: as in `read_recursive` (`raw` only takes a read lock).
+        let got =
+            unsafe { self.raw() }.lock_shared_recursive_until_ns(wait::deadline_after(timeout));
+        // SAFETY: as in `read_recursive`, when `got`.
+        got.then(|| unsafe { self.make_read_guard_unchecked(lock_api::GuardSend::new()) })
+    }
+    fn try_read_recursive_until(
+        &self,
+        deadline: std::time::Instant,
+    ) -> Option<lock_api::RwLockReadGuard<'_, RawRwLock<S>, T>> {
+        // SAFETY: as in `read_recursive` (`raw` only takes a read lock).
+        let got =
+            unsafe { self.raw() }.lock_shared_recursive_until_ns(wait::instant_to_ns(deadline));
+        // SAFETY: as in `read_recursive`, when `got`.
+        got.then(|| unsafe { self.make_read_guard_unchecked(lock_api::GuardSend::new()) })
     }
 }
 
@@ -2516,6 +2984,399 @@ mod tests {
             h.join().unwrap();
         }
         assert_eq!(l.read().0, writers as u64 * iters);
+        assert_eq!(unsafe { l.raw() }.count_word(), 0);
+    }
+
+    // ---- the lock_api extension traits (issue 20) --------------------------
+
+    /// A recursive read gets in while a writer waits, where a plain read
+    /// (fast path or try) would queue; it does not get in while a writer
+    /// holds the lock.
+    #[test]
+    fn recursive_read_passes_waiting_writer() {
+        let l: Arc<RawRwLock<SpinOff>> = Arc::new(RawRwLock::new());
+        l.lock_shared();
+        let l2 = l.clone();
+        let w = std::thread::spawn(move || {
+            let t = l2.lock_exclusive();
+            unsafe { l2.unlock_exclusive(t) };
+        });
+        eventually("writer queued", || l.count_word() & WAITERS != 0);
+        assert!(
+            !l.try_lock_shared(),
+            "a plain read must queue behind the writer"
+        );
+        assert!(l.try_lock_shared_recursive());
+        l.lock_shared_recursive();
+        assert!(l.lock_shared_recursive_until_ns(wait::now_ns() + 1_000_000));
+        assert_eq!(readers(l.count_word()), 4);
+        for _ in 0..4 {
+            assert!(!w.is_finished());
+            unsafe { l.unlock_shared() };
+        }
+        w.join().unwrap();
+        assert_eq!(l.count_word(), 0);
+        // A writer holds it: the recursive reads fail or time out, cleanly.
+        let t = l.lock_exclusive();
+        assert!(!l.try_lock_shared_recursive());
+        let l3 = l.clone();
+        let timed = std::thread::spawn(move || {
+            l3.lock_shared_recursive_until_ns(wait::now_ns() + 20_000_000)
+        });
+        assert!(!timed.join().unwrap());
+        assert_eq!(l.count_word(), WRITER);
+        unsafe { l.unlock_exclusive(t) };
+        assert_eq!(l.count_word(), 0);
+    }
+
+    /// A reader that holds the lock and reads again while an upgrade waits
+    /// for the readers to leave: a plain read would queue behind UPGRADING
+    /// (deadlock: the upgrader waits for us); the recursive read gets in.
+    #[test]
+    fn recursive_read_passes_an_upgrade_under_way() {
+        let l: Arc<RawRwLock<SpinOff>> = Arc::new(RawRwLock::new());
+        l.lock_shared();
+        let l2 = l.clone();
+        let u = std::thread::spawn(move || {
+            l2.lock_upgradable();
+            let t = unsafe { l2.upgrade() };
+            unsafe { l2.unlock_exclusive(t) };
+        });
+        eventually("upgrade under way", || l.count_word() & UPGRADING != 0);
+        assert!(
+            !l.try_lock_shared(),
+            "a plain read must wait for the upgrade"
+        );
+        assert!(l.try_lock_shared_recursive());
+        l.lock_shared_recursive();
+        unsafe { l.unlock_shared() };
+        unsafe { l.unlock_shared() };
+        assert!(!u.is_finished());
+        unsafe { l.unlock_shared() };
+        u.join().unwrap();
+        assert_eq!(l.count_word(), 0);
+    }
+
+    /// `downgrade_to_upgradable`: `(0,W) -> (1,U)`; readers get in (a
+    /// queued one is granted), another upgrader or a writer does not.
+    #[test]
+    fn downgrade_to_upgradable_lets_readers_in_only() {
+        let l: Arc<RawRwLock<SpinOff>> = Arc::new(RawRwLock::new());
+        let t = l.lock_exclusive();
+        let l2 = l.clone();
+        let r = std::thread::spawn(move || {
+            l2.lock_shared();
+            unsafe { l2.unlock_shared() };
+        });
+        eventually("reader queued", || l.count_word() & WAITERS != 0);
+        unsafe { l.downgrade_to_upgradable(t) };
+        // The queued reader is granted while we hold the upgradable lock.
+        r.join().unwrap();
+        assert_eq!(l.count_word(), READER_BIAS | UPGRADE);
+        assert!(l.try_lock_shared());
+        assert!(!l.try_lock_upgradable());
+        assert!(l.try_lock_exclusive().is_none());
+        let l3 = l.clone();
+        let timed = std::thread::spawn(move || {
+            let up = l3.lock_upgradable_until_ns(wait::now_ns() + 10_000_000);
+            let wr = l3.lock_exclusive_until_ns(wait::now_ns() + 10_000_000);
+            (up, wr.is_some())
+        });
+        assert_eq!(timed.join().unwrap(), (false, false));
+        assert_eq!(l.count_word(), (2 * READER_BIAS) | UPGRADE);
+        unsafe { l.unlock_shared() };
+        // Still upgradable: the upgrade needs no wait now.
+        let t = unsafe { l.try_upgrade() }.expect("alone: upgrade at once");
+        unsafe { l.unlock_exclusive(t) };
+        assert_eq!(l.count_word(), 0);
+    }
+
+    /// `downgrade_upgradable`: `(n,U) -> (n,-)`; a queued upgrader gets in
+    /// beside our read lock, a writer still does not.
+    #[test]
+    fn downgrade_upgradable_lets_an_upgrader_in() {
+        let l: Arc<RawRwLock<SpinOff>> = Arc::new(RawRwLock::new());
+        l.lock_upgradable();
+        let l2 = l.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let u = std::thread::spawn(move || {
+            l2.lock_upgradable();
+            rx.recv().unwrap();
+            unsafe { l2.unlock_upgradable() };
+        });
+        eventually("upgrader queued", || l.count_word() & WAITERS != 0);
+        unsafe { l.downgrade_upgradable() };
+        eventually("upgrader admitted", || {
+            l.count_word() == (2 * READER_BIAS) | UPGRADE
+        });
+        assert!(l.try_lock_exclusive().is_none());
+        tx.send(()).unwrap();
+        u.join().unwrap();
+        assert_eq!(l.count_word(), READER_BIAS);
+        unsafe { l.unlock_shared() };
+        assert_eq!(l.count_word(), 0);
+    }
+
+    /// A timed upgrade times out while a reader holds the lock; a reader
+    /// that queued because of UPGRADING meanwhile is granted when it gives
+    /// up; the lock is then fully usable (upgrade, write, read).
+    #[test]
+    fn timed_upgrade_times_out_while_a_reader_holds() {
+        let l: Arc<RawRwLock<SpinOff>> = Arc::new(RawRwLock::new());
+        l.lock_upgradable();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let l1 = l.clone();
+        let held = std::thread::spawn(move || {
+            l1.lock_shared();
+            rx.recv().unwrap();
+            unsafe { l1.unlock_shared() };
+        });
+        eventually("reader inside", || readers(l.count_word()) == 2);
+        let inside = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (l2, in2) = (l.clone(), inside.clone());
+        let late = std::thread::spawn(move || {
+            eventually("upgrade under way", || l2.count_word() & UPGRADING != 0);
+            l2.lock_shared();
+            in2.store(true, Ordering::SeqCst);
+            unsafe { l2.unlock_shared() };
+        });
+        assert!(unsafe { l.upgrade_until_ns(wait::now_ns() + 200_000_000) }.is_none());
+        // As if we had never tried: no UPGRADING, still upgradable.
+        assert_eq!(l.count_word() & (UPGRADING | WRITER | UPGRADE), UPGRADE);
+        eventually("the reader queued behind UPGRADING got in", || {
+            inside.load(Ordering::SeqCst)
+        });
+        late.join().unwrap();
+        assert_eq!(l.count_word(), (2 * READER_BIAS) | UPGRADE);
+        assert!(
+            unsafe { l.upgrade_until_ns(0) }.is_none(),
+            "deadline passed"
+        );
+        assert_eq!(l.count_word(), (2 * READER_BIAS) | UPGRADE);
+        tx.send(()).unwrap();
+        held.join().unwrap();
+        let t = unsafe { l.upgrade_until_ns(wait::now_ns() + 1_000_000_000) }.unwrap();
+        assert_eq!(l.count_word(), WRITER);
+        unsafe { l.unlock_exclusive(t) };
+        l.lock_shared();
+        unsafe { l.unlock_shared() };
+        assert_eq!(l.count_word(), 0);
+    }
+
+    /// A timed upgradable read queues behind another upgradable reader, gives
+    /// up, and leaves the word clean (no WAITERS, WAKING or HANDOFF left);
+    /// one that is let in before its deadline gets the lock.
+    #[test]
+    fn timed_upgradable_read_times_out_and_leaves_clean() {
+        let l: Arc<RawRwLock<SpinOff>> = Arc::new(RawRwLock::new());
+        l.lock_upgradable();
+        let l2 = l.clone();
+        let h =
+            std::thread::spawn(move || l2.lock_upgradable_until_ns(wait::now_ns() + 20_000_000));
+        assert!(!h.join().unwrap());
+        assert_eq!(l.count_word(), READER_BIAS | UPGRADE);
+        let l3 = l.clone();
+        let h = std::thread::spawn(move || {
+            let got = l3.lock_upgradable_until_ns(wait::now_ns() + 5_000_000_000);
+            if got {
+                unsafe { l3.unlock_upgradable() };
+            }
+            got
+        });
+        eventually("upgrader queued", || l.count_word() & WAITERS != 0);
+        unsafe { l.unlock_upgradable() };
+        assert!(h.join().unwrap());
+        assert_eq!(l.count_word(), 0);
+        // Behind a writer too.
+        let t = l.lock_exclusive();
+        let l4 = l.clone();
+        let h =
+            std::thread::spawn(move || l4.lock_upgradable_until_ns(wait::now_ns() + 20_000_000));
+        assert!(!h.join().unwrap());
+        assert_eq!(l.count_word(), WRITER);
+        unsafe { l.unlock_exclusive(t) };
+        assert_eq!(l.count_word(), 0);
+    }
+
+    /// `unlock_upgradable_fair` passes the lock to a queued writer in the
+    /// releasing CAS (WRITER is set before the writer even runs);
+    /// `bump_upgradable` lets it in and returns holding the upgradable lock
+    /// again, and without waiters changes nothing.
+    #[test]
+    fn fair_upgradable_unlock_and_bump() {
+        let l: Arc<RawRwLock<SpinOff>> = Arc::new(RawRwLock::new());
+        l.lock_upgradable();
+        let l2 = l.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let w = std::thread::spawn(move || {
+            let t = l2.lock_exclusive();
+            rx.recv().unwrap();
+            unsafe { l2.unlock_exclusive(t) };
+        });
+        eventually("writer queued", || l.count_word() & WAITERS != 0);
+        unsafe { l.unlock_upgradable_fair() };
+        assert_eq!(
+            l.count_word() & (WRITER | READER_MASK),
+            WRITER,
+            "handed over"
+        );
+        assert!(!l.try_lock_upgradable());
+        tx.send(()).unwrap();
+        w.join().unwrap();
+        assert_eq!(l.count_word(), 0);
+
+        l.lock_upgradable();
+        unsafe { l.bump_upgradable() };
+        assert_eq!(
+            l.count_word(),
+            READER_BIAS | UPGRADE,
+            "no waiter: unchanged"
+        );
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (l3, d3) = (l.clone(), done.clone());
+        let w = std::thread::spawn(move || {
+            let t = l3.lock_exclusive();
+            d3.store(true, Ordering::SeqCst);
+            unsafe { l3.unlock_exclusive(t) };
+        });
+        eventually("writer queued", || l.count_word() & WAITERS != 0);
+        unsafe { l.bump_upgradable() };
+        assert!(
+            done.load(Ordering::SeqCst),
+            "the bump let the writer in first"
+        );
+        assert_eq!(l.count_word() & !WAITERS, READER_BIAS | UPGRADE);
+        w.join().unwrap();
+        unsafe { l.unlock_upgradable() };
+        assert_eq!(l.count_word(), 0);
+    }
+
+    /// Code written for parking_lot's RwLock compiles and behaves against
+    /// klock's: the lock_api methods these traits enable, on the guards.
+    #[test]
+    fn parking_lot_style_api() {
+        use lock_api::{RwLockUpgradableReadGuard as U, RwLockWriteGuard as W};
+        use std::time::Duration;
+        let l = crate::RwLock::new(0u32);
+        let mut u = l.upgradable_read();
+        u.with_upgraded(|v| *v += 1);
+        assert_eq!(*u, 1);
+        let r = l.read();
+        assert!(
+            u.try_with_upgraded_for(Duration::from_millis(5), |v| *v += 1)
+                .is_none()
+        );
+        let u = match U::try_upgrade_for(u, Duration::from_millis(5)) {
+            Ok(_) => panic!("upgraded past a reader"),
+            Err(u) => u,
+        };
+        drop(r);
+        let mut w = U::try_upgrade_until(u, std::time::Instant::now() + Duration::from_secs(1))
+            .ok()
+            .unwrap();
+        *w += 1;
+        let u = W::downgrade_to_upgradable(w);
+        assert!(
+            l.try_upgradable_read_for(Duration::from_millis(5))
+                .is_none()
+        );
+        let r = U::downgrade(u);
+        let u2 = l
+            .try_upgradable_read_until(std::time::Instant::now() + Duration::from_secs(1))
+            .unwrap();
+        let mut u2 = u2;
+        U::bump(&mut u2);
+        U::unlock_fair(u2);
+        assert_eq!(*r, 2);
+        let rr = l.read_recursive();
+        assert_eq!(*rr, 2);
+        assert!(l.try_read_recursive_for(Duration::from_millis(1)).is_some());
+        assert!(l.try_read_recursive().is_some());
+        drop((r, rr));
+        assert_eq!(unsafe { l.raw() }.count_word(), 0);
+    }
+
+    /// Every new transition under contention: recursive and timed reads,
+    /// timed upgradable reads and upgrades, both downgrades, fair unlocks
+    /// and bumps against writers: no torn read, no lost update, clean word.
+    #[test]
+    fn upgrade_api_contended() {
+        hammer_upgrade_api::<SpinOff>(3, 3, 3_000);
+        hammer_upgrade_api::<SpinOsq>(3, 3, 3_000);
+    }
+
+    fn hammer_upgrade_api<S: SpinPolicy>(readers: usize, writers: usize, iters: u64) {
+        use lock_api::{RwLockUpgradableReadGuard as U, RwLockWriteGuard as W};
+        use std::time::Duration;
+        let l: Arc<lock_api::RwLock<RawRwLock<S>, (u64, u64)>> =
+            Arc::new(lock_api::RwLock::new((0, 0)));
+        let wrote = Arc::new(AtomicU64::new(0));
+        let hs: Vec<_> = (0..readers + writers)
+            .map(|i| {
+                let (l, wrote) = (l.clone(), wrote.clone());
+                std::thread::spawn(move || {
+                    let short = Duration::from_micros(200);
+                    for k in 0..iters {
+                        if i < readers {
+                            let g = match k % 3 {
+                                0 => Some(l.read_recursive()),
+                                1 => l.try_read_recursive_for(short),
+                                _ => l.try_read_recursive(),
+                            };
+                            if let Some(g) = g {
+                                assert_eq!(g.0, g.1, "torn read");
+                            }
+                            continue;
+                        }
+                        let mut n = 0;
+                        match k % 4 {
+                            0 => {
+                                if let Some(mut u) = l.try_upgradable_read_for(short) {
+                                    assert_eq!(u.0, u.1, "torn read");
+                                    u.with_upgraded(|v| {
+                                        v.0 += 1;
+                                        v.1 += 1;
+                                    });
+                                    n += 1;
+                                    U::bump(&mut u);
+                                    if k % 8 == 0 {
+                                        U::unlock_fair(u);
+                                    } else {
+                                        let r = U::downgrade(u);
+                                        assert_eq!(r.0, r.1, "torn read");
+                                    }
+                                }
+                            }
+                            1 => {
+                                let u = l.upgradable_read();
+                                if let Ok(mut w) = U::try_upgrade_for(u, short) {
+                                    w.0 += 1;
+                                    w.1 += 1;
+                                    n += 1;
+                                }
+                            }
+                            _ => {
+                                let mut w = l.write();
+                                w.0 += 1;
+                                w.1 += 1;
+                                n += 1;
+                                let u = W::downgrade_to_upgradable(w);
+                                if let Ok(mut w) = U::try_upgrade(u) {
+                                    w.0 += 1;
+                                    w.1 += 1;
+                                    n += 1;
+                                }
+                            }
+                        }
+                        wrote.fetch_add(n, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(l.read().0, wrote.load(Ordering::Relaxed));
         assert_eq!(unsafe { l.raw() }.count_word(), 0);
     }
 

@@ -1,7 +1,10 @@
 //! Loom models of the reader-writer lock (`klock::rwlock`, the rwsem):
 //! read/write and write/write exclusion through the wait list, no lost
 //! wake-up, the batch grant of queued readers, the hand-off to a waiting
-//! writer, downgrade, upgrade, timed reads and writes racing a wake-up, and
+//! writer, downgrade, upgrade, timed reads and writes racing a wake-up, the
+//! timed upgrade and the timed upgradable read (lock_api's
+//! `RawRwLockUpgradeTimed`, through the inherent `upgrade_until_ns` and
+//! `lock_upgradable_until_ns`: the lock_api impls are `not(loom)`), and
 //! the reader-preferring reads (glibc's default rwlock kinds: admitted while
 //! read-held past a waiting writer, never past a writer that owns the lock,
 //! granted when the lock becomes read-owned behind a writer at the head).
@@ -38,14 +41,18 @@
 //! (both policies), 2, 6, 9, 10 and 16, and the three-thread models 8
 //! (upgrade with a reader inside; 13 000 executions), 12 (try locks
 //! against the unlock slow path; 54 000), 13 (reader-preferring reads past
-//! a waiting writer; 120 000, the slowest at about 20 s) and 14 (a
-//! reader-preferring reader against the hand-off; 24 000). At 1: the
+//! a waiting writer; 120 000, the slowest at about 20 s), 14 (a
+//! reader-preferring reader against the hand-off; 24 000), 18 (a timed
+//! upgradable read and a writer; 49 000) and 19 (a timed upgradable read
+//! leaving with a reader behind it; 2 100). At 1: the
 //! three-thread models 3 (three writers), 4 (a reader and a writer queued
 //! together), 5 (the batch grant), 7 (downgrade against a writer and a
 //! reader), 8b (upgrade against a reader and a writer arriving at any
-//! time), 11 (a timed writer at the head with a plain reader) and 15 (a
-//! reader-preferring reader granted behind a writer). At 2 none of these
-//! finished within 90 s on this machine (release, debug assertions), and 11
+//! time), 11 (a timed writer at the head with a plain reader), 15 (a
+//! reader-preferring reader granted behind a writer) and 17 (a timed
+//! upgrade racing a reader inside and one arriving; 5 300 executions; at 2
+//! it passes, but explores 609 000 in about 90 s: too slow for CI). At 2
+//! none of the others finished within 90 s on this machine (release, debug assertions), and 11
 //! exceeded the branch limit (5000 per execution; with 100 000,
 //! `three_writers_nospin` did not finish in 15 minutes). Interleavings that
 //! need two preemptions among three threads are left to the chaos torture
@@ -53,7 +60,7 @@
 //! `tests/torture_rwlock.rs` (readers, writers with holds past the hand-off
 //! threshold, upgraders and downgraders, each with its try and timed forms,
 //! at 16 threads per CPU under injected preemption: models 3, 4, 5, 7, 8b,
-//! 11) and the RwLock part of `tests/torture_mixed.rs`. Neither takes a
+//! 11, and 17 with the timed upgrades and timed upgradable reads) and the RwLock part of `tests/torture_mixed.rs`. Neither takes a
 //! reader-preferring read (`lock_shared_prefer_readers` and its try and
 //! timed forms): model 15's interleavings beyond bound 1 have no torture
 //! coverage. The `rwsem-grant-acquire` race these models found is fixed: a
@@ -925,4 +932,178 @@ fn pref_timed_read_races_grant() {
     });
     GOT.assert_reached("the timed reader got in");
     OUT.assert_reached("the timed reader timed out");
+}
+
+/// Model 17: a timed upgrade (`upgrade_until_ns(1)`: its futex wait on the
+/// count word may time out) races a reader inside and a reader arriving
+/// while UPGRADING stops new readers. Main holds the upgradable lock; R1
+/// takes a read lock (main waits until it has entered) and leaves; R2 reads
+/// at any time. If the upgrade gives up, the word must be as if it had
+/// never tried (no UPGRADING; still upgradable) and R2, which may have
+/// queued behind UPGRADING, must get in while main still holds the
+/// upgradable lock (`cancel_upgrade` passes the turn: without that, main's
+/// wait below spins forever and loom fails). If the upgrade succeeds, no
+/// reader overlaps main's write (loom's `UnsafeCell`). Reached: an upgrade
+/// that slept (`rwsem_upgrade_wait`) and one that gave up
+/// (`rwsem_timeout`); both outcomes; a give-up in an execution where R2
+/// slept on the list.
+#[test]
+fn timed_upgrade_races_readers() {
+    static GOT: Branch = Branch::new();
+    static OUT: Branch = Branch::new();
+    static OUT_R2_SLEPT: Branch = Branch::new();
+    model(
+        1,
+        &[Event::RwUpgradeWait, Event::RwTimeout, Event::RwSleepReader],
+        |g| {
+            let c0 = klock::stat::thread_snapshot();
+            let s = Arc::new(Rw::<SpinOff>::new());
+            let entered = Arc::new(AtomicUsize::new(0));
+            let r2_done = Arc::new(AtomicUsize::new(0));
+            s.l.lock_upgradable();
+            let (s1, e1) = (s.clone(), entered.clone());
+            let r1 = spawn(g, move || {
+                s1.l.lock_shared();
+                e1.fetch_add(1, Ordering::SeqCst);
+                // Hold the lock across a scheduling point: the upgrade may
+                // start (and time out) while we are inside.
+                thread::yield_now();
+                // SAFETY: read lock held.
+                let v = unsafe { s1.get() };
+                // SAFETY: taken above, released once.
+                unsafe { s1.l.unlock_shared() };
+                v
+            });
+            let (s2, d2) = (s.clone(), r2_done.clone());
+            let r2 = spawn(g, move || {
+                let v = s2.read();
+                d2.fetch_add(1, Ordering::SeqCst);
+                v
+            });
+            until(&entered, 1);
+            // SAFETY: we hold the upgradable lock.
+            match unsafe { s.l.upgrade_until_ns(1) } {
+                Some(t) => {
+                    GOT.hit();
+                    // SAFETY: write lock held.
+                    unsafe { s.bump() };
+                    // SAFETY: `t` comes from the upgrade above, released once.
+                    unsafe { s.l.unlock_exclusive(t) };
+                }
+                None => {
+                    OUT.hit();
+                    let c = s.l.count_word();
+                    assert_eq!(
+                        c & (klock::rwlock::UPGRADING | klock::rwlock::WRITER),
+                        0,
+                        "a timed-out upgrade left {c:#x}"
+                    );
+                    assert_ne!(c & klock::rwlock::UPGRADE, 0, "no longer upgradable");
+                    // R2 must get in beside our upgradable lock.
+                    until(&r2_done, 1);
+                    if exec_counts(&c0).get(Event::RwSleepReader) > 0 {
+                        OUT_R2_SLEPT.hit();
+                    }
+                    // SAFETY: we still hold the upgradable lock.
+                    unsafe { s.l.unlock_upgradable() };
+                }
+            }
+            assert_eq!(r1.join().unwrap(), 0, "R1 entered before the upgrade");
+            let v2 = r2.join().unwrap();
+            let n = s.read();
+            assert!(v2 <= n, "R2 saw {v2}, final {n}");
+            s.check(n);
+        },
+    );
+    GOT.assert_reached("the timed upgrade got the write lock");
+    OUT.assert_reached("the timed upgrade gave up");
+    OUT_R2_SLEPT.assert_reached("the upgrade gave up while R2 slept on the list");
+}
+
+/// Model 18: a timed upgradable read (`lock_upgradable_until_ns(1)`)
+/// queued with a writer behind the upgradable lock main holds. Main
+/// releases it; the release wakes the head (WAKING). The timed upgrader may
+/// time out before or after that wake: a woken one re-tries in `leave`
+/// (`take_queued`) and takes the lock rather than dropping the wake-up; one
+/// that gives up first leaves the list. Either way the writer is not
+/// stranded (loom reports its deadlock otherwise). No overlap between the
+/// writer and either upgradable reader (loom's `UnsafeCell`), final value
+/// 1, word clean. Reached: a give-up (`rwsem_timeout`) in an execution
+/// where the writer slept; both outcomes.
+#[test]
+fn timed_upgradable_read_and_writer() {
+    static GOT: Branch = Branch::new();
+    static OUT_W_SLEPT: Branch = Branch::new();
+    model(2, &[Event::RwTimeout, Event::RwSleepWriter], |g| {
+        let c0 = klock::stat::thread_snapshot();
+        let s = Arc::new(Rw::<SpinOff>::new());
+        s.l.lock_upgradable();
+        let s1 = s.clone();
+        let u = spawn(g, move || {
+            s1.l.lock_upgradable_until_ns(1).then(|| {
+                // SAFETY: upgradable lock held.
+                let v = unsafe { s1.get() };
+                // SAFETY: taken above, released once.
+                unsafe { s1.l.unlock_upgradable() };
+                v
+            })
+        });
+        let s2 = s.clone();
+        let w = spawn(g, move || s2.incr());
+        // SAFETY: upgradable lock held.
+        assert_eq!(unsafe { s.get() }, 0);
+        // SAFETY: taken above, released once.
+        unsafe { s.l.unlock_upgradable() };
+        let got = u.join().unwrap();
+        assert_eq!(w.join().unwrap(), 0);
+        match got {
+            Some(v) => {
+                GOT.hit();
+                assert!(v <= 1, "timed upgrader saw {v}");
+            }
+            None if exec_counts(&c0).get(Event::RwSleepWriter) > 0 => OUT_W_SLEPT.hit(),
+            None => {}
+        }
+        s.check(1);
+    });
+    GOT.assert_reached("the timed upgradable read got in");
+    OUT_W_SLEPT.assert_reached("the timed upgradable read gave up while the writer slept");
+}
+
+/// Model 19: a timed upgradable read gives up while the lock stays
+/// read-owned, with a reader queued behind it. Main holds the upgradable
+/// lock (so the timed upgrader U must time out: main releases only after
+/// joining it); a plain reader R arrives at any time and may queue behind U
+/// (the read fast path fails on WAITERS). When U leaves, R heads the list of
+/// a read-owned lock and must be granted at once (`leave` passes the turn):
+/// main waits for R before it releases, so a turn not passed on spins main
+/// forever and loom fails. Reached: U's give-up (`rwsem_timeout`) in an
+/// execution where R slept on the list and was granted.
+#[test]
+fn timed_upgradable_read_leaves_reader_behind() {
+    static R_SLEPT: Branch = Branch::new();
+    model(2, &[Event::RwTimeout, Event::RwSleepReader], |g| {
+        let c0 = klock::stat::thread_snapshot();
+        let s = Arc::new(Rw::<SpinOff>::new());
+        let r_done = Arc::new(AtomicUsize::new(0));
+        s.l.lock_upgradable();
+        let s1 = s.clone();
+        let u = spawn(g, move || s1.l.lock_upgradable_until_ns(1));
+        let (s2, d2) = (s.clone(), r_done.clone());
+        let r = spawn(g, move || {
+            let v = s2.read();
+            d2.fetch_add(1, Ordering::SeqCst);
+            v
+        });
+        assert!(!u.join().unwrap(), "main still holds the upgradable lock");
+        until(&r_done, 1);
+        if exec_counts(&c0).get(Event::RwSleepReader) > 0 {
+            R_SLEPT.hit();
+        }
+        // SAFETY: taken above, released once.
+        unsafe { s.l.unlock_upgradable() };
+        assert_eq!(r.join().unwrap(), 0);
+        s.check(0);
+    });
+    R_SLEPT.assert_reached("the reader queued behind the timed upgrader and was granted");
 }

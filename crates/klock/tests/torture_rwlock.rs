@@ -3,6 +3,9 @@
 //! upgraders and downgraders at `KLOCK_TORTURE_MULT` (default 16) threads
 //! per effective CPU, each class also using its try, timed and fair
 //! variants, with random hold times (some past the hand-off threshold).
+//! The lock_api extension traits too: recursive reads (plain, try, timed),
+//! timed upgradable reads and timed upgrades, `with_upgraded`, the bump and
+//! fair unlock of an upgradable read, and both downgrades to and from it.
 //! Readers also take reader-preferring reads (`lock_shared_prefer_readers`
 //! and its try form: glibc's default rwlock kind in the interposer), and
 //! readers and writers release some locks through the uncontended fast path
@@ -40,7 +43,7 @@
 mod torture_common;
 use torture_common::{Rng, env_u64, work};
 
-use klock::rwlock::{RawRwLock, SpinOff, SpinOsq, SpinPolicy, WriteToken};
+use klock::rwlock::{RawRwLock, RwLockRecursiveExt, SpinOff, SpinOsq, SpinPolicy, WriteToken};
 use lock_api::GuardSend;
 use lock_api::{RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -102,9 +105,23 @@ const OPS: &[&str] = &[
     "read (fast unlock)",
     "try_read_prefer_readers (fast unlock)",
     "write (fast unlock)",
+    "read_recursive / try_read_recursive(_for/_until)",
+    "try_upgradable_read_for/until",
+    "upgradable_read -> try_upgrade_for/until",
+    "write -> downgrade_to_upgradable",
+    "upgradable_read -> with_upgraded -> bump / downgrade",
     "finished",
 ];
-const FINISHED: usize = 15;
+const FINISHED: usize = 20;
+
+/// How an upgradable reader upgrades.
+#[derive(Clone, Copy)]
+enum Up {
+    Block,
+    Try,
+    /// `try_upgrade_for` (or `_until`) with this timeout.
+    Timed(Duration),
+}
 
 struct Shared<S: SpinPolicy> {
     l: Rw<S>,
@@ -247,7 +264,7 @@ impl<S: SpinPolicy> Shared<S> {
         &self,
         g: RwLockUpgradableReadGuard<'_, RawRwLock<S>, Data>,
         rng: &mut Rng,
-        try_up: bool,
+        up: Up,
     ) {
         let u = self.upgraders_in.fetch_add(1, Ordering::SeqCst);
         assert_eq!(u, 0, "two upgradable readers at once");
@@ -262,17 +279,25 @@ impl<S: SpinPolicy> Shared<S> {
         }
         // Leave the reader count first: the upgrade waits for the others.
         self.leave_read();
-        let w = if try_up {
-            match RwLockUpgradableReadGuard::try_upgrade(g) {
-                Ok(w) => w,
-                Err(g) => {
-                    self.upgraders_in.fetch_sub(1, Ordering::SeqCst);
+        let tried = match up {
+            Up::Block => Ok(RwLockUpgradableReadGuard::upgrade(g)),
+            Up::Try => RwLockUpgradableReadGuard::try_upgrade(g),
+            Up::Timed(t) if rng.below(2) == 0 => RwLockUpgradableReadGuard::try_upgrade_for(g, t),
+            Up::Timed(t) => RwLockUpgradableReadGuard::try_upgrade_until(g, Instant::now() + t),
+        };
+        let w = match tried {
+            Ok(w) => w,
+            Err(g) => {
+                // Still upgradable after a failed (or timed-out) upgrade.
+                assert_eq!(g.a, v, "a writer got in under an upgradable read");
+                self.upgraders_in.fetch_sub(1, Ordering::SeqCst);
+                if rng.below(2) == 0 {
+                    RwLockUpgradableReadGuard::unlock_fair(g);
+                } else {
                     drop(g);
-                    return;
                 }
+                return;
             }
-        } else {
-            RwLockUpgradableReadGuard::upgrade(g)
         };
         self.upgraders_in.fetch_sub(1, Ordering::SeqCst);
         assert_eq!(w.a, v, "a writer got in under an upgradable read");
@@ -294,6 +319,78 @@ impl<S: SpinPolicy> Shared<S> {
         assert_eq!(v, mine, "a writer got in under a downgraded lock");
         self.leave_read();
         drop(g);
+    }
+
+    /// Write, downgrade to an upgradable read (readers may join, no writer
+    /// or upgrader), read our own value, then go on as an upgradable reader
+    /// with a timed upgrade.
+    fn downgrade_to_upgradable(&self, rng: &mut Rng) {
+        let mut g = self.l.write();
+        self.enter_write();
+        self.write_section(&mut g, rng);
+        let mine = g.a;
+        self.leave_write();
+        // Enter as the upgradable reader before the downgrade lets readers in.
+        let u = self.upgraders_in.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(u, 0, "an upgradable reader beside a writer");
+        self.enter_read();
+        let g = RwLockWriteGuard::downgrade_to_upgradable(g);
+        let v = self.read_section(&g, rng);
+        assert_eq!(
+            v, mine,
+            "a writer got in under a lock downgraded to upgradable"
+        );
+        self.leave_read();
+        // We still hold UPGRADE: no other upgrader can enter in between.
+        self.upgraders_in.fetch_sub(1, Ordering::SeqCst);
+        let up = Up::Timed(timeout(rng));
+        self.upgradable_guard(g, rng, up);
+    }
+
+    /// An upgradable read that writes through `with_upgraded` (upgrade, then
+    /// downgrade to upgradable), checks its own value, then bumps, and
+    /// finally releases fairly, plainly, or by downgrading to a read lock.
+    fn with_upgraded(&self, rng: &mut Rng) {
+        let mut g = self.l.upgradable_read();
+        let u = self.upgraders_in.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(u, 0, "two upgradable readers at once");
+        self.enter_read();
+        self.read_section(&g, rng);
+        self.leave_read();
+        let mine = g.with_upgraded(|d| {
+            self.enter_write();
+            self.write_section(d, rng);
+            self.leave_write();
+            d.a
+        });
+        assert_eq!(g.a, mine, "a writer got in under with_upgraded's downgrade");
+        // The bump may let others in: leave the counters while it does.
+        self.upgraders_in.fetch_sub(1, Ordering::SeqCst);
+        RwLockUpgradableReadGuard::bump(&mut g);
+        let u = self.upgraders_in.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(u, 0, "two upgradable readers after a bump");
+        self.enter_read();
+        self.read_section(&g, rng);
+        match rng.below(3) {
+            0 => {
+                self.leave_read();
+                self.upgraders_in.fetch_sub(1, Ordering::SeqCst);
+                RwLockUpgradableReadGuard::unlock_fair(g);
+            }
+            1 => {
+                // Stay inside as a reader across the downgrade.
+                self.upgraders_in.fetch_sub(1, Ordering::SeqCst);
+                let r = RwLockUpgradableReadGuard::downgrade(g);
+                self.read_section(&r, rng);
+                self.leave_read();
+                drop(r);
+            }
+            _ => {
+                self.leave_read();
+                self.upgraders_in.fetch_sub(1, Ordering::SeqCst);
+                drop(g);
+            }
+        }
     }
 
     /// One operation of `class`; returns whether it acquired the lock.
@@ -336,6 +433,19 @@ impl<S: SpinPolicy> Shared<S> {
                         self.raw_section(None, rng);
                     }
                     got
+                }
+                85..=91 => {
+                    // Recursive reads (past waiting writers and upgrades).
+                    set(15);
+                    let g = match rng.below(4) {
+                        0 => Some(self.l.read_recursive()),
+                        1 => self.l.try_read_recursive(),
+                        2 => self.l.try_read_recursive_for(timeout(rng)),
+                        _ => self
+                            .l
+                            .try_read_recursive_until(Instant::now() + timeout(rng)),
+                    };
+                    g.map(|g| self.read_guard(g, rng)).is_some()
                 }
                 _ => {
                     set(3);
@@ -381,29 +491,57 @@ impl<S: SpinPolicy> Shared<S> {
                 }
             },
             Class::Upgrader => match r {
-                0..=59 => {
+                0..=49 => {
                     set(7);
                     let g = self.l.upgradable_read();
-                    self.upgradable_guard(g, rng, false);
+                    self.upgradable_guard(g, rng, Up::Block);
                     true
                 }
-                60..=84 => {
+                50..=64 => {
                     set(8);
                     let g = self.l.upgradable_read();
-                    self.upgradable_guard(g, rng, true);
+                    self.upgradable_guard(g, rng, Up::Try);
+                    true
+                }
+                65..=74 => {
+                    set(17);
+                    let g = self.l.upgradable_read();
+                    let up = Up::Timed(timeout(rng));
+                    self.upgradable_guard(g, rng, up);
+                    true
+                }
+                75..=84 => {
+                    set(16);
+                    let t = timeout(rng);
+                    let g = if rng.below(2) == 0 {
+                        self.l.try_upgradable_read_for(t)
+                    } else {
+                        self.l.try_upgradable_read_until(Instant::now() + t)
+                    };
+                    g.map(|g| self.upgradable_guard(g, rng, Up::Block))
+                        .is_some()
+                }
+                85..=92 => {
+                    set(19);
+                    self.with_upgraded(rng);
                     true
                 }
                 _ => {
                     set(9);
                     self.l
                         .try_upgradable_read()
-                        .map(|g| self.upgradable_guard(g, rng, false))
+                        .map(|g| self.upgradable_guard(g, rng, Up::Block))
                         .is_some()
                 }
             },
             Class::Downgrader => {
-                set(10);
-                self.downgrade(rng);
+                if r < 50 {
+                    set(10);
+                    self.downgrade(rng);
+                } else {
+                    set(18);
+                    self.downgrade_to_upgradable(rng);
+                }
                 true
             }
         }
