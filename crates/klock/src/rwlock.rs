@@ -135,7 +135,7 @@ use crate::osq::{self, Osq};
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{self, SpinBudget, WaitOutcome};
-use crate::waitlist::{WaitList, Waiter, WaiterState, lock_bit};
+use crate::waitlist::{WaitList, Waiter, WaiterState, fair_check_due, lock_bit};
 use std::marker::PhantomData;
 
 // ---------------------------------------------------------------------------
@@ -1472,6 +1472,8 @@ impl<S: SpinPolicy> RawRwLock<S> {
         self.wlock();
         w.set_class(class, pref);
         w.w.set_state(WaiterState::Sleeping);
+        // First-since stamp (eventual fairness; restamped when it becomes first).
+        w.w.set_since_us(wait::now_us());
         self.list.push_back(me);
         // Relaxed: an RMW under WLOCK; an unlock ordered after it sees
         // WAITERS and takes WLOCK (after us); one ordered before it freed the
@@ -1620,7 +1622,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
                 Err(x) => c = x,
             }
         }
-        self.list.remove(me);
+        self.unlink(me);
         if class == Class::Upgrader {
             // Readers queued behind us may share the lock with us now.
             self.pass_turn_and_wunlock();
@@ -1646,7 +1648,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         if class != Class::Reader && self.take_queued(class, first, me) {
             return Got::Yes;
         }
-        self.list.remove(me);
+        self.unlink(me);
         // WAKING may stand for us (we are leaving): clearing is always safe.
         let clear = WAKING
             | if self.list.head() == 0 {
@@ -1727,12 +1729,16 @@ impl<S: SpinPolicy> RawRwLock<S> {
                 Err(x) => c = x,
             }
         }
+        let head_before = self.list.head();
         for &t in &wq.codes[start..wq.n] {
             let t = t & !WakeQ::GRANT;
             self.list.remove(t);
             chaos::point(Site::ListEdit);
             // INV-WAKE-ADDR: under WLOCK, the node was on our list.
             Waiter::decode(t).mark_granting();
+        }
+        if self.list.head() != head_before {
+            self.list.stamp_head();
         }
         // Relaxed: a hint.
         self.owner.store(OWNER_READER, Ordering::Relaxed);
@@ -1811,7 +1817,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
                 ) {
                     Ok(_) => {
                         chaos::point(Site::AfterRelease);
-                        self.list.remove(h);
+                        self.unlink(h);
                         // Relaxed: a hint; the grantee stores its id.
                         self.owner.store(0, Ordering::Relaxed);
                         Waiter::decode(h).mark_granting();
@@ -1838,6 +1844,17 @@ impl<S: SpinPolicy> RawRwLock<S> {
         }
     }
 
+    /// Under WLOCK: take `t` off the list; if it was the head, the new head
+    /// is first from now on (eventual fairness's clock).
+    #[inline]
+    fn unlink(&self, t: u32) {
+        let was_head = self.list.head() == t;
+        self.list.remove(t);
+        if was_head {
+            self.list.stamp_head();
+        }
+    }
+
     /// Release `sub` and take `add` (read unlock: `READER_BIAS`, 0; write
     /// unlock: `WRITER`, 0; downgrade: `WRITER`, `READER_BIAS`). Without
     /// waiters that could use it: one CAS. Otherwise take WLOCK while still
@@ -1851,6 +1868,16 @@ impl<S: SpinPolicy> RawRwLock<S> {
         let plain_read = sub == READER_BIAS && add == 0;
         // Relaxed: the CASes decide; their orderings are commented.
         let mut c = self.count.load(Ordering::Relaxed);
+        // Eventual fairness (`KLOCK_RWSEM_FAIR_HANDOFF_NS`): a head that has
+        // been first that long gets its turn in this release (readers
+        // granted, a writer handed the lock), even while a woken head is
+        // pending. The next head's clock starts when it becomes first.
+        let fair = fair
+            || (has_waiters(c)
+                && fair_check_due()
+                && self
+                    .list
+                    .head_first_for(crate::tune::get().rwsem_fair_handoff_ns));
         loop {
             if plain_read && c & UPGRADING != 0 && readers(c) == 2 {
                 // The upgrader is about to be alone: release, then wake it on

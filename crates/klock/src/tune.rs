@@ -40,6 +40,7 @@
 //! | `KLOCK_MUTEX_FAIR_HANDOFF_NS` | [`Tunables::mutex_fair_handoff_ns`] | 1000000 | 0..=1000000000 | mutex: hand the lock to a first waiter that has been first this long, even asleep (0 = never) |
 //! | `KLOCK_MUTEX_FAIR_NS` | [`Tunables::mutex_fair_ns`] | 0 | 0..=1000000000 | mutex: first waiter's wait after which newcomers queue instead of yielding (0 = off) |
 //! | `KLOCK_RWSEM_HANDOFF_NS` | [`Tunables::rwsem_handoff_ns`] | 4000000 | 0..=1000000000 | rwsem: first waiting writer's wait before it sets HANDOFF |
+//! | `KLOCK_RWSEM_FAIR_HANDOFF_NS` | [`Tunables::rwsem_fair_handoff_ns`] | 0 | 0..=1000000000 | rwsem: give the wait-list head its turn once it has been first this long (0 = never) |
 //! | `KLOCK_RWSEM_READER` | [`Tunables::rwsem_reader`] | 4 | 0..=4 | rwsem: failed reader: 0 queue, 1 steal, 2 spin on a writer owner, 3 join other readers, 4 steal then wait running |
 //! | `KLOCK_RWSEM_WAKE_READERS` | [`Tunables::rwsem_wake_readers`] | 256 | 1..=256 | rwsem: most readers granted by one wake-up |
 //! | `KLOCK_RWSEM_RSPIN_NS` | [`Tunables::rwsem_rspin_ns`] | 10000 | 0..=10000000 | rwsem: writer spin on a reader-owned lock (+500 ns/reader) |
@@ -481,6 +482,13 @@ tunables! {
     /// this long (and was woken and lost the lock) sets HANDOFF: no stealing
     /// until it is served (the kernel's RWSEM_WAIT_TIMEOUT, about 4 ms).
     rwsem_handoff_ns: u64 = 4_000_000, "KLOCK_RWSEM_HANDOFF_NS", 0..=1_000_000_000;
+    /// `KLOCK_RWSEM_FAIR_HANDOFF_NS`: rwsem: eventual fairness. A release
+    /// gives the wait-list head its turn (readers granted, a writer handed
+    /// the lock) once it has been first this long, even while a woken head
+    /// is pending; the next head's clock starts when it becomes first, so at
+    /// most one such turn per interval. Checked on a thread's first and
+    /// every 16th slow release. 0 = never.
+    rwsem_fair_handoff_ns: u64 = 0, "KLOCK_RWSEM_FAIR_HANDOFF_NS", 0..=1_000_000_000;
     /// `KLOCK_RWSEM_READER`: rwsem: what a reader that fails the fast path
     /// does before it queues: 0 = queue at once, 1 = steal the lock when no
     /// writer holds it and no hand-off is owed (kernel 5.11+), 2 = spin on a

@@ -48,17 +48,6 @@ impl<S: SpinPolicy> RawMutex<S> {
         }
     }
 
-    /// Under WLOCK, after the head left: the new head is first from now on
-    /// (its `since` stamp, which `head_waited` reads). INV-WAKE-ADDR: a store
-    /// into a node on our list, under WLOCK.
-    #[inline]
-    fn stamp_new_head(&self, leaver_was_head: bool) {
-        let h = self.list.head();
-        if leaver_was_head && h != 0 {
-            Waiter::decode(h).set_since_us(wait::now_us());
-        }
-    }
-
     /// Queue `q` and sleep until the lock is ours (or the deadline passes).
     /// With `requeued`, the node is already on the list (moved there by a
     /// condvar notify) and its `state` is SLEEPING.
@@ -179,7 +168,9 @@ impl<S: SpinPolicy> RawMutex<S> {
         lock_bit(&self.owner, WLOCK);
         let was_head = self.list.head() == me;
         self.list.remove(me);
-        self.stamp_new_head(was_head);
+        if was_head {
+            self.list.stamp_head();
+        }
         // WAKING: we may be the woken waiter it stands for (clearing is safe),
         // so the next unlock wakes the new head (after its release, outside
         // anyone's critical section). HANDOFF is not passed on to a new head
@@ -250,7 +241,9 @@ impl<S: SpinPolicy> RawMutex<S> {
         let got = self.try_acquire(id, true);
         let was_head = self.list.head() == me;
         self.list.remove(me);
-        self.stamp_new_head(was_head);
+        if was_head {
+            self.list.stamp_head();
+        }
         let clear = self.leave_flags(was_head) | WAKING;
         // If the lock is free and others still wait, we may have consumed the
         // wake-up meant for the head: pass it on.

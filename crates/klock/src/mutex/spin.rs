@@ -26,7 +26,6 @@ use crate::osq;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::wait::{self, SpinBudget};
-use crate::waitlist::Waiter;
 
 /// How a [`spin_on_owner`](RawMutex::spin_on_owner) ended: what the
 /// adaptive hint (`adapt`) learns from it.
@@ -192,7 +191,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             // INV-QUEUE-FIRST. Relaxed: a hint; the queue path re-checks
             // everything under WLOCK.
             if has_waiters(self.owner.load(Ordering::Relaxed))
-                && (t.mutex_queue_first != 0 || self.head_waited(t.mutex_fair_ns))
+                && (t.mutex_queue_first != 0 || self.list.head_first_for(t.mutex_fair_ns))
             {
                 stat::inc(Event::MutexYieldSkip);
                 return false;
@@ -203,26 +202,6 @@ impl<S: SpinPolicy> RawMutex<S> {
             }
         }
         false
-    }
-
-    /// Has the first waiter been first for `ns` or longer (`ns` 0: no)?
-    /// Newcomers then queue behind it instead of yielding
-    /// (`KLOCK_MUTEX_FAIR_NS`: newcomers that keep yielding stay runnable, and
-    /// on an overcommitted machine the woken head then waits for a CPU
-    /// behind all of them), and an unlock hands the lock to it
-    /// (`KLOCK_MUTEX_FAIR_HANDOFF_NS`, in `unlock`). Read without WLOCK: a
-    /// hint (a stale node only makes one decision needlessly).
-    #[inline]
-    pub(super) fn head_waited(&self, ns: u64) -> bool {
-        if ns == 0 {
-            return false;
-        }
-        let h = self.list.head();
-        if h == 0 {
-            return false;
-        }
-        let since = Waiter::decode(h).since_us();
-        u64::from(wait::now_us().wrapping_sub(since)) * 1000 >= ns
     }
 
     /// No node (or no id): poll within the spin budget, yield in between.

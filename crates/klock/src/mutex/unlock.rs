@@ -27,7 +27,7 @@ use crate::chaos::{self, Site};
 use crate::osq;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
-use crate::waitlist::{Waiter, WaiterState, lock_bit};
+use crate::waitlist::{Waiter, WaiterState, fair_check_due, lock_bit};
 
 impl<S: SpinPolicy> RawMutex<S> {
     /// Unlock slow path: some flag is set. Without WAITERS/HANDOFF, or with
@@ -128,7 +128,8 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// read and a load of the head's node: see [`fair_check_due`].)
     #[inline]
     fn fair_due(&self) -> bool {
-        self.head_waited(crate::tune::get().mutex_fair_handoff_ns)
+        self.list
+            .head_first_for(crate::tune::get().mutex_fair_handoff_ns)
     }
 
     /// Condvar support: append the detached circular list whose head is
@@ -182,33 +183,4 @@ impl<S: SpinPolicy> RawMutex<S> {
         }
         count
     }
-}
-
-/// A thread's slow unlocks look at the head's wait (a clock read and a load
-/// of another thread's node, ~30-60 ns while still holding the lock) only
-/// once in this many: a fair hand-off comes at most this many of its
-/// unlocks late, and a `hot` lock's holds stay short.
-const FAIR_CHECK_EVERY: u32 = 16;
-
-#[cfg(not(loom))]
-std::thread_local! {
-    static FAIR_TICK: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
-}
-#[cfg(loom)]
-loom::thread_local! {
-    static FAIR_TICK: std::cell::Cell<u32> = std::cell::Cell::new(0);
-}
-
-/// Whether this slow unlock is one that checks the head's wait (a thread's
-/// first, then every [`FAIR_CHECK_EVERY`]-th; `false` while TLS is torn
-/// down).
-#[inline]
-fn fair_check_due() -> bool {
-    FAIR_TICK
-        .try_with(|c| {
-            let n = c.get().wrapping_add(1);
-            c.set(n);
-            n % FAIR_CHECK_EVERY == 1
-        })
-        .unwrap_or(false)
 }

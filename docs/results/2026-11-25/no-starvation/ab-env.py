@@ -41,14 +41,21 @@ def main():
                     continue
                 key = (rec["params"].get("workload"), rec["lock"], rec["threads"])
                 fair = rec.get("fairness_max_min")
+                # rwlock records: writer share of ops and the reader class's min/avg.
+                r, w = rec.get("readers"), rec.get("writers")
+                rw = None
+                if isinstance(r, dict) and isinstance(w, dict):
+                    rw = (w.get("share_of_ops", 0.0),
+                          r["ops_per_thread"]["min"] / r["ops_per_thread"]["avg"] if r["ops_per_thread"]["avg"] else 0.0)
                 vals.setdefault(key, {}).setdefault(label, []).append(
                     (rec["throughput_mops"], fair if fair is not None else float("inf"),
-                     rec["latency_ns"]["p999"], rec.get("cpu_ns_per_op", 0.0)))
+                     rec["latency_ns"]["p999"], rec.get("cpu_ns_per_op", 0.0), rw))
         print(f"round {i + 1}/{a.rounds} done", file=sys.stderr)
     med = lambda xs: statistics.median(xs) if xs else float("nan")
     labels = [l for l, _ in variants]
     print("variants: " + "; ".join(f"{l} = {s or '(defaults)'}" for l, s in variants) + f"; rounds: {a.rounds}")
-    print("Each cell: median Mops/s (ratio to " + labels[0] + ") / max/min / p99.9 us / CPU ns per op")
+    print("Each cell: median Mops/s (ratio to " + labels[0] + ") / max/min / p99.9 us / CPU ns per op"
+          " (rwlock: / writers' share of ops / reader min/avg)")
     print("| workload | lock | T | " + " | ".join(labels) + " |")
     print("|---|---|---:|" + "---:|" * len(labels))
     for (w, lock, t), d in sorted(vals.items(), key=lambda kv: (kv[0][0] or "", kv[0][1], kv[0][2])):
@@ -57,8 +64,12 @@ def main():
         for l in labels:
             xs = d.get(l, [])
             m = med([x[0] for x in xs])
-            cells.append(f"{m:.3f} ({m / base if base else float('nan'):.2f}) / {med([x[1] for x in xs]):.1f} / "
-                         f"{med([x[2] for x in xs]) / 1000:.0f} / {med([x[3] for x in xs]):.0f}")
+            cell = (f"{m:.3f} ({m / base if base else float('nan'):.2f}) / {med([x[1] for x in xs]):.1f} / "
+                    f"{med([x[2] for x in xs]) / 1000:.0f} / {med([x[3] for x in xs]):.0f}")
+            rws = [x[4] for x in xs if x[4] is not None]
+            if rws:
+                cell += f" / W {100 * med([x[0] for x in rws]):.0f}% / rmin {med([x[1] for x in rws]):.2f}"
+            cells.append(cell)
         print(f"| {w} | {lock} | {t} | " + " | ".join(cells) + " |")
 
 if __name__ == "__main__":
