@@ -1037,7 +1037,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// it as a reader, instead of sleeping at once.
     fn steal_running(&self) -> bool {
         let t = crate::tune::get();
-        let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);
+        let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.rwsem_poll_max_ns);
         let got = wait::spin_until(&mut SpinBudget::new(t.rwsem_read_wait_ns), || {
             self.add_while(READER_BIAS, |c| {
                 is_free(c) && c & (HANDOFF | UPGRADING | READFAIL) == 0
@@ -1311,7 +1311,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         let t = crate::tune::get();
         let mut prev = OwnerState::Null;
         let mut rspin = SpinBudget::new(0);
-        let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);
+        let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.rwsem_poll_max_ns);
         loop {
             let st = self.spin_on_owner(total, &mut poll, q);
             if st == OwnerState::NonSpinnable {
@@ -1561,7 +1561,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             if handoff && S::SPIN && t.mutex_spin != 0 && !wait::realtime() {
                 // Patch 14: the lock is ours the moment it is free (the unlock
                 // grants it to us): wait for that running, not asleep.
-                let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);
+                let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.rwsem_poll_max_ns);
                 wait::spin_until(&mut SpinBudget::new(t.mutex_spin_ns), || {
                     w.w.is_selected() || {
                         poll.pause();

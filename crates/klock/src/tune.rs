@@ -44,7 +44,8 @@
 //! | `KLOCK_RWSEM_READER` | [`Tunables::rwsem_reader`] | 4 | 0..=4 | rwsem: failed reader: 0 queue, 1 steal, 2 spin on a writer owner, 3 join other readers, 4 steal then wait running |
 //! | `KLOCK_RWSEM_WAKE_READERS` | [`Tunables::rwsem_wake_readers`] | 256 | 1..=256 | rwsem: most readers granted by one wake-up |
 //! | `KLOCK_RWSEM_RSPIN_NS` | [`Tunables::rwsem_rspin_ns`] | 10000 | 0..=10000000 | rwsem: writer spin on a reader-owned lock (+500 ns/reader) |
-//! | `KLOCK_RWSEM_READ_WAIT_NS` | [`Tunables::rwsem_read_wait_ns`] | 20000 | 0..=10000000 | rwsem, reader mode 4: running wait for a free lock before queueing |
+//! | `KLOCK_RWSEM_READ_WAIT_NS` | [`Tunables::rwsem_read_wait_ns`] | 100000 | 0..=10000000 | rwsem, reader mode 4: running wait for a free lock before queueing |
+//! | `KLOCK_RWSEM_POLL_MAX_NS` | [`Tunables::rwsem_poll_max_ns`] | 0 | 0..=100000 | rwsem: owner-poll backoff cap of waiting readers and spinning writers (0 = continuous) |
 //! | `KLOCK_MUTEX_POLL_GRACE_NS` | [`Tunables::mutex_poll_grace_ns`] | 0 | 0..=100000 | mutex: same-owner polling before the poll backoff starts |
 //! | `KLOCK_CHAOS_PERMILLE` | [`Tunables::chaos_permille`] | 100 | 0..=1000 | feature `chaos`: per-mille of marked windows that inject a delay |
 //! | `KLOCK_CHAOS_SEED` | [`Tunables::chaos_seed`] | 0 | 0..=2^64-1 | feature `chaos`: seed of the injected delays (0 = from the clock) |
@@ -505,7 +506,19 @@ tunables! {
     rwsem_rspin_ns: u64 = 10_000, "KLOCK_RWSEM_RSPIN_NS", 0..=10_000_000;
     /// `KLOCK_RWSEM_READ_WAIT_NS`: rwsem, reader mode 4: how long a reader
     /// that could not steal waits running for a free lock before it queues.
-    rwsem_read_wait_ns: u64 = 20_000, "KLOCK_RWSEM_READ_WAIT_NS", 0..=10_000_000;
+    /// Measured 2026-11-25 (2 vCPUs, 5 interleaved rounds), with
+    /// `KLOCK_RWSEM_POLL_MAX_NS=0` against 20 µs and the 16 µs cap: 4+4
+    /// 1.19x, p99.9 2 µs instead of 17; 18+18 0.99x, max/min 41 instead of
+    /// 7 167, reader min/avg 0.13 instead of 0.00
+    /// (docs/results/2026-11-25-rwlock.md, design 4).
+    rwsem_read_wait_ns: u64 = 100_000, "KLOCK_RWSEM_READ_WAIT_NS", 0..=10_000_000;
+    /// `KLOCK_RWSEM_POLL_MAX_NS`: rwsem: cap of the owner-poll backoff of
+    /// waiting readers and spinning writers (`wait::PollBackoff`; the
+    /// mutex's is `KLOCK_MUTEX_POLL_MAX_NS`). 0 = poll continuously: a
+    /// reader that waits running must catch the short free windows between
+    /// writers, and backing off lost them to the writers (measured with
+    /// `KLOCK_RWSEM_READ_WAIT_NS`).
+    rwsem_poll_max_ns: u64 = 0, "KLOCK_RWSEM_POLL_MAX_NS", 0..=100_000;
     /// `KLOCK_MUTEX_POLL_MAX_NS`: mutex: while a spinner keeps seeing the
     /// same owner, the delay between two polls of the owner word doubles (from
     /// 1/32 of this) up to this cap, so that the spinner does not pull the
