@@ -81,6 +81,13 @@
 //!  (0,W)   --downgrade_to_upgradable--> (1,U) (and queued readers granted)
 //! ```
 //!
+//! The words are read through named predicates (`readers`, `is_free`,
+//! `is_read_lockable`, `is_lockable_by`, `handoff_owed`, ...) and the new
+//! word values are computed by named transitions (`add_reader`, `release`,
+//! `take_from_list`, `grant_queued_readers`, `hand_to_writer`,
+//! `upgrade_after_wait`, ...), each documented with its `(readers, flags)`
+//! change (L=WLOCK there), in `rwlock/word.rs`.
+//!
 //! # Policy
 //!
 //! * Readers queue behind any waiter (the fast path fails on WAITERS), so a
@@ -126,7 +133,7 @@
 //!   `try_unlock_uncontended`, `unlock_exclusive`), the shared `add_while`
 //!   and `try_take`, and the `lock_api` type aliases ([`RwLock`], ...);
 //! * `rwlock/word.rs`: the count and owner words' encoding (constants,
-//!   predicates, the waiters' `Class`);
+//!   predicates, the waiters' `Class`, transitions);
 //! * `rwlock/read.rs`: recursive, reader-preferring and timed reads, the
 //!   read slow path (stealing, the running wait, spinning or queueing) and
 //!   the reader wake-ups (`drop_reader_count`, `wake_if_free`,
@@ -179,7 +186,10 @@ use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::waitlist::WaitList;
 use std::marker::PhantomData;
-use word::{Class, is_lockable_by, is_plain_read_release};
+use word::{
+    Class, add_reader_wrapping, add_share, drop_reader, is_lockable_by, is_plain_read_release,
+    owned_by_readers, owned_by_writer,
+};
 
 // ---------------------------------------------------------------------------
 // The raw lock
@@ -339,15 +349,14 @@ impl<S: SpinPolicy> RawRwLock<S> {
         // not bounce the line among themselves.
         let o = self.owner.load(Ordering::Relaxed);
         if o & OWNER_READER == 0 {
-            self.owner
-                .store(OWNER_READER | (o & OWNER_NONSPINNABLE), Ordering::Relaxed);
+            self.owner.store(owned_by_readers(o), Ordering::Relaxed);
         }
     }
 
     #[inline]
     fn set_writer_owned(&self, id: u32) {
         // Relaxed: a hint; also resets NONSPINNABLE (a new writer phase).
-        self.owner.store(id << OWNER_SHIFT, Ordering::Relaxed);
+        self.owner.store(owned_by_writer(id), Ordering::Relaxed);
     }
 
     // ---- read side ----------------------------------------------------------
@@ -378,7 +387,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             stat::inc(Event::RwReadFast);
             Ok(())
         } else {
-            Err(c.wrapping_add(READER_BIAS))
+            Err(add_reader_wrapping(c))
         }
     }
 
@@ -389,10 +398,12 @@ impl<S: SpinPolicy> RawRwLock<S> {
         let mut c = self.count.load(Ordering::Relaxed);
         while ok(c) {
             // Acquire pairs with the Release of the unlock that allowed it.
-            match self
-                .count
-                .compare_exchange_weak(c, c + add, Ordering::Acquire, Ordering::Relaxed)
-            {
+            match self.count.compare_exchange_weak(
+                c,
+                add_share(c, add),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
                 Ok(_) => return true,
                 Err(x) => c = x,
             }
@@ -431,7 +442,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         if is_plain_read_release(c)
             && self
                 .count
-                .compare_exchange(c, c - READER_BIAS, Ordering::Release, Ordering::Relaxed)
+                .compare_exchange(c, drop_reader(c), Ordering::Release, Ordering::Relaxed)
                 .is_ok()
         {
             return;
@@ -574,7 +585,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             && is_plain_read_release(c)
             && self
                 .count
-                .compare_exchange(c, c - READER_BIAS, Ordering::Release, Ordering::Relaxed)
+                .compare_exchange(c, drop_reader(c), Ordering::Release, Ordering::Relaxed)
                 .is_ok())
         .then_some(false)
     }

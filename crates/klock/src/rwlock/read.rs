@@ -22,6 +22,7 @@ use super::word::{
     HANDOFF, PREFQ, READER_BIAS, READFAIL, UPGRADING, WRITER, has_waiters, is_free,
     is_nonspinnable, is_pref_read_lockable, is_recursive_read_lockable, readers,
 };
+use super::word::{add_reader, add_reader_wrapping, drop_reader, drop_reader_wrapping};
 use super::{Class, Got, RawRwLock, SpinPolicy};
 use crate::chaos::{self, Site};
 use crate::stat::{self, Event};
@@ -90,7 +91,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             Ok(()) => true,
             // Our count is in `c`: keep it if only waiters, a hand-off owed
             // while read-owned, or an upgrade under way failed the fast path.
-            Err(c) if is_recursive_read_lockable(c.wrapping_sub(READER_BIAS)) => {
+            Err(c) if is_recursive_read_lockable(drop_reader_wrapping(c)) => {
                 self.set_reader_owned();
                 stat::inc(Event::RwReadSlow);
                 true
@@ -195,7 +196,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             // (or of the grant that let the current readers in).
             match self.count.compare_exchange_weak(
                 c,
-                c + READER_BIAS,
+                add_reader(c),
                 Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
@@ -228,7 +229,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             return true;
         }
         matches!(
-            self.read_slow(c.wrapping_add(READER_BIAS), deadline, true),
+            self.read_slow(add_reader_wrapping(c), deadline, true),
             Got::Yes
         )
     }
@@ -374,7 +375,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         // nothing to publish, but a wake below needs the latest list.
         let mut c = self.count.load(Ordering::Relaxed);
         loop {
-            let new = c - READER_BIAS;
+            let new = drop_reader(c);
             match self
                 .count
                 .compare_exchange_weak(c, new, Ordering::Release, Ordering::Relaxed)

@@ -7,9 +7,8 @@
 //! on writers only. Every acquisition is `try_take`'s CAS (`mod.rs`); the
 //! owner word is a hint.
 
-use super::word::{
-    OWNER_NONSPINNABLE, OWNER_READER, WRITER, handoff_owed, is_nonspinnable, owner_id, readers,
-};
+use super::word::nonspinnable;
+use super::word::{OWNER_READER, WRITER, handoff_owed, is_nonspinnable, owner_id, readers};
 use super::{Class, RawRwLock, SpinPolicy};
 use crate::node::{self, QNode};
 use crate::osq;
@@ -147,7 +146,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         if o & OWNER_READER != 0 && !is_nonspinnable(o) {
             let _ = self.owner.compare_exchange(
                 o,
-                o | OWNER_NONSPINNABLE,
+                nonspinnable(o),
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             );

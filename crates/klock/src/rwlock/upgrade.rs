@@ -21,6 +21,7 @@ use super::word::{
     OWNER_READER, READER_BIAS, UPGRADE, UPGRADING, WAITERS, WRITER, has_waiters, is_lockable_by,
     readers,
 };
+use super::word::{cancel_upgrading, start_upgrading, upgrade_after_wait, upgrade_at_once};
 use super::{Class, Got, RawRwLock, SpinPolicy, WriteToken};
 use crate::chaos::{self, Site};
 use crate::stat::{self, Event};
@@ -339,14 +340,14 @@ impl<S: SpinPolicy> RawRwLock<S> {
         wait::remaining(deadline)?;
         let id = crate::tid::current_id();
         // Relaxed: UPGRADING carries no data; the CAS below acquires.
-        let mut c = self.count.fetch_or(UPGRADING, Ordering::Relaxed) | UPGRADING;
+        let mut c = start_upgrading(self.count.fetch_or(UPGRADING, Ordering::Relaxed));
         let mut expired = false;
         loop {
             if readers(c) == 1 {
                 // Acquire pairs with the readers' Release.
                 match self.count.compare_exchange_weak(
                     c,
-                    (c - (READER_BIAS | UPGRADE | UPGRADING)) | WRITER,
+                    upgrade_after_wait(c),
                     Ordering::Acquire,
                     Ordering::Relaxed,
                 ) {
@@ -387,7 +388,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         // read under the upgradable lock); the hand-on below takes WLOCK
         // with Acquire (pairs with the last WLOCK holder's Release) and
         // re-reads the word under it.
-        let c = self.count.fetch_and(!UPGRADING, Ordering::Relaxed) & !UPGRADING;
+        let c = cancel_upgrading(self.count.fetch_and(!UPGRADING, Ordering::Relaxed));
         if has_waiters(c) {
             self.wake_readers_into_read_owned();
         }
@@ -406,7 +407,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             // Acquire pairs with the readers' Release.
             match self.count.compare_exchange_weak(
                 c,
-                (c - (READER_BIAS | UPGRADE)) | WRITER,
+                upgrade_at_once(c),
                 Ordering::Acquire,
                 Ordering::Relaxed,
             ) {

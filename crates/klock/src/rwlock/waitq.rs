@@ -25,6 +25,10 @@ use super::word::{
     HANDOFF, OWNER_NONSPINNABLE, OWNER_READER, PREFQ, READER_BIAS, UPGRADING, WAITERS, WAKING,
     WLOCK, WRITER, handoff_owed, has_waiters, is_lockable_by, readers,
 };
+use super::word::{
+    grant_queued_readers, hand_to_writer, lock_list, mark_woken, release, take_from_list,
+    unlock_list,
+};
 use super::{Class, Got, RawRwLock, SpinPolicy};
 use crate::chaos::{self, Site};
 use crate::node::{self, QNode};
@@ -328,8 +332,6 @@ impl<S: SpinPolicy> RawRwLock<S> {
     fn take_queued(&self, class: Class, first: bool, me: u32) -> bool {
         let add = class.share();
         let last = first && Waiter::decode(me).next_link() == me;
-        // Only we (the head, if it is set) could have set HANDOFF.
-        let clear = HANDOFF | WAKING | if last { WAITERS | PREFQ } else { 0 };
         // Relaxed: the CAS decides.
         let mut c = self.count.load(Ordering::Relaxed);
         loop {
@@ -337,9 +339,10 @@ impl<S: SpinPolicy> RawRwLock<S> {
                 return false;
             }
             // Acquire pairs with the Release of the unlock that freed it.
+            // Only we (the head, if it is set) could have set HANDOFF.
             match self.count.compare_exchange_weak(
                 c,
-                (c + add) & !clear,
+                take_from_list(c, add, last),
                 Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
@@ -424,9 +427,6 @@ impl<S: SpinPolicy> RawRwLock<S> {
             }
         }
         let k = (wq.n - start) as u32;
-        let clear = if only_pref { 0 } else { HANDOFF }
-            | if left == 0 { WAITERS | PREFQ } else { 0 }
-            | if left_pref == 0 { PREFQ } else { 0 };
         // Relaxed: the CAS decides.
         let mut c = self.count.load(Ordering::Relaxed);
         loop {
@@ -436,7 +436,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             // readers behind a writer only join a lock that stays
             // read-owned (a count failing readers drop without WLOCK may be
             // gone).
-            let after = c - sub + add;
+            let after = release(c, sub, add);
             if after & (WRITER | UPGRADING) != 0 || (only_pref && readers(after) == 0) {
                 wq.n = start;
                 return false;
@@ -446,7 +446,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             // grants' Release, to the grantees (INV-GRANT-PIN).
             match self.count.compare_exchange_weak(
                 c,
-                (c + k * READER_BIAS) & !clear,
+                grant_queued_readers(c, k, only_pref, left == 0, left_pref == 0),
                 Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
@@ -493,7 +493,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         }
         // INV-PREFQ: a writer heads the list and the lock stays read-owned:
         // reader-preferring readers queued behind it join the readers.
-        let after = c - sub + add;
+        let after = release(c, sub, add);
         if class.is_some_and(|cl| cl != Class::Reader)
             && c & PREFQ != 0
             && readers(after) > 0
@@ -504,7 +504,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         }
         let mut marked = false;
         loop {
-            let after = (c - sub + add) & !WLOCK;
+            let after = unlock_list(release(c, sub, add));
             let mut new = after;
             let mut handed = false;
             if let Some(cl) = class.filter(|&cl| cl != Class::Reader)
@@ -512,8 +512,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             {
                 if grant && cl == Class::Writer {
                     let last = Waiter::decode(h).next_link() == h;
-                    let empty = if last { WAITERS | PREFQ } else { 0 };
-                    new = (after + WRITER) & !(HANDOFF | WAKING | empty);
+                    new = hand_to_writer(after, last);
                     handed = true;
                 } else {
                     if !marked {
@@ -526,7 +525,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
                         marked = true;
                     }
                     // INV-WAKING: the head is woken until it re-tries.
-                    new |= WAKING;
+                    new = mark_woken(new);
                 }
             }
             if handed {
@@ -536,7 +535,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
                 // grant's Release passes both on to the grantee.
                 match self.count.compare_exchange_weak(
                     c,
-                    new | WLOCK,
+                    lock_list(new),
                     Ordering::AcqRel,
                     Ordering::Relaxed,
                 ) {
@@ -610,7 +609,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
                 // Release pairs with the upgrader's Acquire CAS.
                 match self.count.compare_exchange_weak(
                     c,
-                    c - sub,
+                    release(c, sub, 0),
                     Ordering::Release,
                     Ordering::Relaxed,
                 ) {
@@ -630,7 +629,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
                 // Release pairs with the next owner's Acquire.
                 match self.count.compare_exchange_weak(
                     c,
-                    c - sub + add,
+                    release(c, sub, add),
                     Ordering::Release,
                     Ordering::Relaxed,
                 ) {
@@ -649,7 +648,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             // Acquire pairs with the Release of the previous WLOCK holder.
             match self.count.compare_exchange_weak(
                 c,
-                c | WLOCK,
+                lock_list(c),
                 Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
