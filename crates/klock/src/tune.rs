@@ -478,7 +478,7 @@ tunables! {
     /// woken waiter's path (try, spin, ask for the hand-off past
     /// `KLOCK_MUTEX_HANDOFF_NS`). Under measurement for issue 19.
     mutex_head_wake_ns: u64 = 0, "KLOCK_MUTEX_HEAD_WAKE_NS", 0..=1_000_000_000;
-    // ---- rwsem (rwlock.rs) -------------------------------------------------
+    // ---- rwsem (rwlock/) ---------------------------------------------------
     /// `KLOCK_RWSEM_HANDOFF_NS`: rwsem: a first waiting writer that has waited
     /// this long (and was woken and lost the lock) sets HANDOFF: no stealing
     /// until it is served (the kernel's RWSEM_WAIT_TIMEOUT, about 4 ms).

@@ -1,0 +1,679 @@
+//! klock's reader-writer lock: the kernel rwsem as reworked by seed 003
+//! (qrwlock-like count word, owner tracking in the fast paths, waiter
+//! hand-off, optimistic spinning of writers and, optionally, of readers, a
+//! reader wake-up that wakes every queued reader) plus the later kernel's
+//! reader lock stealing, in user space on klock's shared mechanisms: the
+//! wait list ([`crate::waitlist`]), the OSQ ([`crate::osq`]), per-thread
+//! nodes ([`crate::node`]) and thread ids ([`crate::tid`]).
+//!
+//! # Word layout (16 bytes: four `AtomicU32`)
+//!
+//! ```text
+//! count:  31        30 ............ 8  7       6        5          4       3      2        1        0
+//!        +---------+------------------+-------+--------+-----------+---------+------+--------+--------+--------+
+//!        |READFAIL |  reader count    | PREFQ | WAKING | UPGRADING | UPGRADE | WLOCK|HANDOFF |WAITERS | WRITER |
+//!        +---------+------------------+-------+--------+-----------+---------+------+--------+--------+--------+
+//!        (READFAIL is the top bit of the reader count: the overflow guard)
+//! owner:  bits 2-31 writer thread id (0 = none) | bit 1 NONSPINNABLE | bit 0 READER_OWNED
+//! list:   bits 16-31: head waiter's node tail code (see crate::waitlist)
+//! osq:    bits 16-31: OSQ tail (see crate::osq)
+//! ```
+//!
+//! * **WRITER**: a writer holds the lock.
+//! * **WAITERS**: the wait list is non-empty: readers' fast path fails, and
+//!   every unlock that could let a waiter in takes the slow path.
+//! * **HANDOFF**: the first waiter (a writer) has waited past
+//!   `KLOCK_RWSEM_HANDOFF_NS`: nobody else may take the lock; the next
+//!   unlock that frees it grants it to that waiter (patch 7).
+//! * **WLOCK**: the wait-list lock (the kernel's `wait_lock`), a bit in the
+//!   count word, so that an unlock releases its share and the list lock in
+//!   one RMW and touches nothing but a node's futex address afterwards.
+//! * **UPGRADE**: an upgradable reader holds the lock (it also holds one
+//!   reader count); excludes writers and other upgradable readers.
+//! * **UPGRADING**: the upgradable reader is waiting for the other readers
+//!   to leave: new readers fail their fast path and queue.
+//! * **WAKING** (INV-WAKING): the writer or upgrader at the head was woken
+//!   and has not re-tried yet. While it is set (and no hand-off is owed) an
+//!   unlock releases with one CAS and wakes nobody: the woken waiter clears
+//!   WAKING under WLOCK before it re-tries, in an RMW on this word, so an
+//!   unlock ordered before that RMW is seen by the re-try and one ordered
+//!   after it sees WAKING clear and wakes (the mutex's WAKING rule).
+//! * **PREFQ** (INV-PREFQ): a reader-preferring reader (the
+//!   `*_prefer_readers` reads, glibc's default rwlock kinds) may be queued.
+//!   Set with WAITERS under WLOCK when one queues; cleared with WAITERS, or
+//!   by a grant pass that finds none left. Never set without WAITERS. While
+//!   it is set, every reader-preferring acquisition that leaves the lock
+//!   read-owned passes the turn under WLOCK, and `hand_on` grants the queued
+//!   reader-preferring readers whenever the lock stays read-owned, even
+//!   behind a writer at the head: such a reader never sleeps while the lock
+//!   is read-owned (a reader holding the lock may be waiting for it).
+//! * **reader count** (bits 8-31): readers holding the lock, plus readers
+//!   whose fast-path add failed and that have not taken it back yet.
+//! * **owner**: a hint for spinners (patch 3): the writer's thread id, or
+//!   READER_OWNED; NONSPINNABLE once a writer gave up spinning on readers
+//!   (patch 13), until a writer takes the lock or the last reader leaves
+//!   with waiters queued.
+//!
+//! Everything zero = unlocked (`const INIT`).
+//!
+//! # State diagram (count as (readers, flags); W=WRITER Q=WAITERS H=HANDOFF K=WAKING U=UPGRADE G=UPGRADING P=PREFQ)
+//!
+//! ```text
+//!  (0,-) --read: fetch_add--> (1,-) --read: fetch_add--> (n+1,-)
+//!  (n,-) --read unlock: CAS--> (n-1,-)
+//!  (0,-) --write: CAS--> (0,W) --write unlock: CAS--> (0,-)
+//!  (x,W|..) or (n,Q) --failed reader/writer queues under WLOCK--> (..,Q)
+//!  (0,W|Q) --write unlock, head readers: grant_readers--> (k,Q?)      k readers granted at once
+//!  (0,W|Q) --write unlock, head writer: hand_on marks it woken--> (0,Q|K)
+//!  (x,Q|K) --any unlock while K: one CAS, no WLOCK, no wake--> (0,Q|K)
+//!  (0,Q|K) --the woken writer clears K and re-tries (take_queued)--> (0,W[|Q])
+//!  (1,Q)   --last read unlock: wake head writer--> (0,Q|K)
+//!  (0,Q|H) --unlock, head writer asked for hand-off: hand_on passes W--> (0,W[|Q])
+//!  (0,W)   --downgrade--> (1,-) (and queued readers granted)
+//!  (n,Q[|H]), n>0 --reader-preferring read: CAS--> (n+1,Q[|H])    joins past a waiting writer
+//!  (n,Q|P), n>0, writer at the head --hand_on: grant queued reader-preferring readers--> (n+k,Q[|P])
+//!  (1,U)   --upgrade: set G, wait for the other readers--> (1,U|G) --> (0,W)
+//!  (n,Q[|H][|U|G]), n>0 --recursive read: fetch_add kept--> (n+1,Q[|H][|U|G])  past waiters and an upgrade
+//!  (n,U|G[|Q]) --timed upgrade gives up (cancel_upgrade), then hand_on--> (n+k,U[|Q])  readers queued meanwhile granted
+//!  (x,Q..) --timed upgradable read gives up (leave)--> (x,[Q])  K cleared, the turn passed on
+//!  (1,U|Q) --unlock_upgradable_fair, head writer: hand_on passes W--> (0,W[|Q])
+//!  (n,U)   --downgrade_upgradable--> (n,-) (an upgrader at the head woken)
+//!  (0,W)   --downgrade_to_upgradable--> (1,U) (and queued readers granted)
+//! ```
+//!
+//! The words are read through named predicates (`readers`, `is_free`,
+//! `is_read_lockable`, `is_lockable_by`, `handoff_owed`, ...) and the new
+//! word values are computed by named transitions (`add_reader`, `release`,
+//! `take_from_list`, `grant_queued_readers`, `hand_to_writer`,
+//! `upgrade_after_wait`, ...), each documented with its `(readers, flags)`
+//! change (L=WLOCK there), in `rwlock/word.rs`.
+//!
+//! # Policy
+//!
+//! * Readers queue behind any waiter (the fast path fails on WAITERS), so a
+//!   reader stream cannot starve a queued writer. The reader-preferring
+//!   reads (an extra API for the pthread layer, glibc's default kinds) are
+//!   the exception: they join whenever the lock is read-owned, past waiting
+//!   writers and past a hand-off owed to one; writers may then wait
+//!   indefinitely, as with glibc.
+//! * A woken writer re-tries and may lose to a spinning writer or a stealing
+//!   reader; once it has waited `KLOCK_RWSEM_HANDOFF_NS` it sets HANDOFF,
+//!   spins while it is first (patch 14), and the next unlock grants it the
+//!   lock directly: exactly one owner results, and bounded unfairness.
+//! * A reader wake-up grants the lock to every queued reader, up to
+//!   `KLOCK_RWSEM_WAKE_READERS`, skipping queued writers (patch 15).
+//! * Waking a writer that is already woken is skipped (patch 12).
+//! * A reader that fails the fast path (`KLOCK_RWSEM_READER`): 1 steals
+//!   the lock when no writer holds it, no hand-off is owed and no other
+//!   reader holds it; 4 (default) steals as 1 and then waits running, within
+//!   `KLOCK_MUTEX_SPIN_NS`, for a free lock before it queues (a sleeping
+//!   reader is what let writers take 80-98 % of the ops); 2 spins on a writer owner through the OSQ
+//!   (patch 8) unless the owner word says NONSPINNABLE (patch 13); 3 also
+//!   joins other readers (a queued writer then gets in through its
+//!   hand-off timer, INV-HANDOFF-TIMER); 0 queues.
+//! * Writers spin (policy [`SpinOsq`]) through the OSQ on a writer owner
+//!   (within `KLOCK_MUTEX_SPIN_NS` per owner, `KLOCK_MUTEX_SPIN_MAX_NS` in
+//!   all) and on a reader-owned lock for `KLOCK_RWSEM_RSPIN_NS` + 500 ns
+//!   per reader (patch 10, time-based); past that they mark the owner
+//!   NONSPINNABLE. [`SpinOff`] (`klock_rwsem_nospin`) never spins.
+//!
+//! # Lifetime (INV-WAKE-ADDR)
+//!
+//! An unlock takes WLOCK *while it still holds its share* when waiters may
+//! need it, grants or marks waiters under WLOCK, and releases its share and
+//! WLOCK in one CAS; after that it only calls `futex_wake` on nodes (type
+//! stable) or, for an upgrader, on the count word.
+//!
+//! # Source layout
+//!
+//! * `rwlock/mod.rs` (this file): the word layout, state diagram and policy,
+//!   the [`RawRwLock`] struct and [`WriteToken`], the diagnostics and the
+//!   owner hint, the inline fast paths (`lock_shared`, `try_lock_shared`,
+//!   `unlock_shared`, `unlock_any`, `lock_exclusive`, `try_lock_exclusive`,
+//!   `try_unlock_uncontended`, `unlock_exclusive`), the shared `add_while`
+//!   and `try_take`, and the `lock_api` type aliases ([`RwLock`], ...);
+//! * `rwlock/word.rs`: the count and owner words' encoding (constants,
+//!   predicates, the waiters' `Class`, transitions);
+//! * `rwlock/read.rs`: recursive, reader-preferring and timed reads, the
+//!   read slow path (stealing, the running wait, spinning or queueing) and
+//!   the reader wake-ups (`drop_reader_count`, `wake_if_free`,
+//!   `wake_readers_into_read_owned`);
+//! * `rwlock/write.rs`: the timed write lock and the write slow path;
+//! * `rwlock/spin.rs`: optimistic spinning (`optimistic_spin`, `spin_loop`,
+//!   `spin_on_owner`, `mark_nonspinnable`);
+//! * `rwlock/waitq.rs`: the wait list: the `RwWaiter` view and `WakeQ`,
+//!   queueing and waiting (`wait`, `wait_queued`, `wait_granted`,
+//!   `wait_retry`, `take_queued`, `leave`, and the unqueued fallback
+//!   `wait_unqueued`), passing the turn (`grant_readers`, `hand_on`,
+//!   `unlink`) and the release slow path (`release_share`);
+//! * `rwlock/upgrade.rs`: downgrades, upgradable reads and upgrades;
+//! * `rwlock/api.rs`: the `lock_api` trait impls and [`RwLockRecursiveExt`];
+//! * `rwlock/tests.rs`: the unit tests.
+//!
+//! The wait list itself and the `Waiter` view it builds on live in
+//! [`crate::waitlist`].
+//!
+//! ```
+//! let l = klock::RwLock::new(5);
+//! {
+//!     let a = l.read();
+//!     let b = l.read();
+//!     assert_eq!(*a + *b, 10);
+//! }
+//! *l.write() += 1;
+//! assert_eq!(*l.read(), 6);
+//! ```
+
+mod api;
+mod read;
+mod spin;
+mod upgrade;
+mod waitq;
+mod word;
+mod write;
+
+pub use crate::mutex::{SpinOff, SpinOsq, SpinPolicy};
+#[cfg(not(loom))]
+pub use api::RwLockRecursiveExt;
+pub use word::{
+    HANDOFF, OWNER_NONSPINNABLE, OWNER_READER, OWNER_SHIFT, PREFQ, READER_BIAS, READER_MASK,
+    READER_SHIFT, READFAIL, UPGRADE, UPGRADING, WAITERS, WAKING, WLOCK, WRITER, is_free,
+    is_pref_read_lockable, is_read_lockable, is_recursive_read_lockable, owner_id, readers,
+};
+
+use crate::osq::Osq;
+use crate::stat::{self, Event};
+use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::waitlist::WaitList;
+use std::marker::PhantomData;
+use word::{
+    Class, add_reader_wrapping, add_share, drop_reader, is_lockable_by, is_plain_read_release,
+    owned_by_readers, owned_by_writer,
+};
+
+// ---------------------------------------------------------------------------
+// The raw lock
+// ---------------------------------------------------------------------------
+
+/// The raw rwsem (16 bytes), generic over the writers' [`SpinPolicy`]
+/// ([`SpinOsq`] spins through the OSQ; [`SpinOff`] never spins; both 0
+/// bytes). Use it through [`RwLock`] (`lock_api`) or directly.
+///
+/// ```
+/// use klock::rwlock::RawRwLock;
+/// let l: RawRwLock = RawRwLock::new();
+/// l.lock_shared();
+/// assert!(l.is_locked());
+/// unsafe { l.unlock_shared() };
+/// let id = l.lock_exclusive();
+/// unsafe { l.unlock_exclusive(id) };
+/// assert!(!l.is_locked());
+/// ```
+#[derive(Debug)]
+pub struct RawRwLock<S: SpinPolicy = SpinOsq> {
+    /// See the layout in the module docs.
+    count: AtomicU32,
+    /// Owner hint (writer id / READER_OWNED / NONSPINNABLE).
+    owner: AtomicU32,
+    /// FIFO of sleeping waiters, protected by WLOCK.
+    list: WaitList,
+    /// Spinners' queue.
+    osq: Osq,
+    _policy: PhantomData<S>,
+}
+
+#[cfg(not(loom))]
+const _: () = assert!(std::mem::size_of::<RawRwLock>() == 16);
+
+impl<S: SpinPolicy> Default for RawRwLock<S> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Proof of a write acquisition: the writer's thread id (4 bytes), handed
+/// back at unlock so that a guard may be released by another thread.
+///
+/// ```
+/// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+/// let t = l.lock_exclusive();
+/// assert_eq!(t.id(), klock::tid::current_id());
+/// unsafe { l.unlock_exclusive(t) };
+/// ```
+#[derive(Debug)]
+pub struct WriteToken {
+    id: u32,
+}
+
+impl WriteToken {
+    /// The owner id the acquisition published.
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+}
+
+/// How a slow path ended.
+enum Got {
+    /// We hold what we asked for.
+    Yes,
+    /// The deadline passed.
+    TimedOut,
+}
+
+impl<S: SpinPolicy> RawRwLock<S> {
+    /// An unlocked rwsem (all zero).
+    ///
+    /// ```
+    /// static L: klock::rwlock::RawRwLock = klock::rwlock::RawRwLock::new();
+    /// assert!(!L.is_locked());
+    /// ```
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        RawRwLock {
+            count: AtomicU32::new(0),
+            owner: AtomicU32::new(0),
+            list: WaitList::new(),
+            osq: Osq::new(),
+            _policy: PhantomData,
+        }
+    }
+    /// An unlocked rwsem (loom build).
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        RawRwLock {
+            count: AtomicU32::new(0),
+            owner: AtomicU32::new(0),
+            list: WaitList::new(),
+            osq: Osq::new(),
+            _policy: PhantomData,
+        }
+    }
+
+    /// The count word (diagnostics and tests).
+    ///
+    /// ```
+    /// assert_eq!(klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new().count_word(), 0);
+    /// ```
+    pub fn count_word(&self) -> u32 {
+        // Relaxed: a snapshot.
+        self.count.load(Ordering::Relaxed)
+    }
+
+    /// Is the lock held (read or write)?
+    ///
+    /// ```
+    /// assert!(!klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new().is_locked());
+    /// ```
+    pub fn is_locked(&self) -> bool {
+        !is_free(self.count_word())
+    }
+
+    /// Is the lock write-locked?
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let t = l.lock_exclusive();
+    /// assert!(l.is_locked_exclusive());
+    /// unsafe { l.unlock_exclusive(t) };
+    /// ```
+    pub fn is_locked_exclusive(&self) -> bool {
+        self.count_word() & WRITER != 0
+    }
+
+    /// The id of the thread holding the write lock, or 0 (no writer, or a
+    /// writer granted the lock that has not published its id yet). A thread
+    /// comparing with its own id gets an exact answer (the C layer's
+    /// EDEADLK check).
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let t = l.lock_exclusive();
+    /// assert_eq!(l.writer(), klock::tid::current_id());
+    /// unsafe { l.unlock_exclusive(t) };
+    /// assert_eq!(l.writer(), 0);
+    /// ```
+    #[inline]
+    pub fn writer(&self) -> u32 {
+        // Relaxed (both): our own id is only ever stored by ourselves.
+        if self.count.load(Ordering::Relaxed) & WRITER == 0 {
+            return 0;
+        }
+        owner_id(self.owner.load(Ordering::Relaxed))
+    }
+
+    // ---- owner hint -------------------------------------------------------
+
+    #[inline]
+    fn set_reader_owned(&self) {
+        // Relaxed (both): a hint; only stored when it changes, so readers do
+        // not bounce the line among themselves.
+        let o = self.owner.load(Ordering::Relaxed);
+        if o & OWNER_READER == 0 {
+            self.owner.store(owned_by_readers(o), Ordering::Relaxed);
+        }
+    }
+
+    #[inline]
+    fn set_writer_owned(&self, id: u32) {
+        // Relaxed: a hint; also resets NONSPINNABLE (a new writer phase).
+        self.owner.store(owned_by_writer(id), Ordering::Relaxed);
+    }
+
+    // ---- read side ----------------------------------------------------------
+
+    /// Take a read lock: one `fetch_add`, then the slow path when a writer,
+    /// a waiter, a hand-off or an upgrade is in the way.
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// l.lock_shared();
+    /// unsafe { l.unlock_shared() };
+    /// ```
+    #[inline]
+    pub fn lock_shared(&self) {
+        if let Err(c) = self.read_fast() {
+            let _ = self.read_slow(c, None, false);
+        }
+    }
+
+    /// The read fast path: `(n,-) -> (n+1,-)` by one `fetch_add`; on
+    /// failure the count after our add (our reader count stays in it).
+    #[inline]
+    fn read_fast(&self) -> Result<(), u32> {
+        // Acquire pairs with the Release of the last writer's unlock.
+        let c = self.count.fetch_add(READER_BIAS, Ordering::Acquire);
+        if is_read_lockable(c) {
+            self.set_reader_owned();
+            stat::inc(Event::RwReadFast);
+            Ok(())
+        } else {
+            Err(add_reader_wrapping(c))
+        }
+    }
+
+    /// Add `add` to the count by CAS while `ok(count)` (Acquire on success).
+    #[inline]
+    fn add_while(&self, add: u32, ok: impl Fn(u32) -> bool) -> bool {
+        // Relaxed: the CAS decides.
+        let mut c = self.count.load(Ordering::Relaxed);
+        while ok(c) {
+            // Acquire pairs with the Release of the unlock that allowed it.
+            match self.count.compare_exchange_weak(
+                c,
+                add_share(c, add),
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return true,
+                Err(x) => c = x,
+            }
+        }
+        false
+    }
+
+    /// Try to take a read lock without waiting.
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// assert!(l.try_lock_shared());
+    /// let t = l.try_lock_exclusive();
+    /// assert!(t.is_none());
+    /// unsafe { l.unlock_shared() };
+    /// ```
+    #[inline]
+    pub fn try_lock_shared(&self) -> bool {
+        let got = self.add_while(READER_BIAS, is_read_lockable);
+        if got {
+            self.set_reader_owned();
+        }
+        got
+    }
+
+    /// Release a read lock.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds a read lock (taken by any thread).
+    #[inline]
+    pub unsafe fn unlock_shared(&self) {
+        // Relaxed: the CAS decides.
+        let c = self.count.load(Ordering::Relaxed);
+        // Release pairs with the next writer's Acquire.
+        if is_plain_read_release(c)
+            && self
+                .count
+                .compare_exchange(c, drop_reader(c), Ordering::Release, Ordering::Relaxed)
+                .is_ok()
+        {
+            return;
+        }
+        // SAFETY: forwarded.
+        unsafe { self.release_share(READER_BIAS, 0, false) }
+    }
+
+    /// Release whichever lock the caller holds, read or write (pthread's one
+    /// `pthread_rwlock_unlock`): while a writer holds the lock no reader can,
+    /// so WRITER set means the caller is that writer. Returns `true` if it
+    /// released a write lock.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds a read or a write lock (not an upgradable one).
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let t = l.lock_exclusive();
+    /// std::mem::forget(t);
+    /// assert!(unsafe { l.unlock_any() });
+    /// l.lock_shared();
+    /// assert!(!unsafe { l.unlock_any() });
+    /// assert_eq!(l.count_word(), 0);
+    /// ```
+    #[inline]
+    pub unsafe fn unlock_any(&self) -> bool {
+        // Relaxed: the WRITER bit is our own (we hold the lock) or is clear
+        // for good while we hold a read lock.
+        if self.count.load(Ordering::Relaxed) & WRITER != 0 {
+            let id = owner_id(self.owner.load(Ordering::Relaxed));
+            // SAFETY: forwarded; we are the writer.
+            unsafe { self.unlock_exclusive(WriteToken { id }) };
+            true
+        } else {
+            // SAFETY: forwarded; we hold a read lock.
+            unsafe { self.unlock_shared() };
+            false
+        }
+    }
+
+    // ---- write side ---------------------------------------------------------
+
+    /// Take the write lock: one CAS `0 -> WRITER`, else the slow path.
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let t = l.lock_exclusive();
+    /// unsafe { l.unlock_exclusive(t) };
+    /// ```
+    #[inline]
+    pub fn lock_exclusive(&self) -> WriteToken {
+        let id = crate::tid::current_id();
+        if !self.write_fast(id) {
+            let _ = self.write_slow(id, None);
+        }
+        WriteToken { id }
+    }
+
+    /// The write fast path: `(0,-) -> (0,W)` by one CAS, then the owner hint.
+    #[inline]
+    fn write_fast(&self, id: u32) -> bool {
+        // Acquire pairs with the Release of every unlock.
+        let ok = self
+            .count
+            .compare_exchange(0, WRITER, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok();
+        if ok {
+            self.set_writer_owned(id);
+            stat::inc(Event::RwWriteFast);
+        }
+        ok
+    }
+
+    /// Try to take the write lock without waiting (no stealing past a
+    /// hand-off).
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let t = l.try_lock_exclusive().unwrap();
+    /// assert!(!l.try_lock_shared());
+    /// unsafe { l.unlock_exclusive(t) };
+    /// ```
+    #[inline]
+    pub fn try_lock_exclusive(&self) -> Option<WriteToken> {
+        let id = crate::tid::current_id();
+        self.try_take(Class::Writer).then(|| {
+            self.set_writer_owned(id);
+            WriteToken { id }
+        })
+    }
+
+    /// The uncontended release of whichever side the caller holds, for the
+    /// C layer's one unlock: with WRITER set, the write lock when the count
+    /// is exactly `(0,W)` and the owner hint names the caller (released as
+    /// [`unlock_exclusive`](Self::unlock_exclusive) does), or a read lock
+    /// whose release is plain (`is_plain_read_release`: one CAS,
+    /// `(n,-) -> (n-1,-)`). Returns `Some(true)` for the write lock,
+    /// `Some(false)` for a read lock, `None` changing nothing (the caller
+    /// takes [`unlock_any`](Self::unlock_any)).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds this lock (read or write).
+    ///
+    /// ```
+    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// assert!(l.try_lock_shared());
+    /// assert_eq!(unsafe { l.try_unlock_uncontended() }, Some(false));
+    /// let t = l.try_lock_exclusive().unwrap();
+    /// std::mem::forget(t);
+    /// assert_eq!(unsafe { l.try_unlock_uncontended() }, Some(true));
+    /// assert!(!l.is_locked());
+    /// assert_eq!(unsafe { l.try_unlock_uncontended() }, None);
+    /// ```
+    #[inline(always)]
+    pub unsafe fn try_unlock_uncontended(&self) -> Option<bool> {
+        // Relaxed: the CAS (ours or unlock_exclusive's) decides.
+        let c = self.count.load(Ordering::Relaxed);
+        if c & WRITER != 0 {
+            // The write side (as `unlock_any` decides). Any other bit or a
+            // reader count (a reader's optimistic add, about to be taken
+            // back) sends it to the full path: that count is not ours.
+            if c != WRITER {
+                return None;
+            }
+            let id = crate::tid::current_id();
+            // Relaxed: the hint names us only if we wrote it (we hold the lock).
+            if owner_id(self.owner.load(Ordering::Relaxed)) != id {
+                return None;
+            }
+            // SAFETY: we hold the write lock (WRITER set, our id in the hint).
+            unsafe { self.unlock_exclusive(WriteToken { id }) };
+            return Some(true);
+        }
+        // Release pairs with the next writer's Acquire (as in unlock_shared).
+        // (A free lock, readers 0, is not ours to release: `None`.)
+        (readers(c) > 0
+            && is_plain_read_release(c)
+            && self
+                .count
+                .compare_exchange(c, drop_reader(c), Ordering::Release, Ordering::Relaxed)
+                .is_ok())
+        .then_some(false)
+    }
+
+    /// Release the write lock.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the write lock acquired as `token`.
+    #[inline]
+    pub unsafe fn unlock_exclusive(&self, token: WriteToken) {
+        let _ = token;
+        // Relaxed: a hint, cleared before the release.
+        self.owner.store(0, Ordering::Relaxed);
+        // Release pairs with the next owner's Acquire.
+        if self
+            .count
+            .compare_exchange(WRITER, 0, Ordering::Release, Ordering::Relaxed)
+            .is_err()
+        {
+            // SAFETY: forwarded.
+            unsafe { self.release_share(WRITER, 0, false) }
+        }
+    }
+
+    /// Unqueued acquisition for `class` (stealing: allowed unless a
+    /// hand-off is owed). Writers: `(0,-) -> (0,W)`; readers and upgraders
+    /// add their count (and UPGRADE).
+    #[inline]
+    fn try_take(&self, class: Class) -> bool {
+        self.add_while(class.share(), |c| is_lockable_by(c, class, false))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// lock_api
+// ---------------------------------------------------------------------------
+
+/// klock's reader-writer lock (`lock_api::RwLock` over [`RawRwLock`]).
+/// Size: 16 bytes + `T` (rounded to `T`'s alignment).
+///
+/// ```
+/// let l = klock::RwLock::new(vec![1]);
+/// l.write().push(2);
+/// assert_eq!(l.read().len(), 2);
+/// let u = l.upgradable_read();
+/// let mut w = klock::rwlock::RwLockUpgradableReadGuard::upgrade(u);
+/// w.push(3);
+/// assert_eq!(w.len(), 3);
+/// ```
+#[cfg(not(loom))]
+pub type RwLock<T> = lock_api::RwLock<RawRwLock<SpinOsq>, T>;
+/// A reader-writer lock whose writers never spin (`klock_rwsem_nospin`).
+///
+/// ```
+/// let l = klock::rwlock::RwLockNoSpin::new(1);
+/// assert_eq!(*l.read(), 1);
+/// ```
+#[cfg(not(loom))]
+pub type RwLockNoSpin<T> = lock_api::RwLock<RawRwLock<SpinOff>, T>;
+/// Read guard of [`RwLock`] (a reference: 8 bytes on 64-bit).
+///
+/// ```
+/// let l = klock::RwLock::new(1);
+/// let g: klock::RwLockReadGuard<'_, i32> = l.read();
+/// assert_eq!(*g, 1);
+/// ```
+#[cfg(not(loom))]
+pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock<SpinOsq>, T>;
+/// Write guard of [`RwLock`] (a reference plus the 4-byte [`WriteToken`]).
+///
+/// ```
+/// let l = klock::RwLock::new(1);
+/// let mut g: klock::RwLockWriteGuard<'_, i32> = l.write();
+/// *g = 2;
+/// ```
+#[cfg(not(loom))]
+pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock<SpinOsq>, T>;
+/// Upgradable read guard of [`RwLock`].
+///
+/// ```
+/// let l = klock::RwLock::new(1);
+/// let g = l.upgradable_read();
+/// assert_eq!(*g, 1);
+/// ```
+#[cfg(not(loom))]
+pub type RwLockUpgradableReadGuard<'a, T> =
+    lock_api::RwLockUpgradableReadGuard<'a, RawRwLock<SpinOsq>, T>;
+
+#[cfg(all(test, not(loom)))]
+mod tests;
