@@ -436,16 +436,27 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds a read lock (taken by any thread).
     #[inline]
     pub unsafe fn unlock_shared(&self) {
-        // Relaxed: the CAS decides.
-        let c = self.count.load(Ordering::Relaxed);
-        // Release pairs with the next writer's Acquire.
-        if is_plain_read_release(c)
-            && self
-                .count
-                .compare_exchange(c, drop_reader(c), Ordering::Release, Ordering::Relaxed)
-                .is_ok()
-        {
-            return;
+        // First guess the uncontended word `(1,-)`: one CAS and no load
+        // before it (uncontended read 5.56 ns against std_rw's 5.93; with
+        // the load first it was 6.70 against 5.96, 2026-11-26). A failed
+        // CAS returns the word for the second try (a reader among others),
+        // else the slow path.
+        let mut c = READER_BIAS;
+        for _ in 0..2 {
+            if !is_plain_read_release(c) {
+                break;
+            }
+            // Release pairs with the next writer's Acquire; Relaxed on
+            // failure: the CAS decides.
+            match self.count.compare_exchange(
+                c,
+                drop_reader(c),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(x) => c = x,
+            }
         }
         // SAFETY: forwarded.
         unsafe { self.release_share(READER_BIAS, 0, false) }
