@@ -43,9 +43,10 @@ fn torture_osq_give_ups() {
         "tunables already fixed in this process"
     );
     let before = klock::stat::snapshot();
+    let start = before.clone();
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let r = std::panic::catch_unwind(run);
+        let r = std::panic::catch_unwind(move || run(before));
         let _ = tx.send(r);
     });
     match rx.recv_timeout(Duration::from_secs(60)) {
@@ -54,7 +55,7 @@ fn torture_osq_give_ups() {
         Err(_) => panic!("watchdog: torture_osq_give_ups did not finish within 60 s"),
     }
     if klock::stat::ENABLED {
-        let d = klock::stat::snapshot().delta(&before);
+        let d = klock::stat::snapshot().delta(&start);
         eprint!("{}", d.report());
         for e in [Event::OsqStale, Event::OsqUnqueue] {
             assert!(d.get(e) > 0, "no OSQ give-up counted as {}", e.name());
@@ -62,7 +63,15 @@ fn torture_osq_give_ups() {
     }
 }
 
-fn run() {
+/// Were both kinds of OSQ give-up counted since `before`?
+fn gave_up(before: &klock::stat::Snapshot) -> bool {
+    let d = klock::stat::snapshot().delta(before);
+    [Event::OsqStale, Event::OsqUnqueue]
+        .into_iter()
+        .all(|e| d.get(e) > 0)
+}
+
+fn run(before: klock::stat::Snapshot) {
     let n = 8 * klock::wait::effective_cpus();
     let m = Arc::new(M::new(Data {
         counter: 0,
@@ -96,6 +105,16 @@ fn run() {
         })
         .collect();
     std::thread::sleep(Duration::from_millis(1500));
+    if klock::stat::ENABLED {
+        // Give-ups need several spinners running at once, which a busy
+        // machine (CI beside other jobs) may not grant within 1.5 s: run on
+        // until both kinds were counted, for at most 20 s more (the caller
+        // asserts that they were).
+        let end = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < end && !gave_up(&before) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
     let t0 = Instant::now();
     // Relaxed: a stop flag; join orders the rest.
     stop.store(true, Ordering::Relaxed);
