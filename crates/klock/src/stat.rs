@@ -126,7 +126,8 @@ events! {
     MutexSpinFail = "mutex_spin_fail",
     /// Spinning was skipped: spinners would outnumber effective CPUs.
     MutexSpinSkip = "mutex_spin_skip",
-    /// The yield rounds were skipped because waiters were queued (INV-QUEUE-FIRST).
+    /// The yield rounds were skipped: waiters were queued (POLICY-QUEUE-FIRST,
+    /// `KLOCK_MUTEX_FAIR_NS`) or `KLOCK_MUTEX_YIELDERS` threads were yielding.
     MutexYieldSkip = "mutex_yield_skip",
     /// The adaptive spinning hint sent a slow path to the wait list without
     /// spinning or yielding (this thread's recent spins mostly failed).
