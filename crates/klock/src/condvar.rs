@@ -290,7 +290,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
             }
         }
         crate::chaos::point(crate::chaos::Site::AfterRelease);
-        // Only the address after the CAS (DESIGN 13): the woken waiters no
+        // Only the address after the CAS (INV-WAKE-ADDR): the woken waiters no
         // longer count on the condvar.
         wait::futex_wake(&self.fallback, u32::MAX);
         v & FB_WAITERS

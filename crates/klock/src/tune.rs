@@ -1,4 +1,4 @@
-//! Every tunable number in klock, in one place (DESIGN principle 11).
+//! Every tunable number in klock, in one place (`docs/design.md`, principle P11).
 //!
 //! Each tunable has a default and an environment variable that overrides it.
 //! The environment is read **once**, lazily, the first time any lock needs a
@@ -422,7 +422,7 @@ tunables! {
     /// this looks descheduled, and its successor leaves the queue (0 = hint off).
     osq_stale_ns: u64 = 50_000, "KLOCK_OSQ_STALE_NS", 0..=100_000_000;
     /// `KLOCK_MUTEX_MAX_SPINNERS`: mutex: most threads that spin at once
-    /// (OSQ positions); 0 = effective CPUs - 1 (DESIGN principle 4).
+    /// (OSQ positions); 0 = effective CPUs - 1 (`docs/design.md`, principle P4).
     mutex_max_spinners: u32 = 0, "KLOCK_MUTEX_MAX_SPINNERS", 0..=4096;
     /// `KLOCK_WAITLOCK_SPIN_NS`: mutex/condvar internal wait-list bit lock:
     /// nanoseconds spun before yielding the CPU.

@@ -34,7 +34,8 @@
 //!   woken waiter when it re-arms, and by every waiter that leaves the list.
 //!   Clearing is always safe (it only costs a wake-up).
 //!
-//! Everything zero = unlocked with no waiters (`const INIT`, DESIGN principle 7).
+//! Everything zero = unlocked with no waiters (`const INIT`; `docs/design.md`,
+//! principle P7).
 //!
 //! # State diagram (owner word as (id, flags); W=WAITERS H=HANDOFF P=PICKUP K=WAKING L=WLOCK)
 //!
