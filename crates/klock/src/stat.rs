@@ -195,7 +195,7 @@ events! {
     RwReadGranted = "rwsem_rlock_granted",
     /// A waiter was woken (futex wake issued).
     RwWake = "rwsem_wake",
-    /// A waker found the writer already woken (patch 12: no second wake).
+    /// A waker found the writer already woken (seed 003 patch 12: no second wake).
     RwWakeSkipped = "rwsem_wake_skipped",
     /// A reader slept.
     RwSleepReader = "rwsem_sleep_reader",

@@ -24,7 +24,7 @@
 //!   every unlock that could let a waiter in takes the slow path.
 //! * **HANDOFF**: the first waiter (a writer) has waited past
 //!   `KLOCK_RWSEM_HANDOFF_NS`: nobody else may take the lock; the next
-//!   unlock that frees it grants it to that waiter (patch 7).
+//!   unlock that frees it grants it to that waiter (seed 003 patch 7).
 //! * **WLOCK**: the wait-list lock (the kernel's `wait_lock`), a bit in the
 //!   count word, so that an unlock releases its share and the list lock in
 //!   one RMW and touches nothing but a node's futex address afterwards.
@@ -49,9 +49,9 @@
 //!   is read-owned (a reader holding the lock may be waiting for it).
 //! * **reader count** (bits 8-31): readers holding the lock, plus readers
 //!   whose fast-path add failed and that have not taken it back yet.
-//! * **owner**: a hint for spinners (patch 3): the writer's thread id, or
+//! * **owner**: a hint for spinners (seed 003 patch 3): the writer's thread id, or
 //!   READER_OWNED; NONSPINNABLE once a writer gave up spinning on readers
-//!   (patch 13), until a writer takes the lock or the last reader leaves
+//!   (seed 003 patch 13), until a writer takes the lock or the last reader leaves
 //!   with waiters queued.
 //!
 //! Everything zero = unlocked (`const INIT`).
@@ -98,23 +98,24 @@
 //!   indefinitely, as with glibc.
 //! * A woken writer re-tries and may lose to a spinning writer or a stealing
 //!   reader; once it has waited `KLOCK_RWSEM_HANDOFF_NS` it sets HANDOFF,
-//!   spins while it is first (patch 14), and the next unlock grants it the
+//!   spins while it is first (seed 003 patch 14), and the next unlock grants it the
 //!   lock directly: exactly one owner results, and bounded unfairness.
 //! * A reader wake-up grants the lock to every queued reader, up to
-//!   `KLOCK_RWSEM_WAKE_READERS`, skipping queued writers (patch 15).
-//! * Waking a writer that is already woken is skipped (patch 12).
+//!   `KLOCK_RWSEM_WAKE_READERS`, skipping queued writers (seed 003 patch 15).
+//! * Waking a writer that is already woken is skipped (seed 003 patch 12).
 //! * A reader that fails the fast path (`KLOCK_RWSEM_READER`): 1 steals
 //!   the lock when no writer holds it, no hand-off is owed and no other
 //!   reader holds it; 4 (default) steals as 1 and then waits running, within
-//!   `KLOCK_MUTEX_SPIN_NS`, for a free lock before it queues (a sleeping
-//!   reader is what let writers take 80-98 % of the ops); 2 spins on a writer owner through the OSQ
-//!   (patch 8) unless the owner word says NONSPINNABLE (patch 13); 3 also
-//!   joins other readers (a queued writer then gets in through its
-//!   hand-off timer, INV-HANDOFF-TIMER); 0 queues.
+//!   `KLOCK_RWSEM_READ_WAIT_NS`, for a free lock before it queues (a
+//!   sleeping reader is what let writers take 80-98 % of the ops); 2 spins
+//!   on a writer owner through the OSQ (seed 003 patch 8) unless the owner
+//!   word says NONSPINNABLE (seed 003 patch 13); 3 also joins other readers
+//!   (a queued writer then gets in through its hand-off timer,
+//!   INV-HANDOFF-TIMER); 0 queues.
 //! * Writers spin (policy [`SpinOsq`]) through the OSQ on a writer owner
 //!   (within `KLOCK_MUTEX_SPIN_NS` per owner, `KLOCK_MUTEX_SPIN_MAX_NS` in
 //!   all) and on a reader-owned lock for `KLOCK_RWSEM_RSPIN_NS` + 500 ns
-//!   per reader (patch 10, time-based); past that they mark the owner
+//!   per reader (seed 003 patch 10, time-based); past that they mark the owner
 //!   NONSPINNABLE. [`SpinOff`] (`klock_rwsem_nospin`) never spins.
 //!
 //! # Lifetime (INV-WAKE-ADDR)

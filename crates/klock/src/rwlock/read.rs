@@ -341,7 +341,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         got
     }
 
-    /// Mode 4: wait running (within `KLOCK_MUTEX_SPIN_NS`, polling with the
+    /// Mode 4: wait running (within `KLOCK_RWSEM_READ_WAIT_NS`, polling with the
     /// owner-poll backoff) for a *free* lock with no hand-off owed, and take
     /// it as a reader, instead of sleeping at once.
     fn steal_running(&self) -> bool {

@@ -250,7 +250,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
 
     /// A queued writer or upgrader: re-try under WLOCK whenever woken; as
     /// the first writer past the hand-off threshold, set HANDOFF and wait
-    /// running for the grant (patch 14) before sleeping again.
+    /// running for the grant (seed 003 patch 14) before sleeping again.
     fn wait_retry(&self, q: QNode, class: Class, deadline: Option<u64>) -> Got {
         let t = crate::tune::get();
         let me = q.tail();
@@ -288,7 +288,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             w.w.set_state(WaiterState::Sleeping);
             self.wunlock();
             if handoff && S::SPIN && t.mutex_spin != 0 && !wait::realtime() {
-                // Patch 14: the lock is ours the moment it is free (the unlock
+                // Seed 003 patch 14: the lock is ours the moment it is free (the unlock
                 // grants it to us): wait for that running, not asleep.
                 let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.rwsem_poll_max_ns);
                 wait::spin_until(&mut SpinBudget::new(t.mutex_spin_ns), || {
@@ -394,7 +394,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     }
 
     /// Under WLOCK: select up to `KLOCK_RWSEM_WAKE_READERS` queued readers
-    /// (skipping writers; patch 15), count them in one RMW (`(n,..) ->
+    /// (skipping writers; seed 003 patch 15), count them in one RMW (`(n,..) ->
     /// (n+k,..)`, clearing HANDOFF, WAITERS and PREFQ when the list
     /// empties, PREFQ when no reader-preferring reader is left), unlink them
     /// and mark them Granting (the kernel's two passes: no grantee runs
@@ -482,7 +482,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// (hand-off, fair unlock) and the lock free after the release: the lock
     /// passes to it in the releasing CAS (`(0,W|Q|H) -> (0,W[|Q])`).
     /// Otherwise a writer or upgrader head is marked woken if it could take
-    /// the lock (patch 12: no second wake).
+    /// the lock (seed 003 patch 12: no second wake).
     fn hand_on(&self, sub: u32, add: u32, grant: bool, wq: &mut WakeQ) {
         let h = self.list.head();
         let class = (h != 0).then(|| RwWaiter::decode(h).class());
