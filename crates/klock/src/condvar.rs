@@ -17,6 +17,10 @@
 //!
 //! # Waiter states (the node's `state` word, its futex word)
 //!
+//! States and flags are written out in full here (the legend shared with
+//! the mutex and the rwsem is in `docs/invariants.md`, "State-diagram
+//! notation").
+//!
 //! ```text
 //!  CV_WAITING --notify (under CV_LOCK + the mutex's WLOCK)--> SLEEPING (on the mutex list)
 //!  SLEEPING --mutex unlock / requeue with the mutex free--> WOKEN --> mutex waiter loop

@@ -18,8 +18,6 @@
 //!
 //! # Node fields while queued
 //!
-//! | field | meaning |
-//! |---|---|
 //! Read and written only through [`OsqNode`], the OSQ's typed view:
 //!
 //! | word | meaning |

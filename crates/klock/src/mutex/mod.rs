@@ -29,7 +29,7 @@
 //!   re-armed nor left the list yet: it is running (or about to), and will
 //!   retry before it sleeps. While WAKING is set (and HANDOFF is not), unlock
 //!   only drops the id (one CAS, no WLOCK, no wake): the rule "do not wake
-//!   another waiter while a woken one has not run yet". Set only by the unlock
+//!   another waiter while a woken one has not run yet" (INV-WAKING). Set only by the unlock
 //!   slow path (with the head WOKEN, under WLOCK); cleared under WLOCK by the
 //!   woken waiter when it re-arms, and by every waiter that leaves the list.
 //!   Clearing is always safe (it only costs a wake-up).
@@ -38,6 +38,9 @@
 //! principle P7).
 //!
 //! # State diagram (owner word as (id, flags); W=WAITERS H=HANDOFF P=PICKUP K=WAKING L=WLOCK)
+//!
+//! The letters are those of the one legend for the mutex, the rwsem and the
+//! condvar (`docs/invariants.md`, "State-diagram notation").
 //!
 //! ```text
 //!  (0,-) --lock fast CAS--> (me,-) --unlock fast CAS--> (0,-)
