@@ -1,4 +1,4 @@
-//! Preemption injection (cargo feature `chaos`, DESIGN principle 15).
+//! Preemption injection (cargo feature `chaos`; `docs/design.md`, principle P15).
 //!
 //! A user thread can be preempted on any instruction. The races that matter
 //! most need a preemption inside a window a few instructions wide: after a

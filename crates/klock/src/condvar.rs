@@ -17,6 +17,10 @@
 //!
 //! # Waiter states (the node's `state` word, its futex word)
 //!
+//! States and flags are written out in full here (the legend shared with
+//! the mutex and the rwsem is in `docs/invariants.md`, "State-diagram
+//! notation").
+//!
 //! ```text
 //!  CV_WAITING --notify (under CV_LOCK + the mutex's WLOCK)--> SLEEPING (on the mutex list)
 //!  SLEEPING --mutex unlock / requeue with the mutex free--> WOKEN --> mutex waiter loop
@@ -290,7 +294,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
             }
         }
         crate::chaos::point(crate::chaos::Site::AfterRelease);
-        // Only the address after the CAS (DESIGN 13): the woken waiters no
+        // Only the address after the CAS (INV-WAKE-ADDR): the woken waiters no
         // longer count on the condvar.
         wait::futex_wake(&self.fallback, u32::MAX);
         v & FB_WAITERS

@@ -167,7 +167,7 @@ impl<T> RegLock<T> {
     pub(crate) unsafe fn raw_unlock(&self) {
         use crate::sync::atomic::Ordering;
         // Release pairs with the Acquire CAS/swap of the next locker. After
-        // this swap we touch nothing but the word's address (DESIGN 13).
+        // this swap we touch nothing but the word's address (INV-WAKE-ADDR).
         if self.word.swap(0, Ordering::Release) == 2 {
             crate::wait::futex_wake(&self.word, 1);
         }

@@ -1,17 +1,23 @@
 //! klock: the Linux kernel's lock designs in user space.
 //!
-//! Layers (see `DESIGN.md`):
+//! Layers (the repository's `docs/design.md` describes them and the
+//! principles every lock follows; `docs/invariants.md` defines the rules
+//! the code cites as `INV-...` tags):
 //!
 //! * mechanisms, written once and used by every lock:
 //!   [`wait`] (futex wait/wake, time-based spin budgets, effective CPUs),
 //!   [`node`] (per-thread queue nodes and the 32-bit tail encoding),
+//!   [`osq`] (the cancellable MCS queue of spinners),
+//!   [`waitlist`] (the FIFO of sleeping waiters),
 //!   [`tid`] (per-thread ids, the owner identity in lock words),
 //!   [`fork`] (fork safety of that global state: atfork handlers),
-//!   [`tune`] (every tunable, `KLOCK_*` overrides) and
-//!   [`stat`] (lock-event counters, feature `stats`);
+//!   [`tune`] (every tunable, `KLOCK_*` overrides),
+//!   [`stat`] (lock-event counters, feature `stats`) and
+//!   [`chaos`] (preemption injection, feature `chaos`);
 //! * locks: [`spin`] (test-and-set, ticket, queued spinlock: native, PV, unfair),
-//!   [`mutex`] (owner word, OSQ-queued spinning via [`osq`], wait list, handoff)
-//!   and [`condvar`] (wait morphing onto the mutex's wait list).
+//!   [`mutex`] (owner word, OSQ-queued spinning, wait list, handoff),
+//!   [`condvar`] (wait morphing onto the mutex's wait list) and
+//!   [`rwlock`] (the rwsem: reader grants, hand-off, spinning, upgradable reads).
 //!
 //! ```
 //! let lock = klock::SpinLock::new(0u64);

@@ -42,7 +42,8 @@
 //! * a **CAS** into another thread's node is allowed where its expected value
 //!   carries our protocol's [`tag`]: on a node that moved on it fails.
 //!
-//! Sites cite this rule as INV-WAKE-ADDR (DESIGN principle 13). Its
+//! Sites cite this rule as INV-WAKE-ADDR (`docs/invariants.md`; design
+//! principle P13 in `docs/design.md`). Its
 //! violation (a qspinlock unlock that stored RUNNING into its successor's node
 //! after the release) once hung programs that mixed `SpinLock` with `Mutex`
 //! and `Condvar` in the same threads; the tags below make such a store
@@ -181,7 +182,7 @@ pub const fn decode_tail(tail: u32) -> Option<(u32, u32)> {
 }
 
 /// Protocol tags: the high byte of every value a protocol stores into a node's
-/// `state` or `grant` word (DESIGN principle 14). Four protocols queue the same
+/// `state` or `grant` word (`docs/design.md`, principle P14). Four protocols queue the same
 /// per-thread nodes (one after another, never at once): the queued spinlock,
 /// the OSQ, the wait list (mutex) and the condvar. Their values are disjoint,
 /// so a store that lands in a node after its thread moved on to another
@@ -923,7 +924,7 @@ mod tests {
     }
 
     /// Every protocol's node values carry its own tag and no value is shared
-    /// between protocols (DESIGN principle 14).
+    /// between protocols (`docs/design.md`, principle P14).
     #[test]
     fn protocol_values_are_tagged_and_disjoint() {
         use crate::condvar::CondState;

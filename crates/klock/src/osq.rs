@@ -18,8 +18,6 @@
 //!
 //! # Node fields while queued
 //!
-//! | field | meaning |
-//! |---|---|
 //! Read and written only through [`OsqNode`], the OSQ's typed view:
 //!
 //! | word | meaning |
@@ -57,7 +55,8 @@
 //! A spinner that gives up leaves the queue consistent: its predecessor links to
 //! its successor (or the tail moves back to the predecessor). A user-space
 //! spinner can be preempted anywhere, which is exactly why the unqueue protocol
-//! is needed (kernel-locking.md 6.11). The unbounded waits inside the protocol
+//! is needed (the kernel's OSQ unqueues for the same reason: a vCPU can be
+//! preempted too). The unbounded waits inside the protocol
 //! (waiting for a successor's link, or for a predecessor's step C) spin within
 //! `KLOCK_WAITLOCK_SPIN_NS` and then yield, so a preempted peer gets the CPU.
 //!
@@ -265,7 +264,7 @@ impl<'a> OsqNode<'a> {
     }
 
     /// Does the spinner owning this node look descheduled (heartbeat older than
-    /// `KLOCK_OSQ_STALE_NS`)? A hint only (DESIGN principle 5): the caller
+    /// `KLOCK_OSQ_STALE_NS`)? A hint only (`docs/design.md`, principle P5): the caller
     /// gives up (unqueues) on `true`, which is safe whatever the answer.
     ///
     /// Under loom there is no clock ([`wait::now_ns`] is 0), so a heartbeat

@@ -126,7 +126,8 @@ events! {
     MutexSpinFail = "mutex_spin_fail",
     /// Spinning was skipped: spinners would outnumber effective CPUs.
     MutexSpinSkip = "mutex_spin_skip",
-    /// The yield rounds were skipped because waiters were queued (INV-QUEUE-FIRST).
+    /// The yield rounds were skipped: waiters were queued (POLICY-QUEUE-FIRST,
+    /// `KLOCK_MUTEX_FAIR_NS`) or `KLOCK_MUTEX_YIELDERS` threads were yielding.
     MutexYieldSkip = "mutex_yield_skip",
     /// The adaptive spinning hint sent a slow path to the wait list without
     /// spinning or yielding (this thread's recent spins mostly failed).
@@ -194,7 +195,7 @@ events! {
     RwReadGranted = "rwsem_rlock_granted",
     /// A waiter was woken (futex wake issued).
     RwWake = "rwsem_wake",
-    /// A waker found the writer already woken (patch 12: no second wake).
+    /// A waker found the writer already woken (seed 003 patch 12: no second wake).
     RwWakeSkipped = "rwsem_wake_skipped",
     /// A reader slept.
     RwSleepReader = "rwsem_sleep_reader",

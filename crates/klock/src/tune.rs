@@ -1,4 +1,4 @@
-//! Every tunable number in klock, in one place (DESIGN principle 11).
+//! Every tunable number in klock, in one place (`docs/design.md`, principle P11).
 //!
 //! Each tunable has a default and an environment variable that overrides it.
 //! The environment is read **once**, lazily, the first time any lock needs a
@@ -422,7 +422,7 @@ tunables! {
     /// this looks descheduled, and its successor leaves the queue (0 = hint off).
     osq_stale_ns: u64 = 50_000, "KLOCK_OSQ_STALE_NS", 0..=100_000_000;
     /// `KLOCK_MUTEX_MAX_SPINNERS`: mutex: most threads that spin at once
-    /// (OSQ positions); 0 = effective CPUs - 1 (DESIGN principle 4).
+    /// (OSQ positions); 0 = effective CPUs - 1 (`docs/design.md`, principle P4).
     mutex_max_spinners: u32 = 0, "KLOCK_MUTEX_MAX_SPINNERS", 0..=4096;
     /// `KLOCK_WAITLOCK_SPIN_NS`: mutex/condvar internal wait-list bit lock:
     /// nanoseconds spun before yielding the CPU.
@@ -436,7 +436,7 @@ tunables! {
     /// ~25% (CPU per op up). 0 = sleep at once.
     mutex_yields: u32 = 4, "KLOCK_MUTEX_YIELDS", 0..=64;
     /// `KLOCK_MUTEX_QUEUE_FIRST`: mutex: 1 = a newcomer skips the yield
-    /// rounds while waiters are queued (INV-QUEUE-FIRST in `mutex`). A/B on
+    /// rounds while waiters are queued (POLICY-QUEUE-FIRST). A/B on
     /// the 2-vCPU machine (2026-11-24, 3 interleaved rounds): `balanced`
     /// T=128 max/min 12 400 -> 250 with throughput unchanged, but `hot`
     /// T=8/32 throughput 46.0/45.8 -> 34.4/34.6 Mops/s (parking_lot 44). Off
@@ -460,7 +460,7 @@ tunables! {
     /// `KLOCK_MUTEX_FAIR_NS`: mutex: once the first waiter has waited this
     /// long, newcomers skip their yield rounds and queue behind it, so the
     /// runnable crowd shrinks and the woken head gets a CPU (adaptive
-    /// INV-QUEUE-FIRST; 0 = off).
+    /// POLICY-QUEUE-FIRST; 0 = off).
     mutex_fair_ns: u64 = 0, "KLOCK_MUTEX_FAIR_NS", 0..=1_000_000_000;
     /// `KLOCK_MUTEX_FAIR_HANDOFF_NS`: mutex: eventual fairness. An unlock
     /// hands the lock to a first waiter that has been first this long, even

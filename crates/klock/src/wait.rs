@@ -4,9 +4,9 @@
 //!   `AtomicU32`. A wait returns a [`WaitOutcome`]; **every outcome may be spurious**,
 //!   callers always re-check their condition (EINTR, EAGAIN, a wake meant for a
 //!   previous user of the same address, ...).
-//! * [`SpinBudget`] and [`spin_until`]: time-based spinning (DESIGN principle 3:
-//!   budgets are nanoseconds read from `CLOCK_MONOTONIC` every few iterations,
-//!   never raw PAUSE counts). All locks spin through [`spin_until`].
+//! * [`SpinBudget`] and [`spin_until`]: time-based spinning (`docs/design.md`,
+//!   principle P3: budgets are nanoseconds read from `CLOCK_MONOTONIC` every
+//!   few iterations, never raw PAUSE counts). All locks spin through [`spin_until`].
 //! * [`cpu_relax`], [`yield_now`] and [`now_ns`].
 //! * [`effective_cpus`]: min(online, affinity mask, cgroup quota), computed once.
 //! * [`realtime`]: is the calling thread under `SCHED_FIFO`/`SCHED_RR`? Such a

@@ -12,8 +12,8 @@
 //!   belongs to the protocol (the mutex: the thread id; the rwsem: the
 //!   waiter's class, through its own view `rwlock::RwWaiter`).
 //!
-//! **INV-WLOCK-STATE**: a waiter's `state` is re-armed and set only under the
-//! list lock. This rules out a lost wake-up (a waker's store either follows
+//! A waiter's `state` is re-armed and set only under the list lock
+//! (INV-WLOCK-STATE, defined in `docs/invariants.md`). This rules out a lost wake-up (a waker's store either follows
 //! the re-arm, and the futex wait sees it, or precedes it, and then the
 //! waker's release happens-before the waiter's re-check). And, since a
 //! waiter needs the list lock to leave the list, every store into another

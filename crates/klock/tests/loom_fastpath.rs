@@ -1,6 +1,6 @@
 //! Loom models of the uncontended paths the C layer and the interposer take
 //! before any dispatch: `RawRwLock::try_unlock_uncontended` (the rwlock's one
-//! unlock: the writer's `(0,W) -> (0,0)` or a reader's plain `(n,..) ->
+//! unlock: the writer's `(0,X) -> (0,0)` or a reader's plain `(n,..) ->
 //! (n-1,..)`, else `None` and the full `unlock_any`, as
 //! `klock_c::core::rwlock::KRwLock::unlock_fast` / `unlock` do), and
 //! `RawMutex::try_lock_uncontended` / `try_unlock_uncontended` (one CAS
@@ -14,7 +14,7 @@
 //!    releasing through the fast unlock races a reader of each kind, which
 //!    also releases through it. The reader's optimistic add
 //!    (`lock_shared`'s `fetch_add`, the reader-preferring slow entry's) may
-//!    sit on `(0,W)` when the writer unlocks: not the writer's to take.
+//!    sit on `(0,X)` when the writer unlocks: not the writer's to take.
 //! 2. `writer_fast_unlock_two_writers_reader`: main holds the write lock
 //!    while a fair reader and a second writer (the blocking write lock: its
 //!    `wrlock_fast` would fail) arrive; all three release through the fast
@@ -68,7 +68,7 @@
 //!
 //! Each model fails when the code under test is broken (checked by hand,
 //! not kept), at these bounds:
-//! - the writer's branch letting a count other than exactly `(0,W)` fall
+//! - the writer's branch letting a count other than exactly `(0,X)` fall
 //!   through to the read CAS (the code before 1cd3cb5): models 1
 //!   (`lock_shared`, `pref_reader`) and 2, "writer released a read lock"
 //!   (without that assertion, loom's deadlock); `try_lock_shared` never
@@ -293,7 +293,7 @@ impl Rw {
 /// Model 1: a writer releasing through the fast unlock races a reader of
 /// kind `k`. Main spawns the reader, then writes (it may find the reader in,
 /// queue behind it, or hold the lock while the reader's add sits on
-/// `(0,W)`); the reader sees 0 or 1, untorn. Reached: the blocking readers
+/// `(0,X)`); the reader sees 0 or 1, untorn. Reached: the blocking readers
 /// queue and are granted by the writer's unlock; the writer queues behind a
 /// reader; a try both succeeds and fails. `got`: the try's outcomes.
 fn writer_fast_unlock_vs(k: ReadKind, got: &'static [Branch; 2]) {

@@ -1,5 +1,5 @@
-//! Loom models of the mutex's WAKING rule (an unlock does not wake another
-//! waiter while a woken one has not re-armed or left), with handoff disabled
+//! Loom models of the mutex's WAKING rule (INV-WAKING: an unlock does not wake
+//! another waiter while a woken one has not re-armed or left), with handoff disabled
 //! so that woken waiters fail, re-arm and sleep again instead of being handed
 //! the lock (cfg(loom) only; its own process, so its own tunables).
 //!

@@ -246,7 +246,7 @@ fn read_write_exclusion_osq() {
 /// second time, its unlock must grant the lock to the waiting writer in the
 /// releasing CAS (`hand_on`): from then on the word never shows HANDOFF
 /// again (the grant clears it; a release that only woke the writer would
-/// leave `(0,Q|H|K)` until the writer's re-try), and main's third critical
+/// leave `(0,W|H|K)` until the writer's re-try), and main's third critical
 /// section sees that writer's increment (HANDOFF keeps main out). Some
 /// execution must see HANDOFF and hand over (`mutex_handoff` also counts
 /// the rwsem's hand-off grant).

@@ -1,6 +1,6 @@
 //! The adaptive spinning hint: a per-thread score of how often this thread's
 //! recent optimistic spins ended in acquisition, which lets a thread whose
-//! spins keep failing go to sleep at once (DESIGN principle 5: the kernel
+//! spins keep failing go to sleep at once (`docs/design.md`, principle P5: the kernel
 //! spins only while `owner->on_cpu`; user space cannot ask, so it learns).
 //!
 //! # Why

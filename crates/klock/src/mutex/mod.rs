@@ -29,14 +29,18 @@
 //!   re-armed nor left the list yet: it is running (or about to), and will
 //!   retry before it sleeps. While WAKING is set (and HANDOFF is not), unlock
 //!   only drops the id (one CAS, no WLOCK, no wake): the rule "do not wake
-//!   another waiter while a woken one has not run yet". Set only by the unlock
+//!   another waiter while a woken one has not run yet" (INV-WAKING). Set only by the unlock
 //!   slow path (with the head WOKEN, under WLOCK); cleared under WLOCK by the
 //!   woken waiter when it re-arms, and by every waiter that leaves the list.
 //!   Clearing is always safe (it only costs a wake-up).
 //!
-//! Everything zero = unlocked with no waiters (`const INIT`, DESIGN principle 7).
+//! Everything zero = unlocked with no waiters (`const INIT`; `docs/design.md`,
+//! principle P7).
 //!
 //! # State diagram (owner word as (id, flags); W=WAITERS H=HANDOFF P=PICKUP K=WAKING L=WLOCK)
+//!
+//! The letters are those of the one legend for the mutex, the rwsem and the
+//! condvar (`docs/invariants.md`, "State-diagram notation").
 //!
 //! ```text
 //!  (0,-) --lock fast CAS--> (me,-) --unlock fast CAS--> (0,-)
@@ -98,13 +102,14 @@
 //! lock for a wake-up, and with `--noise 2` at T=128 `balanced` throughput
 //! collapsed to 0.3 Mops/s.)
 //!
-//! **INV-QUEUE-FIRST** (opt-in, `KLOCK_MUTEX_QUEUE_FIRST=1`): a newcomer
-//! does not spend its `KLOCK_MUTEX_YIELDS` yield rounds while WAITERS is set;
-//! it queues. (parking_lot parks at once when its PARKED bit is set.) A
+//! **Queue first**, a policy (POLICY-QUEUE-FIRST in `docs/invariants.md`;
+//! opt-in, `KLOCK_MUTEX_QUEUE_FIRST=1`): a newcomer does not spend its
+//! `KLOCK_MUTEX_YIELDS` yield rounds while WAITERS is set; it queues.
+//! (parking_lot parks at once when its PARKED bit is set.) A
 //! yielding newcomer stays runnable, and on an overcommitted machine the
 //! woken head waits behind it for a CPU: at T=128 `balanced` a few queued
 //! threads make 57-260 operations per second against 100 000+ for the others
-//! (max/min 12 400; 250 with the rule). It costs `hot` a quarter of its
+//! (max/min 12 400; 250 with the policy). It costs `hot` a quarter of its
 //! throughput at T>=8, so it is off by default (see `tune`).
 //!
 //! Node words while on the wait list, read and written only through the
@@ -115,10 +120,11 @@
 //! when the waiter became first (or queued), read by eventual fairness and
 //! `KLOCK_MUTEX_FAIR_NS` (the running hand-off threshold is timed by the
 //! waiter itself, INV-HANDOFF-RUNNING).
-//! **INV-WLOCK-STATE**: `state` is re-armed and set only under WLOCK, which
-//! is what rules out a lost wake-up, and (since a waiter needs WLOCK to leave
-//! the list) what makes every store into another waiter's node a store into a
-//! node still on our list (INV-WAKE-ADDR, [`crate::node`]): an unlocker's WOKEN store either follows
+//! `state` is re-armed and set only under WLOCK (INV-WLOCK-STATE, defined
+//! in `docs/invariants.md`), which is what rules out a lost wake-up, and
+//! (since a waiter needs WLOCK to leave the list) what makes every store
+//! into another waiter's node a store into a node still on our list
+//! (INV-WAKE-ADDR, [`crate::node`]): an unlocker's WOKEN store either follows
 //! the re-arm (the futex wait sees it) or precedes it, and then its release of
 //! the owner happens-before the waiter's next trylock.
 //!

@@ -17,7 +17,7 @@
 //!  (me,W) --last waiter leaves the list under WLOCK--> (me,-)
 //! ```
 //!
-//! INV-WLOCK-STATE (module docs): a waiter's `state` is re-armed and set
+//! INV-WLOCK-STATE (`docs/invariants.md`): a waiter's `state` is re-armed and set
 //! only under WLOCK.
 
 use super::spin::SpinEnd;

@@ -188,7 +188,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             return false;
         };
         for _ in 0..rounds {
-            // INV-QUEUE-FIRST. Relaxed: a hint; the queue path re-checks
+            // POLICY-QUEUE-FIRST (and `KLOCK_MUTEX_FAIR_NS`). Relaxed: a hint; the queue path re-checks
             // everything under WLOCK.
             if has_waiters(self.owner.load(Ordering::Relaxed))
                 && (t.mutex_queue_first != 0 || self.list.head_first_for(t.mutex_fair_ns))

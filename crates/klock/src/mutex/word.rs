@@ -1,7 +1,9 @@
 //! The owner word's encoding: its bits, named tests of a word value, and named
 //! transitions, each documented with the change it makes in the module
 //! docs' notation `(id, flags)` (W=WAITERS H=HANDOFF P=PICKUP L=WLOCK
-//! K=WAKING; `f` stands for whatever other flags the word holds).
+//! K=WAKING; `f` stands for whatever other flags the word holds; one legend
+//! for the mutex, the rwsem and the condvar: `docs/invariants.md`,
+//! "State-diagram notation").
 //!
 //! ```text
 //! owner:  31                             5     4      3      2       1       0
@@ -22,7 +24,8 @@ pub const HANDOFF: u32 = 1 << 1;
 pub const PICKUP: u32 = 1 << 2;
 /// Wait-list lock bit.
 pub const WLOCK: u32 = 1 << 3;
-/// A woken waiter has not re-armed or left yet: unlock need not wake anyone.
+/// A woken waiter has not re-armed or left yet: unlock need not wake anyone
+/// (INV-WAKING).
 pub const WAKING: u32 = 1 << 4;
 /// All flag bits.
 pub const FLAGS: u32 = WAITERS | HANDOFF | PICKUP | WLOCK | WAKING;

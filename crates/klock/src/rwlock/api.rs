@@ -159,7 +159,7 @@ unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgradeFair for RawRwLock<S> {
 #[cfg(not(loom))]
 // SAFETY: both downgrades change the mode in one RMW on the count word that
 // keeps a reader count throughout (no writer can get in between):
-// `(n,U) -> (n,-)` and `(0,W) -> (1,U)`; the second releases (Release) the
+// `(n,U) -> (n,-)` and `(0,X) -> (1,U)`; the second releases (Release) the
 // writer's critical section to later acquisitions.
 unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgradeDowngrade for RawRwLock<S> {
     unsafe fn downgrade_upgradable(&self, _: lock_api::GuardSend) -> lock_api::GuardSend {

@@ -24,7 +24,7 @@
 //!   every unlock that could let a waiter in takes the slow path.
 //! * **HANDOFF**: the first waiter (a writer) has waited past
 //!   `KLOCK_RWSEM_HANDOFF_NS`: nobody else may take the lock; the next
-//!   unlock that frees it grants it to that waiter (patch 7).
+//!   unlock that frees it grants it to that waiter (seed 003 patch 7).
 //! * **WLOCK**: the wait-list lock (the kernel's `wait_lock`), a bit in the
 //!   count word, so that an unlock releases its share and the list lock in
 //!   one RMW and touches nothing but a node's futex address afterwards.
@@ -49,36 +49,39 @@
 //!   is read-owned (a reader holding the lock may be waiting for it).
 //! * **reader count** (bits 8-31): readers holding the lock, plus readers
 //!   whose fast-path add failed and that have not taken it back yet.
-//! * **owner**: a hint for spinners (patch 3): the writer's thread id, or
+//! * **owner**: a hint for spinners (seed 003 patch 3): the writer's thread id, or
 //!   READER_OWNED; NONSPINNABLE once a writer gave up spinning on readers
-//!   (patch 13), until a writer takes the lock or the last reader leaves
+//!   (seed 003 patch 13), until a writer takes the lock or the last reader leaves
 //!   with waiters queued.
 //!
 //! Everything zero = unlocked (`const INIT`).
 //!
-//! # State diagram (count as (readers, flags); W=WRITER Q=WAITERS H=HANDOFF K=WAKING U=UPGRADE G=UPGRADING P=PREFQ)
+//! # State diagram (count as (readers, flags); X=WRITER W=WAITERS H=HANDOFF K=WAKING U=UPGRADE G=UPGRADING F=PREFQ)
+//!
+//! The letters are those of the one legend for the mutex, the rwsem and the
+//! condvar (`docs/invariants.md`, "State-diagram notation").
 //!
 //! ```text
 //!  (0,-) --read: fetch_add--> (1,-) --read: fetch_add--> (n+1,-)
 //!  (n,-) --read unlock: CAS--> (n-1,-)
-//!  (0,-) --write: CAS--> (0,W) --write unlock: CAS--> (0,-)
-//!  (x,W|..) or (n,Q) --failed reader/writer queues under WLOCK--> (..,Q)
-//!  (0,W|Q) --write unlock, head readers: grant_readers--> (k,Q?)      k readers granted at once
-//!  (0,W|Q) --write unlock, head writer: hand_on marks it woken--> (0,Q|K)
-//!  (x,Q|K) --any unlock while K: one CAS, no WLOCK, no wake--> (0,Q|K)
-//!  (0,Q|K) --the woken writer clears K and re-tries (take_queued)--> (0,W[|Q])
-//!  (1,Q)   --last read unlock: wake head writer--> (0,Q|K)
-//!  (0,Q|H) --unlock, head writer asked for hand-off: hand_on passes W--> (0,W[|Q])
-//!  (0,W)   --downgrade--> (1,-) (and queued readers granted)
-//!  (n,Q[|H]), n>0 --reader-preferring read: CAS--> (n+1,Q[|H])    joins past a waiting writer
-//!  (n,Q|P), n>0, writer at the head --hand_on: grant queued reader-preferring readers--> (n+k,Q[|P])
-//!  (1,U)   --upgrade: set G, wait for the other readers--> (1,U|G) --> (0,W)
-//!  (n,Q[|H][|U|G]), n>0 --recursive read: fetch_add kept--> (n+1,Q[|H][|U|G])  past waiters and an upgrade
-//!  (n,U|G[|Q]) --timed upgrade gives up (cancel_upgrade), then hand_on--> (n+k,U[|Q])  readers queued meanwhile granted
-//!  (x,Q..) --timed upgradable read gives up (leave)--> (x,[Q])  K cleared, the turn passed on
-//!  (1,U|Q) --unlock_upgradable_fair, head writer: hand_on passes W--> (0,W[|Q])
+//!  (0,-) --write: CAS--> (0,X) --write unlock: CAS--> (0,-)
+//!  (x,X|..) or (n,W) --failed reader/writer queues under WLOCK--> (..,W)
+//!  (0,X|W) --write unlock, head readers: grant_readers--> (k,[W])      k readers granted at once
+//!  (0,X|W) --write unlock, head writer: hand_on marks it woken--> (0,W|K)
+//!  (x,W|K) --any unlock while K: one CAS, no WLOCK, no wake--> (0,W|K)
+//!  (0,W|K) --the woken writer clears K and re-tries (take_queued)--> (0,X[|W])
+//!  (1,W)   --last read unlock: wake head writer--> (0,W|K)
+//!  (0,W|H) --unlock, head writer asked for hand-off: hand_on passes X--> (0,X[|W])
+//!  (0,X)   --downgrade--> (1,-) (and queued readers granted)
+//!  (n,W[|H]), n>0 --reader-preferring read: CAS--> (n+1,W[|H])    joins past a waiting writer
+//!  (n,W|F), n>0, writer at the head --hand_on: grant queued reader-preferring readers--> (n+k,W[|F])
+//!  (1,U)   --upgrade: set G, wait for the other readers--> (1,U|G) --> (0,X)
+//!  (n,W[|H][|U|G]), n>0 --recursive read: fetch_add kept--> (n+1,W[|H][|U|G])  past waiters and an upgrade
+//!  (n,U|G[|W]) --timed upgrade gives up (cancel_upgrade), then hand_on--> (n+k,U[|W])  readers queued meanwhile granted
+//!  (x,W..) --timed upgradable read gives up (leave)--> (x,[W])  K cleared, the turn passed on
+//!  (1,U|W) --unlock_upgradable_fair, head writer: hand_on passes X--> (0,X[|W])
 //!  (n,U)   --downgrade_upgradable--> (n,-) (an upgrader at the head woken)
-//!  (0,W)   --downgrade_to_upgradable--> (1,U) (and queued readers granted)
+//!  (0,X)   --downgrade_to_upgradable--> (1,U) (and queued readers granted)
 //! ```
 //!
 //! The words are read through named predicates (`readers`, `is_free`,
@@ -98,23 +101,24 @@
 //!   indefinitely, as with glibc.
 //! * A woken writer re-tries and may lose to a spinning writer or a stealing
 //!   reader; once it has waited `KLOCK_RWSEM_HANDOFF_NS` it sets HANDOFF,
-//!   spins while it is first (patch 14), and the next unlock grants it the
+//!   spins while it is first (seed 003 patch 14), and the next unlock grants it the
 //!   lock directly: exactly one owner results, and bounded unfairness.
 //! * A reader wake-up grants the lock to every queued reader, up to
-//!   `KLOCK_RWSEM_WAKE_READERS`, skipping queued writers (patch 15).
-//! * Waking a writer that is already woken is skipped (patch 12).
+//!   `KLOCK_RWSEM_WAKE_READERS`, skipping queued writers (seed 003 patch 15).
+//! * Waking a writer that is already woken is skipped (seed 003 patch 12).
 //! * A reader that fails the fast path (`KLOCK_RWSEM_READER`): 1 steals
 //!   the lock when no writer holds it, no hand-off is owed and no other
 //!   reader holds it; 4 (default) steals as 1 and then waits running, within
-//!   `KLOCK_MUTEX_SPIN_NS`, for a free lock before it queues (a sleeping
-//!   reader is what let writers take 80-98 % of the ops); 2 spins on a writer owner through the OSQ
-//!   (patch 8) unless the owner word says NONSPINNABLE (patch 13); 3 also
-//!   joins other readers (a queued writer then gets in through its
-//!   hand-off timer, INV-HANDOFF-TIMER); 0 queues.
+//!   `KLOCK_RWSEM_READ_WAIT_NS`, for a free lock before it queues (a
+//!   sleeping reader is what let writers take 80-98 % of the ops); 2 spins
+//!   on a writer owner through the OSQ (seed 003 patch 8) unless the owner
+//!   word says NONSPINNABLE (seed 003 patch 13); 3 also joins other readers
+//!   (a queued writer then gets in through its hand-off timer,
+//!   INV-HANDOFF-TIMER); 0 queues.
 //! * Writers spin (policy [`SpinOsq`]) through the OSQ on a writer owner
 //!   (within `KLOCK_MUTEX_SPIN_NS` per owner, `KLOCK_MUTEX_SPIN_MAX_NS` in
 //!   all) and on a reader-owned lock for `KLOCK_RWSEM_RSPIN_NS` + 500 ns
-//!   per reader (patch 10, time-based); past that they mark the owner
+//!   per reader (seed 003 patch 10, time-based); past that they mark the owner
 //!   NONSPINNABLE. [`SpinOff`] (`klock_rwsem_nospin`) never spins.
 //!
 //! # Lifetime (INV-WAKE-ADDR)
@@ -514,7 +518,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         WriteToken { id }
     }
 
-    /// The write fast path: `(0,-) -> (0,W)` by one CAS, then the owner hint.
+    /// The write fast path: `(0,-) -> (0,X)` by one CAS, then the owner hint.
     #[inline]
     fn write_fast(&self, id: u32) -> bool {
         // Acquire pairs with the Release of every unlock.
@@ -549,7 +553,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
 
     /// The uncontended release of whichever side the caller holds, for the
     /// C layer's one unlock: with WRITER set, the write lock when the count
-    /// is exactly `(0,W)` and the owner hint names the caller (released as
+    /// is exactly `(0,X)` and the owner hint names the caller (released as
     /// [`unlock_exclusive`](Self::unlock_exclusive) does), or a read lock
     /// whose release is plain (`is_plain_read_release`: one CAS,
     /// `(n,-) -> (n-1,-)`). Returns `Some(true)` for the write lock,
@@ -623,7 +627,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     }
 
     /// Unqueued acquisition for `class` (stealing: allowed unless a
-    /// hand-off is owed). Writers: `(0,-) -> (0,W)`; readers and upgraders
+    /// hand-off is owed). Writers: `(0,-) -> (0,X)`; readers and upgraders
     /// add their count (and UPGRADE).
     #[inline]
     fn try_take(&self, class: Class) -> bool {

@@ -12,10 +12,10 @@
 //!
 //! ```text
 //!  (0,-) --read: fetch_add--> (1,-) --read: fetch_add--> (n+1,-)      (mod.rs; a failed add comes here)
-//!  (x,W|..) or (n,Q) --failed reader queues under WLOCK--> (..,Q)     (waitq.rs)
-//!  (n,Q[|H]), n>0 --reader-preferring read: CAS--> (n+1,Q[|H])    joins past a waiting writer
-//!  (n,Q|P), n>0, writer at the head --hand_on: grant queued reader-preferring readers--> (n+k,Q[|P])
-//!  (n,Q[|H][|U|G]), n>0 --recursive read: fetch_add kept--> (n+1,Q[|H][|U|G])  past waiters and an upgrade
+//!  (x,X|..) or (n,W) --failed reader queues under WLOCK--> (..,W)     (waitq.rs)
+//!  (n,W[|H]), n>0 --reader-preferring read: CAS--> (n+1,W[|H])    joins past a waiting writer
+//!  (n,W|F), n>0, writer at the head --hand_on: grant queued reader-preferring readers--> (n+k,W[|F])
+//!  (n,W[|H][|U|G]), n>0 --recursive read: fetch_add kept--> (n+1,W[|H][|U|G])  past waiters and an upgrade
 //! ```
 
 use super::word::{
@@ -42,7 +42,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     ///
     /// Transitions: `(n,..) -> (n+1,..)` by the read fast path's
     /// `fetch_add`, kept when [`is_recursive_read_lockable`] held before it
-    /// (`(n,Q[|H][|U|G]) -> (n+1,Q[|H][|U|G])`, n > 0: past waiting
+    /// (`(n,W[|H][|U|G]) -> (n+1,W[|H][|U|G])`, n > 0: past waiting
     /// writers, a hand-off owed and an upgrade under way); otherwise (a
     /// writer holds the lock, or it is free with a hand-off owed) the plain
     /// read slow path.
@@ -133,8 +133,8 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// Transitions: `(n,..) -> (n+1,..)` by CAS when
     /// [`is_pref_read_lockable`] (n > 0: whatever waits, HANDOFF included;
     /// n = 0: no HANDOFF); then, with PREFQ set, under WLOCK `hand_on`
-    /// grants the queued reader-preferring readers `(n+1,Q|P) ->
-    /// (n+1+k,Q[|P])`. Never from `(x,W|..)`: a writer, also one just
+    /// grants the queued reader-preferring readers `(n+1,W|F) ->
+    /// (n+1+k,W[|F])`. Never from `(x,X|..)`: a writer, also one just
     /// handed the lock, owns it.
     ///
     /// ```
@@ -341,7 +341,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         got
     }
 
-    /// Mode 4: wait running (within `KLOCK_MUTEX_SPIN_NS`, polling with the
+    /// Mode 4: wait running (within `KLOCK_RWSEM_READ_WAIT_NS`, polling with the
     /// owner-poll backoff) for a *free* lock with no hand-off owed, and take
     /// it as a reader, instead of sleeping at once.
     fn steal_running(&self) -> bool {

@@ -67,10 +67,11 @@ impl<S: SpinPolicy> RawRwLock<S> {
             }
             if st == OwnerState::Reader {
                 if class != Class::Writer {
-                    return false; // readers spin on writers only (patch 8)
+                    return false; // readers spin on writers only (seed 003 patch 8)
                 }
                 if prev != OwnerState::Reader {
-                    // A new reader phase (patch 10, time-based here).
+                    // A new reader phase: writers spin on readers for a bounded
+                    // time (seed 003 patch 10, time-based here).
                     if is_nonspinnable(self.owner.load(Ordering::Relaxed)) {
                         return false;
                     }
@@ -91,7 +92,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         }
     }
 
-    /// The kernel's tri-state `rwsem_spin_on_owner` (patch 9): spin while
+    /// The kernel's tri-state `rwsem_spin_on_owner` (seed 003 patch 9): spin while
     /// one writer holds the lock; report who holds it when that ends.
     fn spin_on_owner(
         &self,
@@ -139,7 +140,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     }
 
     /// A writer gave up spinning on readers: mark the owner NONSPINNABLE if
-    /// it is still reader-owned (patch 13: readers stop spinning too).
+    /// it is still reader-owned (seed 003 patch 13: readers stop spinning too).
     fn mark_nonspinnable(&self) {
         // Relaxed: a hint.
         let o = self.owner.load(Ordering::Relaxed);

@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicU64;
 
 #[test]
 fn try_unlock_uncontended_leaves_a_transient_reader_count_alone() {
-    // `(0,W)` plus a reader's optimistic add (about to be taken back):
+    // `(0,X)` plus a reader's optimistic add (about to be taken back):
     // the writer's fast unlock must not take that count as its own.
     let l = RawRwLock::<SpinOff>::new();
     let _held = l.try_lock_exclusive().unwrap();
@@ -372,7 +372,7 @@ fn recursive_read_passes_an_upgrade_under_way() {
     assert_eq!(l.count_word(), 0);
 }
 
-/// `downgrade_to_upgradable`: `(0,W) -> (1,U)`; readers get in (a
+/// `downgrade_to_upgradable`: `(0,X) -> (1,U)`; readers get in (a
 /// queued one is granted), another upgrader or a writer does not.
 #[test]
 fn downgrade_to_upgradable_lets_readers_in_only() {

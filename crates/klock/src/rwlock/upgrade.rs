@@ -1,20 +1,20 @@
 //! Downgrades, upgradable reads and upgrades: `downgrade`
-//! (`(0,W) -> (1,-)`), the upgradable read (`(n,-) -> (n+1,U)`, blocking,
+//! (`(0,X) -> (1,-)`), the upgradable read (`(n,-) -> (n+1,U)`, blocking,
 //! try or timed), its plain and fair releases and `bump_upgradable`,
 //! `downgrade_upgradable` (`(n,U) -> (n,-)`), `downgrade_to_upgradable`
-//! (`(0,W) -> (1,U)`), and the upgrade (`(1,U) -> (0,W)`, waiting on the
+//! (`(0,X) -> (1,U)`), and the upgrade (`(1,U) -> (0,X)`, waiting on the
 //! count word with UPGRADING set, timed with `cancel_upgrade`).
 //!
 //! Its part of the state diagram (module docs):
 //!
 //! ```text
-//!  (0,W)   --downgrade--> (1,-) (and queued readers granted)
-//!  (1,U)   --upgrade: set G, wait for the other readers--> (1,U|G) --> (0,W)
-//!  (n,U|G[|Q]) --timed upgrade gives up (cancel_upgrade), then hand_on--> (n+k,U[|Q])  readers queued meanwhile granted
-//!  (x,Q..) --timed upgradable read gives up (leave)--> (x,[Q])  K cleared, the turn passed on
-//!  (1,U|Q) --unlock_upgradable_fair, head writer: hand_on passes W--> (0,W[|Q])
+//!  (0,X)   --downgrade--> (1,-) (and queued readers granted)
+//!  (1,U)   --upgrade: set G, wait for the other readers--> (1,U|G) --> (0,X)
+//!  (n,U|G[|W]) --timed upgrade gives up (cancel_upgrade), then hand_on--> (n+k,U[|W])  readers queued meanwhile granted
+//!  (x,W..) --timed upgradable read gives up (leave)--> (x,[W])  K cleared, the turn passed on
+//!  (1,U|W) --unlock_upgradable_fair, head writer: hand_on passes X--> (0,X[|W])
 //!  (n,U)   --downgrade_upgradable--> (n,-) (an upgrader at the head woken)
-//!  (0,W)   --downgrade_to_upgradable--> (1,U) (and queued readers granted)
+//!  (0,X)   --downgrade_to_upgradable--> (1,U) (and queued readers granted)
 //! ```
 
 use super::word::{
@@ -40,7 +40,7 @@ impl Drop for AbortOnUnwind {
 }
 
 impl<S: SpinPolicy> RawRwLock<S> {
-    /// Turn the write lock into a read lock (`(0,W) -> (1,-)`), granting
+    /// Turn the write lock into a read lock (`(0,X) -> (1,-)`), granting
     /// queued readers at the head the lock too.
     ///
     /// # Safety
@@ -95,9 +95,9 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// [`lock_shared_until_ns`](Self::lock_shared_until_ns)).
     ///
     /// Transitions: `(n,-) -> (n+1,U)` as
-    /// [`lock_upgradable`](Self::lock_upgradable); queued, `(n,Q..) ->
-    /// (n+1,U[|Q])` on a re-try (`take_queued`), or on giving up the
-    /// timed-out waiter's exit (`(x,Q|K..) -> (x,[Q])`, WAKING cleared,
+    /// [`lock_upgradable`](Self::lock_upgradable); queued, `(n,W..) ->
+    /// (n+1,U[|W])` on a re-try (`take_queued`), or on giving up the
+    /// timed-out waiter's exit (`(x,W|K..) -> (x,[W])`, WAKING cleared,
     /// WAITERS/PREFQ/HANDOFF cleared as the list empties).
     ///
     /// ```
@@ -164,7 +164,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// [`unlock_upgradable`](Self::unlock_upgradable), except that with
     /// waiters it always takes WLOCK (no WAKING short cut) and, when the
     /// release frees the lock and a writer heads the list, passes the lock
-    /// to it in the releasing CAS (`(1,U|Q) -> (0,W[|Q])`, as the other fair
+    /// to it in the releasing CAS (`(1,U|W) -> (0,X[|W])`, as the other fair
     /// unlocks). Readers at the head are granted as by any unlock; an
     /// upgrader at the head is woken, not granted (it re-tries, as after any
     /// unlock).
@@ -245,7 +245,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         unsafe { self.release_share(UPGRADE, 0, false) }
     }
 
-    /// Turn the write lock into an upgradable read lock: `(0,W) -> (1,U)`
+    /// Turn the write lock into an upgradable read lock: `(0,X) -> (1,U)`
     /// in the releasing CAS (lock_api's `downgrade_to_upgradable`), so no
     /// writer or other upgrader can get in between. Readers at the head of
     /// the list are granted at the same time (the lock becomes read-owned,
@@ -275,7 +275,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     }
 
     /// Upgrade an upgradable read lock to the write lock: stop new readers
-    /// (UPGRADING), wait for the others to leave, then `(1,U|G) -> (0,W)`.
+    /// (UPGRADING), wait for the others to leave, then `(1,U|G) -> (0,X)`.
     /// Queued readers are granted at the write unlock.
     ///
     /// # Safety
@@ -303,8 +303,8 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// that queued because of it given their turn). Public for the loom
     /// models (see [`lock_shared_until_ns`](Self::lock_shared_until_ns)).
     ///
-    /// Transitions: `(1,U) -> (0,W)` at once; else `(n,U) -> (n,U|G)`, wait,
-    /// then `(1,U|G) -> (0,W)`, or on giving up `(n,U|G[|Q]) -> (n,U[|Q])`.
+    /// Transitions: `(1,U) -> (0,X)` at once; else `(n,U) -> (n,U|G)`, wait,
+    /// then `(1,U|G) -> (0,X)`, or on giving up `(n,U|G[|W]) -> (n,U[|W])`.
     ///
     /// # Safety
     ///
@@ -374,7 +374,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         Some(WriteToken { id })
     }
 
-    /// A timed upgrade gives up: `(n,U|G[|Q]) -> (n,U[|Q])`, n >= 1 (we
+    /// A timed upgrade gives up: `(n,U|G[|W]) -> (n,U[|W])`, n >= 1 (we
     /// still hold the upgradable read lock). While UPGRADING was set new
     /// readers failed their fast path and may have queued: with waiters,
     /// take WLOCK and give the head its turn (readers at the head are

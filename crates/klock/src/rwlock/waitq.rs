@@ -10,15 +10,15 @@
 //! Its part of the state diagram (module docs):
 //!
 //! ```text
-//!  (x,W|..) or (n,Q) --failed reader/writer queues under WLOCK--> (..,Q)
-//!  (0,W|Q) --write unlock, head readers: grant_readers--> (k,Q?)      k readers granted at once
-//!  (0,W|Q) --write unlock, head writer: hand_on marks it woken--> (0,Q|K)
-//!  (x,Q|K) --any unlock while K: one CAS, no WLOCK, no wake--> (0,Q|K)
-//!  (0,Q|K) --the woken writer clears K and re-tries (take_queued)--> (0,W[|Q])
-//!  (1,Q)   --last read unlock: wake head writer--> (0,Q|K)
-//!  (0,Q|H) --unlock, head writer asked for hand-off: hand_on passes W--> (0,W[|Q])
-//!  (n,Q|P), n>0, writer at the head --hand_on: grant queued reader-preferring readers--> (n+k,Q[|P])
-//!  (x,Q..) --timed upgradable read gives up (leave)--> (x,[Q])  K cleared, the turn passed on
+//!  (x,X|..) or (n,W) --failed reader/writer queues under WLOCK--> (..,W)
+//!  (0,X|W) --write unlock, head readers: grant_readers--> (k,[W])      k readers granted at once
+//!  (0,X|W) --write unlock, head writer: hand_on marks it woken--> (0,W|K)
+//!  (x,W|K) --any unlock while K: one CAS, no WLOCK, no wake--> (0,W|K)
+//!  (0,W|K) --the woken writer clears K and re-tries (take_queued)--> (0,X[|W])
+//!  (1,W)   --last read unlock: wake head writer--> (0,W|K)
+//!  (0,W|H) --unlock, head writer asked for hand-off: hand_on passes X--> (0,X[|W])
+//!  (n,W|F), n>0, writer at the head --hand_on: grant queued reader-preferring readers--> (n+k,W[|F])
+//!  (x,W..) --timed upgradable read gives up (leave)--> (x,[W])  K cleared, the turn passed on
 //! ```
 
 use super::word::{
@@ -250,7 +250,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
 
     /// A queued writer or upgrader: re-try under WLOCK whenever woken; as
     /// the first writer past the hand-off threshold, set HANDOFF and wait
-    /// running for the grant (patch 14) before sleeping again.
+    /// running for the grant (seed 003 patch 14) before sleeping again.
     fn wait_retry(&self, q: QNode, class: Class, deadline: Option<u64>) -> Got {
         let t = crate::tune::get();
         let me = q.tail();
@@ -288,7 +288,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             w.w.set_state(WaiterState::Sleeping);
             self.wunlock();
             if handoff && S::SPIN && t.mutex_spin != 0 && !wait::realtime() {
-                // Patch 14: the lock is ours the moment it is free (the unlock
+                // Seed 003 patch 14: the lock is ours the moment it is free (the unlock
                 // grants it to us): wait for that running, not asleep.
                 let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.rwsem_poll_max_ns);
                 wait::spin_until(&mut SpinBudget::new(t.mutex_spin_ns), || {
@@ -327,7 +327,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     }
 
     /// Under WLOCK: take the lock as a queued writer or upgrader if it is
-    /// ours to take (`(0,Q[|H]) -> (0,W[|Q])`), leave the list and release
+    /// ours to take (`(0,W[|H]) -> (0,X[|W])`), leave the list and release
     /// WLOCK; otherwise keep WLOCK and return `false`.
     fn take_queued(&self, class: Class, first: bool, me: u32) -> bool {
         let add = class.share();
@@ -394,7 +394,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     }
 
     /// Under WLOCK: select up to `KLOCK_RWSEM_WAKE_READERS` queued readers
-    /// (skipping writers; patch 15), count them in one RMW (`(n,..) ->
+    /// (skipping writers; seed 003 patch 15), count them in one RMW (`(n,..) ->
     /// (n+k,..)`, clearing HANDOFF, WAITERS and PREFQ when the list
     /// empties, PREFQ when no reader-preferring reader is left), unlink them
     /// and mark them Granting (the kernel's two passes: no grantee runs
@@ -404,7 +404,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// `only_pref` (a writer heads the list and the lock stays read-owned,
     /// INV-PREFQ): only reader-preferring readers, HANDOFF (the head
     /// writer's) kept, and only while the count after the release still
-    /// has readers and no writer: `(n,Q|P[|H]) -> (n+k,Q[|P][|H])`, n > 0.
+    /// has readers and no writer: `(n,W|F[|H]) -> (n+k,W[|F][|H])`, n > 0.
     fn grant_readers(&self, sub: u32, add: u32, wq: &mut WakeQ, only_pref: bool) -> bool {
         let limit = crate::tune::get().rwsem_wake_readers as usize;
         let start = wq.n;
@@ -480,9 +480,9 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// `add` in, WLOCK cleared) in one CAS. Readers at the head: granted
     /// (counted before the release). A writer at the head, with `grant`
     /// (hand-off, fair unlock) and the lock free after the release: the lock
-    /// passes to it in the releasing CAS (`(0,W|Q|H) -> (0,W[|Q])`).
+    /// passes to it in the releasing CAS (`(0,X|W|H) -> (0,X[|W])`).
     /// Otherwise a writer or upgrader head is marked woken if it could take
-    /// the lock (patch 12: no second wake).
+    /// the lock (seed 003 patch 12: no second wake).
     fn hand_on(&self, sub: u32, add: u32, grant: bool, wq: &mut WakeQ) {
         let h = self.list.head();
         let class = (h != 0).then(|| RwWaiter::decode(h).class());

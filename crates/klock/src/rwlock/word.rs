@@ -2,10 +2,11 @@
 //! of a word value (the predicates), the waiters' [`Class`] with the share
 //! each class adds to the count, and named transitions, each documented
 //! with the change it makes in the module docs' notation `(readers, flags)`
-//! (W=WRITER Q=WAITERS H=HANDOFF L=WLOCK U=UPGRADE G=UPGRADING K=WAKING
-//! P=PREFQ; `f` stands for whatever other flags the word holds, `-` for
+//! (X=WRITER W=WAITERS H=HANDOFF L=WLOCK U=UPGRADE G=UPGRADING K=WAKING
+//! F=PREFQ; `f` stands for whatever other flags the word holds, `-` for
 //! none). The owner word's transitions are written `owner (id, flags)` with
-//! R=OWNER_READER and N=OWNER_NONSPINNABLE.
+//! R=OWNER_READER and N=OWNER_NONSPINNABLE. (One legend for the mutex, the
+//! rwsem and the condvar: `docs/invariants.md`, "State-diagram notation".)
 //!
 //! ```text
 //! count:  31        30 ............ 8  7       6        5          4       3      2        1        0
@@ -194,7 +195,7 @@ pub const fn owner_id(o: u32) -> u32 {
     o >> OWNER_SHIFT
 }
 
-/// Owner `(x, f|N)`: writers must not spin.
+/// Owner `(x,f|N)`: writers must not spin.
 #[inline]
 pub(crate) const fn is_nonspinnable(o: u32) -> bool {
     o & OWNER_NONSPINNABLE != 0
@@ -259,7 +260,7 @@ pub(crate) const fn drop_reader_wrapping(c: u32) -> u32 {
 
 /// `(n,f) -> (n,f) + share`: take the lock by adding a class's
 /// [`share`](Class::share): a reader `(n,f) -> (n+1,f)`, a writer
-/// `(0,f) -> (0,f|W)`, an upgrader `(n,f) -> (n+1,f|U)` (a CAS operand,
+/// `(0,f) -> (0,f|X)`, an upgrader `(n,f) -> (n+1,f|U)` (a CAS operand,
 /// after [`is_lockable_by`] or another acquisition test passed).
 #[inline]
 pub(crate) const fn add_share(c: u32, share: u32) -> u32 {
@@ -268,9 +269,9 @@ pub(crate) const fn add_share(c: u32, share: u32) -> u32 {
 
 /// `(x,f) -> (x,f) - sub + add`: release the share `sub` and take the share
 /// `add` in one RMW: read unlock `(n,f) -> (n-1,f)` (`READER_BIAS`, 0),
-/// write unlock `(0,W|f) -> (0,f)` (`WRITER`, 0), downgrade
-/// `(0,W|f) -> (1,f)` (`WRITER`, `READER_BIAS`), downgrade to upgradable
-/// `(0,W|f) -> (1,U|f)` (`WRITER`, `READER_BIAS | UPGRADE`), upgradable
+/// write unlock `(0,X|f) -> (0,f)` (`WRITER`, 0), downgrade
+/// `(0,X|f) -> (1,f)` (`WRITER`, `READER_BIAS`), downgrade to upgradable
+/// `(0,X|f) -> (1,U|f)` (`WRITER`, `READER_BIAS | UPGRADE`), upgradable
 /// unlock `(n,U|f) -> (n-1,f)` (`READER_BIAS | UPGRADE`, 0), downgrade of an
 /// upgradable read `(n,U|f) -> (n,f)` (`UPGRADE`, 0).
 #[inline]
@@ -301,9 +302,9 @@ pub(crate) const fn mark_woken(c: u32) -> u32 {
 /// lock (its [`share`](Class::share)) and leaves the list, clearing HANDOFF
 /// (only the head sets it, and only the head takes the lock while it is
 /// set) and WAKING (it may stand for this waiter), and WAITERS|PREFQ when it
-/// was the `last` waiter: a writer `(0,Q[|H][|K]) -> (0,W|Q)`, or
-/// `(0,Q[|H][|K][|P]) -> (0,W)` when last; an upgrader
-/// `(n,Q[|H][|K]) -> (n+1,U|Q)`, or `(n,Q..) -> (n+1,U)` when last.
+/// was the `last` waiter: a writer `(0,W[|H][|K]) -> (0,X|W)`, or
+/// `(0,W[|H][|K][|F]) -> (0,X)` when last; an upgrader
+/// `(n,W[|H][|K]) -> (n+1,U|W)`, or `(n,W..) -> (n+1,U)` when last.
 #[inline]
 pub(crate) const fn take_from_list(c: u32, share: u32, last: bool) -> u32 {
     let clear = HANDOFF | WAKING | if last { WAITERS | PREFQ } else { 0 };
@@ -315,8 +316,8 @@ pub(crate) const fn take_from_list(c: u32, share: u32, last: bool) -> u32 {
 /// granted behind a writer at the head keep its HANDOFF), without
 /// WAITERS|PREFQ when `none_left` (the list is empty), and without PREFQ
 /// when `no_pref_left` (no reader-preferring reader is queued):
-/// `(n,Q[|H][|P]) -> (n+k,Q[|P])`, or `(n+k,-)` once the list is empty;
-/// `only_pref`: `(n,Q|P[|H]) -> (n+k,Q[|P][|H])`.
+/// `(n,W[|H][|F]) -> (n+k,W[|F])`, or `(n+k,-)` once the list is empty;
+/// `only_pref`: `(n,W|F[|H]) -> (n+k,W[|F][|H])`.
 #[inline]
 pub(crate) const fn grant_queued_readers(
     c: u32,
@@ -331,9 +332,9 @@ pub(crate) const fn grant_queued_readers(
     (c + k * READER_BIAS) & !clear
 }
 
-/// `(0,Q[|H][|K][|P]) -> (0,W|Q[|P])`: the lock handed to the writer at the
+/// `(0,W[|H][|K][|F]) -> (0,X|W[|F])`: the lock handed to the writer at the
 /// head in the releasing CAS (`c` is the word after the release, free),
-/// HANDOFF and WAKING cleared; `(0,Q..) -> (0,W)` when it is the `last`
+/// HANDOFF and WAKING cleared; `(0,W..) -> (0,X)` when it is the `last`
 /// waiter (WAITERS|PREFQ cleared too).
 #[inline]
 pub(crate) const fn hand_to_writer(c: u32, last: bool) -> u32 {
@@ -355,7 +356,7 @@ pub(crate) const fn cancel_upgrading(c: u32) -> u32 {
     c & !UPGRADING
 }
 
-/// `(1,U|G|f) -> (0,W|f)`: the upgrader, the last reader, takes the write
+/// `(1,U|G|f) -> (0,X|f)`: the upgrader, the last reader, takes the write
 /// lock after waiting with UPGRADING set (its reader count, UPGRADE and
 /// UPGRADING become WRITER).
 #[inline]
@@ -363,7 +364,7 @@ pub(crate) const fn upgrade_after_wait(c: u32) -> u32 {
     (c - (READER_BIAS | UPGRADE | UPGRADING)) | WRITER
 }
 
-/// `(1,U|f) -> (0,W|f)`, `f` without G: the upgrader, the only reader,
+/// `(1,U|f) -> (0,X|f)`, `f` without G: the upgrader, the only reader,
 /// takes the write lock at once (its reader count and UPGRADE become
 /// WRITER).
 #[inline]
@@ -406,14 +407,14 @@ mod tests {
         (n << READER_SHIFT) | f
     }
 
-    const W: u32 = WRITER;
-    const Q: u32 = WAITERS;
+    const X: u32 = WRITER;
+    const W: u32 = WAITERS;
     const H: u32 = HANDOFF;
     const L: u32 = WLOCK;
     const U: u32 = UPGRADE;
     const G: u32 = UPGRADING;
     const K: u32 = WAKING;
-    const P: u32 = PREFQ;
+    const F: u32 = PREFQ;
     /// Reader counts to try: none, one, two, many, the largest that reads
     /// (2^23 - 1), READFAIL alone, READFAIL and more.
     const NS: [u32; 7] = [0, 1, 2, 100, (1 << 23) - 1, 1 << 23, (1 << 23) + 5];
@@ -452,46 +453,46 @@ mod tests {
             for f in flags() {
                 let c = w(n, f);
                 // No writer, no reader.
-                assert_eq!(is_free(c), n == 0 && !has(f, W), "is_free {c:#x}");
-                // The fast path keeps its add: no W, Q, H, G, READFAIL.
+                assert_eq!(is_free(c), n == 0 && !has(f, X), "is_free {c:#x}");
+                // The fast path keeps its add: no X, W, H, G, READFAIL.
                 assert_eq!(
                     is_read_lockable(c),
-                    !has(f, W | Q | H | G) && !readfail,
+                    !has(f, X | W | H | G) && !readfail,
                     "is_read_lockable {c:#x}"
                 );
-                // Read-owned: whoever waits, H included; free: no H. Never W, G, READFAIL.
+                // Read-owned: whoever waits, H included; free: no H. Never X, G, READFAIL.
                 assert_eq!(
                     is_pref_read_lockable(c),
-                    !has(f, W | G) && !readfail && (n > 0 || !has(f, H)),
+                    !has(f, X | G) && !readfail && (n > 0 || !has(f, H)),
                     "is_pref_read_lockable {c:#x}"
                 );
                 // As the reader-preferring read, and past G too.
                 assert_eq!(
                     is_recursive_read_lockable(c),
-                    !has(f, W) && !readfail && (n > 0 || !has(f, H)),
+                    !has(f, X) && !readfail && (n > 0 || !has(f, H)),
                     "is_recursive_read_lockable {c:#x}"
                 );
                 assert_eq!(handoff_owed(c), has(f, H));
-                assert_eq!(has_waiters(c), has(f, Q));
+                assert_eq!(has_waiters(c), has(f, W));
                 // One plain CAS: no G, and not the last reader with waiters.
                 assert_eq!(
                     is_plain_read_release(c),
-                    !has(f, G) && (!has(f, Q) || n > 1),
+                    !has(f, G) && (!has(f, W) || n > 1),
                     "is_plain_read_release {c:#x}"
                 );
                 for first in [false, true] {
                     let owed = has(f, H) && !first;
                     assert_eq!(
                         is_lockable_by(c, Class::Writer, first),
-                        !owed && n == 0 && !has(f, W)
+                        !owed && n == 0 && !has(f, X)
                     );
                     assert_eq!(
                         is_lockable_by(c, Class::Upgrader, first),
-                        !owed && !has(f, W | U | G) && !readfail
+                        !owed && !has(f, X | U | G) && !readfail
                     );
                     assert_eq!(
                         is_lockable_by(c, Class::Reader, first),
-                        !owed && !has(f, W | G) && !readfail
+                        !owed && !has(f, X | G) && !readfail
                     );
                 }
             }
@@ -501,17 +502,17 @@ mod tests {
     #[test]
     fn shares_and_acquisitions() {
         assert_eq!(Class::Reader.share(), w(1, 0));
-        assert_eq!(Class::Writer.share(), w(0, W));
+        assert_eq!(Class::Writer.share(), w(0, X));
         assert_eq!(Class::Upgrader.share(), w(1, U));
         for n in [0, 1, 2, 100] {
-            for f in flags().filter(|&f| !has(f, W | U)) {
+            for f in flags().filter(|&f| !has(f, X | U)) {
                 let c = w(n, f);
                 assert_eq!(add_reader(c), w(n + 1, f));
                 assert_eq!(add_reader_wrapping(c), w(n + 1, f));
                 assert_eq!(drop_reader_wrapping(add_reader_wrapping(c)), c);
                 assert_eq!(add_share(c, Class::Reader.share()), w(n + 1, f));
                 assert_eq!(add_share(c, Class::Upgrader.share()), w(n + 1, f | U));
-                assert_eq!(add_share(w(0, f), Class::Writer.share()), w(0, f | W));
+                assert_eq!(add_share(w(0, f), Class::Writer.share()), w(0, f | X));
                 if n > 0 {
                     assert_eq!(drop_reader(c), w(n - 1, f));
                     assert_eq!(drop_reader_wrapping(c), w(n - 1, f));
@@ -519,13 +520,13 @@ mod tests {
             }
         }
         // The fetch_add wraps (the RMW does), and its inverse undoes it.
-        assert_eq!(add_reader_wrapping(w((1 << 24) - 1, Q)), w(0, Q));
-        assert_eq!(drop_reader_wrapping(w(0, Q)), w((1 << 24) - 1, Q));
+        assert_eq!(add_reader_wrapping(w((1 << 24) - 1, W)), w(0, W));
+        assert_eq!(drop_reader_wrapping(w(0, W)), w((1 << 24) - 1, W));
     }
 
     #[test]
     fn releases_match_their_docs() {
-        for f in flags().filter(|&f| !has(f, W | U)) {
+        for f in flags().filter(|&f| !has(f, X | U)) {
             for n in [1, 2, 100] {
                 // read unlock; upgradable unlock; downgrade of an upgradable read
                 assert_eq!(release(w(n, f), READER_BIAS, 0), w(n - 1, f));
@@ -533,10 +534,10 @@ mod tests {
                 assert_eq!(release(w(n, U | f), UPGRADE, 0), w(n, f));
             }
             // write unlock; downgrade; downgrade to upgradable
-            assert_eq!(release(w(0, W | f), WRITER, 0), w(0, f));
-            assert_eq!(release(w(0, W | f), WRITER, READER_BIAS), w(1, f));
+            assert_eq!(release(w(0, X | f), WRITER, 0), w(0, f));
+            assert_eq!(release(w(0, X | f), WRITER, READER_BIAS), w(1, f));
             assert_eq!(
-                release(w(0, W | f), WRITER, READER_BIAS | UPGRADE),
+                release(w(0, X | f), WRITER, READER_BIAS | UPGRADE),
                 w(1, U | f)
             );
         }
@@ -556,15 +557,15 @@ mod tests {
 
     #[test]
     fn queued_take_grant_and_hand_off_match_their_docs() {
-        for f in flags().filter(|&f| !has(f, W | U | G)) {
+        for f in flags().filter(|&f| !has(f, X | U | G)) {
             for last in [false, true] {
-                let cleared = H | K | if last { Q | P } else { 0 };
+                let cleared = H | K | if last { W | F } else { 0 };
                 // A writer takes a free lock; an upgrader joins n readers.
                 assert_eq!(
                     take_from_list(w(0, f), Class::Writer.share(), last),
-                    w(0, (f | W) & !cleared)
+                    w(0, (f | X) & !cleared)
                 );
-                assert_eq!(hand_to_writer(w(0, f), last), w(0, (f | W) & !cleared));
+                assert_eq!(hand_to_writer(w(0, f), last), w(0, (f | X) & !cleared));
                 for n in [0, 1, 5] {
                     assert_eq!(
                         take_from_list(w(n, f), Class::Upgrader.share(), last),
@@ -572,16 +573,16 @@ mod tests {
                     );
                 }
             }
-            assert_eq!(hand_to_writer(w(0, Q | H | K), false), w(0, W | Q));
-            assert_eq!(hand_to_writer(w(0, Q | H | K | P), true), w(0, W));
+            assert_eq!(hand_to_writer(w(0, W | H | K), false), w(0, X | W));
+            assert_eq!(hand_to_writer(w(0, W | H | K | F), true), w(0, X));
             for n in [0, 1, 5] {
                 for k in [1, 2, 256] {
                     for only_pref in [false, true] {
                         for none_left in [false, true] {
                             for no_pref_left in [false, true] {
                                 let cleared = if only_pref { 0 } else { H }
-                                    | if none_left { Q | P } else { 0 }
-                                    | if no_pref_left { P } else { 0 };
+                                    | if none_left { W | F } else { 0 }
+                                    | if no_pref_left { F } else { 0 };
                                 assert_eq!(
                                     grant_queued_readers(
                                         w(n, f),
@@ -600,28 +601,28 @@ mod tests {
         }
         // The docs' examples.
         assert_eq!(
-            grant_queued_readers(w(0, Q | H | P), 3, false, false, false),
-            w(3, Q | P)
+            grant_queued_readers(w(0, W | H | F), 3, false, false, false),
+            w(3, W | F)
         );
         assert_eq!(
-            grant_queued_readers(w(0, Q | H), 3, false, true, true),
+            grant_queued_readers(w(0, W | H), 3, false, true, true),
             w(3, 0)
         );
         assert_eq!(
-            grant_queued_readers(w(2, Q | P | H), 1, true, false, true),
-            w(3, Q | H)
+            grant_queued_readers(w(2, W | F | H), 1, true, false, true),
+            w(3, W | H)
         );
     }
 
     #[test]
     fn upgrades_match_their_docs() {
-        for f in flags().filter(|&f| !has(f, W | U | G)) {
+        for f in flags().filter(|&f| !has(f, X | U | G)) {
             for n in [1, 2, 100] {
                 assert_eq!(start_upgrading(w(n, U | f)), w(n, U | G | f));
                 assert_eq!(cancel_upgrading(w(n, U | G | f)), w(n, U | f));
             }
-            assert_eq!(upgrade_after_wait(w(1, U | G | f)), w(0, W | f));
-            assert_eq!(upgrade_at_once(w(1, U | f)), w(0, W | f));
+            assert_eq!(upgrade_after_wait(w(1, U | G | f)), w(0, X | f));
+            assert_eq!(upgrade_at_once(w(1, U | f)), w(0, X | f));
         }
     }
 

@@ -6,8 +6,8 @@
 //! Its part of the state diagram (module docs):
 //!
 //! ```text
-//!  (0,-) --write: CAS--> (0,W)                                   (mod.rs; a failed CAS comes here)
-//!  (x,W|..) or (n,Q) --failed writer queues under WLOCK--> (..,Q)  (waitq.rs)
+//!  (0,-) --write: CAS--> (0,X)                                   (mod.rs; a failed CAS comes here)
+//!  (x,X|..) or (n,W) --failed writer queues under WLOCK--> (..,W)  (waitq.rs)
 //! ```
 
 use super::word::is_nonspinnable;

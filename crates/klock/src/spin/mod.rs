@@ -546,7 +546,7 @@ mod aliases {
     /// once threads outnumber CPUs (T=4..32) it keeps std's throughput
     /// (~3.2-3.4 Mops/s) while the FIFO PV lock drops to 0.1-0.6 Mops/s: a
     /// strict hand-over to a sleeping waiter leaves the lock idle for a whole
-    /// wake-up (DESIGN principle 6). Its unfairness is bounded by
+    /// wake-up (`docs/design.md`, principle P6). Its unfairness is bounded by
     /// `KLOCK_STEAL_NS`. Use [`PvQSpinLock`] for FIFO order.
     ///
     /// ```
