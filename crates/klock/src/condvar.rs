@@ -780,7 +780,8 @@ unsafe impl<S: SpinPolicy> lock_api::RawCondvarTimed for RawCondvar<S> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
     use crate::mutex::Mutex;

@@ -96,7 +96,7 @@
 //! });
 //! ```
 
-use crate::fork::RegLock;
+use crate::reglock::RegLock;
 use crate::sync::atomic::{AtomicU32, Ordering};
 use std::cell::Cell;
 use std::sync::Arc;
@@ -800,7 +800,8 @@ pub fn simulate_no_node(on: bool) {
     let _ = THREAD.try_with(|t| t.no_node.set(on));
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
 

@@ -532,7 +532,21 @@ impl Osq {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+/// Most spinners allowed at once (OSQ positions) for any lock that spins
+/// through an OSQ: `KLOCK_MUTEX_MAX_SPINNERS`, or effective CPUs - 1.
+pub(crate) fn max_spinners() -> u32 {
+    let t = crate::tune::get().mutex_max_spinners;
+    if t != 0 {
+        t
+    } else if cfg!(loom) {
+        2
+    } else {
+        (crate::wait::effective_cpus() as u32).saturating_sub(1)
+    }
+}
+
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
     use std::sync::Arc;
@@ -621,18 +635,5 @@ mod tests {
         }
         assert!(q.is_empty());
         assert!(heads.load(std::sync::atomic::Ordering::Relaxed) > 0);
-    }
-}
-
-/// Most spinners allowed at once (OSQ positions) for any lock that spins
-/// through an OSQ: `KLOCK_MUTEX_MAX_SPINNERS`, or effective CPUs - 1.
-pub(crate) fn max_spinners() -> u32 {
-    let t = crate::tune::get().mutex_max_spinners;
-    if t != 0 {
-        t
-    } else if cfg!(loom) {
-        2
-    } else {
-        (crate::wait::effective_cpus() as u32).saturating_sub(1)
     }
 }

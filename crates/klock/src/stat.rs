@@ -326,7 +326,7 @@ impl Snapshot {
 #[cfg(feature = "stats")]
 mod imp {
     use super::{NUM_EVENTS, Snapshot};
-    use crate::fork::{RegGuard, RegLock};
+    use crate::reglock::{RegGuard, RegLock};
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU64, Ordering};
 

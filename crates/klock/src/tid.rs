@@ -25,7 +25,7 @@
 //! assert_ne!(id, other); // both threads were alive at once
 //! ```
 
-use crate::fork::RegLock;
+use crate::reglock::RegLock;
 use std::cell::Cell;
 
 /// Width of a thread id in bits (the mutex stores it above its 5 flag bits).

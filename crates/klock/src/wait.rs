@@ -1213,7 +1213,8 @@ pub fn sched_changed() {
     SCHED_GEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
     use std::sync::Arc;

@@ -199,7 +199,8 @@ pub fn set_adapt_score(score: u32) {
     });
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
 

@@ -791,7 +791,8 @@ unsafe impl<S: SpinPolicy> lock_api::RawMutexTimed for RawMutex<S> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::word::{handoff_requested, has_waiters, owner_id};
     use super::*;

@@ -174,7 +174,8 @@ pub(crate) const fn hand_to_head(head: u32) -> u32 {
     locked_by(head) | PICKUP | WAITERS | WAKING
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
 

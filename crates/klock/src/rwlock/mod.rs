@@ -690,5 +690,6 @@ pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock<Spin
 pub type RwLockUpgradableReadGuard<'a, T> =
     lock_api::RwLockUpgradableReadGuard<'a, RawRwLock<SpinOsq>, T>;
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests;

@@ -396,7 +396,8 @@ pub(crate) const fn nonspinnable(o: u32) -> u32 {
     o | OWNER_NONSPINNABLE
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
 

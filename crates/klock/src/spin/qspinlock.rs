@@ -833,7 +833,8 @@ unsafe impl<P: WaitPolicy> lock_api::RawMutex for RawQSpinLock<P> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
     use crate::spin::{Native, Pv, PvBase, Unfair};

@@ -249,7 +249,8 @@ unsafe impl<P: WaitPolicy> lock_api::RawMutex for RawTicketLock<P> {
     }
 }
 
-#[cfg(all(test, not(loom)))]
+#[cfg(test)]
+#[cfg(not(loom))]
 mod tests {
     use super::*;
     use crate::spin::{Native, Pv};
