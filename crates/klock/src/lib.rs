@@ -37,6 +37,7 @@ pub mod fork;
 pub mod mutex;
 pub mod node;
 pub mod osq;
+pub(crate) mod owner_spin;
 pub mod rwlock;
 pub mod spin;
 pub mod stat;

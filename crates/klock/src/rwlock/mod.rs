@@ -106,13 +106,13 @@
 //! * A reader that fails the fast path (`KLOCK_RWSEM_READER`): 1 steals
 //!   the lock when no writer holds it, no hand-off is owed and no other
 //!   reader holds it; 4 (default) steals as 1 and then waits running, within
-//!   `KLOCK_MUTEX_SPIN_NS`, for a free lock before it queues (a sleeping
+//!   `KLOCK_RWSEM_SPIN_NS`, for a free lock before it queues (a sleeping
 //!   reader is what let writers take 80-98 % of the ops); 2 spins on a writer owner through the OSQ
 //!   (patch 8) unless the owner word says NONSPINNABLE (patch 13); 3 also
 //!   joins other readers (a queued writer then gets in through its
 //!   hand-off timer, INV-HANDOFF-TIMER); 0 queues.
 //! * Writers spin (policy [`SpinOsq`]) through the OSQ on a writer owner
-//!   (within `KLOCK_MUTEX_SPIN_NS` per owner, `KLOCK_MUTEX_SPIN_MAX_NS` in
+//!   (within `KLOCK_RWSEM_SPIN_NS` per owner, `KLOCK_RWSEM_SPIN_MAX_NS` in
 //!   all) and on a reader-owned lock for `KLOCK_RWSEM_RSPIN_NS` + 500 ns
 //!   per reader (patch 10, time-based); past that they mark the owner
 //!   NONSPINNABLE. [`SpinOff`] (`klock_rwsem_nospin`) never spins.
