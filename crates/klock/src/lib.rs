@@ -43,6 +43,7 @@ pub mod fork;
 pub mod mutex;
 pub mod node;
 pub mod osq;
+pub(crate) mod owner_spin;
 pub(crate) mod reglock;
 pub mod rwlock;
 pub mod spin;

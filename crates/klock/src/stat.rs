@@ -201,6 +201,12 @@ events! {
     RwSleepReader = "rwsem_sleep_reader",
     /// A writer slept.
     RwSleepWriter = "rwsem_sleep_writer",
+    /// An rwsem contender had no queue node (slot registry exhausted) and
+    /// polled unqueued (the rwsem's `mutex_no_node`).
+    RwNoNode = "rwsem_no_node",
+    /// An rwsem release handed the lock to the writer at the head (HANDOFF
+    /// or a fair unlock), in its releasing CAS.
+    RwHandedOff = "rwsem_handed_off",
     /// A timed rwsem acquisition timed out.
     RwTimeout = "rwsem_timeout",
     /// One grant counted more than one queued reader in its RMW (a batch).

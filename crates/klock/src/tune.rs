@@ -39,6 +39,10 @@
 //! | `KLOCK_MUTEX_HEAD_WAKE_NS` | [`Tunables::mutex_head_wake_ns`] | 0 | 0..=1000000000 | mutex: the first waiter's sleep is bounded by this, then it runs and asks for the hand-off (0 = unbounded) |
 //! | `KLOCK_MUTEX_FAIR_HANDOFF_NS` | [`Tunables::mutex_fair_handoff_ns`] | 1000000 | 0..=1000000000 | mutex: hand the lock to a first waiter that has been first this long, even asleep (0 = never) |
 //! | `KLOCK_MUTEX_FAIR_NS` | [`Tunables::mutex_fair_ns`] | 0 | 0..=1000000000 | mutex: first waiter's wait after which newcomers queue instead of yielding (0 = off) |
+//! | `KLOCK_RWSEM_SPIN` | [`Tunables::rwsem_spin`] | 1 | 0..=1 | rwsem: optimistic spinning and readers' running waits on (1) / off (0) |
+//! | `KLOCK_RWSEM_SPIN_NS` | [`Tunables::rwsem_spin_ns`] | 20000 | 0..=10000000 | rwsem: spin on one writer owner; a hand-off waiter's running wait |
+//! | `KLOCK_RWSEM_SPIN_MAX_NS` | [`Tunables::rwsem_spin_max_ns`] | 200000 | 0..=100000000 | rwsem: cap on one spinning episode |
+//! | `KLOCK_RWSEM_POLL_GRACE_NS` | [`Tunables::rwsem_poll_grace_ns`] | 0 | 0..=100000 | rwsem: same-owner polling before the poll backoff starts |
 //! | `KLOCK_RWSEM_HANDOFF_NS` | [`Tunables::rwsem_handoff_ns`] | 4000000 | 0..=1000000000 | rwsem: first waiting writer's wait before it sets HANDOFF |
 //! | `KLOCK_RWSEM_FAIR_HANDOFF_NS` | [`Tunables::rwsem_fair_handoff_ns`] | 0 | 0..=1000000000 | rwsem: give the wait-list head its turn once it has been first this long (0 = never) |
 //! | `KLOCK_RWSEM_READER` | [`Tunables::rwsem_reader`] | 4 | 0..=4 | rwsem: failed reader: 0 queue, 1 steal, 2 spin on a writer owner, 3 join other readers, 4 steal then wait running |
@@ -479,6 +483,23 @@ tunables! {
     /// `KLOCK_MUTEX_HANDOFF_NS`). Under measurement for issue 19.
     mutex_head_wake_ns: u64 = 0, "KLOCK_MUTEX_HEAD_WAKE_NS", 0..=1_000_000_000;
     // ---- rwsem (rwlock/) ---------------------------------------------------
+    /// `KLOCK_RWSEM_SPIN`: rwsem: optimistic spinning of writers (and mode-2
+    /// readers) and the running waits of readers on (1) or off (0). Until
+    /// 2026-11-26 the rwsem read `KLOCK_MUTEX_SPIN`; same default.
+    rwsem_spin: u32 = 1, "KLOCK_RWSEM_SPIN", 0..=1;
+    /// `KLOCK_RWSEM_SPIN_NS`: rwsem: how long a spinner polls one writer
+    /// owner (an owner holding longer is probably not running), and a woken
+    /// writer owed the hand-off waits running for it. Until 2026-11-26 the
+    /// rwsem read `KLOCK_MUTEX_SPIN_NS`; same default.
+    rwsem_spin_ns: u64 = 20_000, "KLOCK_RWSEM_SPIN_NS", 0..=10_000_000;
+    /// `KLOCK_RWSEM_SPIN_MAX_NS`: rwsem: cap on one optimistic-spinning
+    /// episode. Until 2026-11-26 the rwsem read `KLOCK_MUTEX_SPIN_MAX_NS`;
+    /// same default.
+    rwsem_spin_max_ns: u64 = 200_000, "KLOCK_RWSEM_SPIN_MAX_NS", 0..=100_000_000;
+    /// `KLOCK_RWSEM_POLL_GRACE_NS`: rwsem: continuous same-owner polling
+    /// before the owner-poll backoff starts (`KLOCK_RWSEM_POLL_MAX_NS`). Until
+    /// 2026-11-26 the rwsem read `KLOCK_MUTEX_POLL_GRACE_NS`; same default.
+    rwsem_poll_grace_ns: u64 = 0, "KLOCK_RWSEM_POLL_GRACE_NS", 0..=100_000;
     /// `KLOCK_RWSEM_HANDOFF_NS`: rwsem: a first waiting writer that has waited
     /// this long (and was woken and lost the lock) sets HANDOFF: no stealing
     /// until it is served (the kernel's RWSEM_WAIT_TIMEOUT, about 4 ms).

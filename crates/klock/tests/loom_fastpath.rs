@@ -353,7 +353,7 @@ fn writer_fast_unlock_two_writers_reader() {
     let reach = [
         Event::RwSleepReader,
         Event::RwReadGranted,
-        Event::MutexHandoff,
+        Event::RwHandedOff,
     ];
     model(1, &reach, |g| {
         let s = Arc::new(Rw::new());

@@ -253,7 +253,7 @@ fn read_write_exclusion_osq() {
 #[test]
 fn writers_queue_and_handoff() {
     static HANDOFF_SEEN: Branch = Branch::new();
-    model(2, &[Event::RwHandoff, Event::MutexHandoff], |g| {
+    model(2, &[Event::RwHandoff, Event::RwHandedOff], |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let t = s.l.lock_exclusive();
         let s2 = s.clone();
@@ -295,7 +295,7 @@ fn writers_queue_and_handoff() {
 /// execution sleeps, sets HANDOFF and hands the lock over.
 #[test]
 fn three_writers_nospin() {
-    let reach = [Event::RwSleepWriter, Event::RwHandoff, Event::MutexHandoff];
+    let reach = [Event::RwSleepWriter, Event::RwHandoff, Event::RwHandedOff];
     model(1, &reach, |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let hs: Vec<_> = (0..2)
@@ -615,7 +615,7 @@ fn timed_write_races_wake() {
     static GOT: Branch = Branch::new();
     static OUT: Branch = Branch::new();
     for long in [false, true] {
-        let mut reach = vec![Event::RwHandoff, Event::MutexHandoff, Event::RwTimeout];
+        let mut reach = vec![Event::RwHandoff, Event::RwHandedOff, Event::RwTimeout];
         if long {
             reach.push(Event::RwTimeoutGranted);
         }
@@ -695,7 +695,7 @@ fn timed_writer_and_plain_reader() {
 #[test]
 fn try_locks_race_unlock_slow() {
     static TRIES: [Branch; 4] = [Branch::new(), Branch::new(), Branch::new(), Branch::new()];
-    model(2, &[Event::MutexHandoff], |g| {
+    model(2, &[Event::RwHandedOff], |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         let t = s.l.lock_exclusive();
         let s1 = s.clone();
@@ -832,7 +832,7 @@ fn pref_reader_passes_waiting_writer() {
 #[test]
 fn pref_reader_races_handoff() {
     static SAW: [Branch; 2] = [Branch::new(), Branch::new()];
-    model(2, &[Event::RwHandoff, Event::MutexHandoff], |g| {
+    model(2, &[Event::RwHandoff, Event::RwHandedOff], |g| {
         let s = Arc::new(Rw::<SpinOff>::new());
         s.l.lock_shared();
         let s1 = s.clone();

@@ -23,6 +23,7 @@ use super::word::{has_waiters, is_free, owed_to_waiter, owner_id};
 use super::{RawMutex, SpinPolicy, adapt};
 use crate::node;
 use crate::osq;
+use crate::owner_spin::{self, Seen};
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::wait::{self, SpinBudget};
@@ -67,49 +68,38 @@ impl<S: SpinPolicy> RawMutex<S> {
         beat: Option<&node::Node>,
     ) -> SpinEnd {
         let t = crate::tune::get();
-        let mut per_owner = SpinBudget::new(t.mutex_spin_ns);
         // Relaxed (here and in the loop): hints; acquisition is try_acquire's CAS.
         let mut cur = owner_id(self.owner.load(Ordering::Relaxed));
-        let mut end = SpinEnd::OwnerSlow;
-        let mut iter = 0u32;
         // Delay between polls while the same owner keeps re-taking the lock
         // (the `hot` case): see `wait::PollBackoff`.
         let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.mutex_poll_max_ns);
-        wait::spin_until(total, || {
-            let o = poll.poll(|| osq::peek(&self.owner, Ordering::Relaxed));
-            if owed_to_waiter(o) {
-                // A waiter is owed the lock (or has it): spinning is pointless;
-                // a PICKUP addressed to us is taken by the caller's trylock.
-                end = SpinEnd::Owed;
-                return true;
-            }
-            let owner = owner_id(o);
-            let mut delayed = false;
-            if is_free(o) {
-                if self.try_acquire(id, false) {
-                    end = SpinEnd::Acquired;
-                    return true;
+        owner_spin::spin_on_owner(
+            total,
+            t.mutex_spin_ns,
+            &mut poll,
+            beat,
+            SpinEnd::OwnerSlow,
+            |poll| {
+                let o = poll.poll(|| osq::peek(&self.owner, Ordering::Relaxed));
+                if owed_to_waiter(o) {
+                    // A waiter is owed the lock (or has it): spinning is pointless;
+                    // a PICKUP addressed to us is taken by the caller's trylock.
+                    return Seen::Done(SpinEnd::Owed);
                 }
-            } else if owner != cur {
-                cur = owner;
-                per_owner.restart();
-                poll.restart();
-            } else if per_owner.expired() {
-                return true;
-            } else {
-                // Pauses only if this poll missed the cache (the owner
-                // re-took the lock since the last one): `PollBackoff::poll`.
-                delayed = poll.pause();
-            }
-            iter = iter.wrapping_add(1);
-            if let Some(n) = beat
-                && (delayed || iter.is_multiple_of(crate::tune::fixed::OSQ_HEARTBEAT_EVERY))
-            {
-                osq::heartbeat(n);
-            }
-            false
-        });
-        end
+                if is_free(o) {
+                    return if self.try_acquire(id, false) {
+                        Seen::Done(SpinEnd::Acquired)
+                    } else {
+                        Seen::Lost
+                    };
+                }
+                if owner_id(o) != cur {
+                    cur = owner_id(o);
+                    return Seen::NewOwner;
+                }
+                Seen::Held
+            },
+        )
     }
 
     /// The running part of the slow path, between the first trylock and the

@@ -116,7 +116,7 @@
 //!   (a queued writer then gets in through its hand-off timer,
 //!   INV-HANDOFF-TIMER); 0 queues.
 //! * Writers spin (policy [`SpinOsq`]) through the OSQ on a writer owner
-//!   (within `KLOCK_MUTEX_SPIN_NS` per owner, `KLOCK_MUTEX_SPIN_MAX_NS` in
+//!   (within `KLOCK_RWSEM_SPIN_NS` per owner, `KLOCK_RWSEM_SPIN_MAX_NS` in
 //!   all) and on a reader-owned lock for `KLOCK_RWSEM_RSPIN_NS` + 500 ns
 //!   per reader (seed 003 patch 10, time-based); past that they mark the owner
 //!   NONSPINNABLE. [`SpinOff`] (`klock_rwsem_nospin`) never spins.

@@ -306,7 +306,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         // INV-RT-NOSPIN: real-time readers neither wait running nor spin.
         if mode == 4
             && S::SPIN
-            && t.mutex_spin != 0
+            && t.rwsem_spin != 0
             && t.rwsem_read_wait_ns != 0
             && !wait::realtime()
             && self.steal_running()
@@ -316,7 +316,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         }
         if mode == 2
             && S::SPIN
-            && t.mutex_spin != 0
+            && t.rwsem_spin != 0
             && !is_nonspinnable(self.owner.load(Ordering::Relaxed))
             && !wait::realtime()
             && self.optimistic_spin(Class::Reader, 0)
@@ -346,7 +346,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// it as a reader, instead of sleeping at once.
     fn steal_running(&self) -> bool {
         let t = crate::tune::get();
-        let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.rwsem_poll_max_ns);
+        let mut poll = wait::PollBackoff::new(t.rwsem_poll_grace_ns, t.rwsem_poll_max_ns);
         let got = wait::spin_until(&mut SpinBudget::new(t.rwsem_read_wait_ns), || {
             self.add_while(READER_BIAS, |c| {
                 is_free(c) && c & (HANDOFF | UPGRADING | READFAIL) == 0

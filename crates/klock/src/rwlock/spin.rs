@@ -1,7 +1,7 @@
 //! Optimistic spinning (the kernel's `rwsem_optimistic_spin`, patches 8-10
 //! and 13 of seed 003): the OSQ head polls the owner word while one writer
-//! holds the lock (`spin_on_owner`, within `KLOCK_MUTEX_SPIN_NS` per owner
-//! and `KLOCK_MUTEX_SPIN_MAX_NS` in all); writers also spin on a
+//! holds the lock (`spin_on_owner`, within `KLOCK_RWSEM_SPIN_NS` per owner
+//! and `KLOCK_RWSEM_SPIN_MAX_NS` in all); writers also spin on a
 //! reader-owned lock for `KLOCK_RWSEM_RSPIN_NS` + 500 ns per reader and then
 //! mark the owner NONSPINNABLE (`mark_nonspinnable`). Readers (mode 2) spin
 //! on writers only. Every acquisition is `try_take`'s CAS (`mod.rs`); the
@@ -12,6 +12,7 @@ use super::word::{OWNER_READER, WRITER, handoff_owed, is_nonspinnable, owner_id,
 use super::{Class, RawRwLock, SpinPolicy};
 use crate::node::{self, QNode};
 use crate::osq;
+use crate::owner_spin::{self, Seen};
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::wait::{self, SpinBudget};
@@ -32,7 +33,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         if S::QUEUE && self.osq.depth_hint() >= max {
             return false;
         }
-        let mut total = SpinBudget::new(t.mutex_spin_max_ns);
+        let mut total = SpinBudget::new(t.rwsem_spin_max_ns);
         let got = node::with_node(|q| {
             let Some(q) = q else { return false };
             if S::QUEUE && !self.osq.lock(q, &mut total, max) {
@@ -56,7 +57,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         let t = crate::tune::get();
         let mut prev = OwnerState::Null;
         let mut rspin = SpinBudget::new(0);
-        let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.rwsem_poll_max_ns);
+        let mut poll = wait::PollBackoff::new(t.rwsem_poll_grace_ns, t.rwsem_poll_max_ns);
         loop {
             let st = self.spin_on_owner(total, &mut poll, q);
             if st == OwnerState::NonSpinnable {
@@ -115,28 +116,26 @@ impl<S: SpinPolicy> RawRwLock<S> {
             return OwnerState::NonSpinnable;
         }
         let id = owner_id(o);
-        let mut per_owner = SpinBudget::new(t.mutex_spin_ns);
-        let mut iter = 0u32;
-        loop {
-            // Timed: only a poll that missed the cache pauses below
-            // (`PollBackoff::poll`, `KLOCK_POLL_MISS_TICKS`).
-            let c = poll.poll(|| self.count.load(Ordering::Relaxed));
-            if c & WRITER == 0 {
-                return OwnerState::Null;
-            }
-            if owner_id(self.owner.load(Ordering::Relaxed)) != id || handoff_owed(c) {
-                return OwnerState::Writer;
-            }
-            if per_owner.expired() || total.expired() {
-                // One writer held it too long: probably not running.
-                return OwnerState::NonSpinnable;
-            }
-            let delayed = poll.pause();
-            iter = iter.wrapping_add(1);
-            if delayed || iter.is_multiple_of(crate::tune::fixed::OSQ_HEARTBEAT_EVERY) {
-                osq::heartbeat(q.node());
-            }
-        }
+        // One writer held it too long (probably not running): NonSpinnable.
+        owner_spin::spin_on_owner(
+            total,
+            t.rwsem_spin_ns,
+            poll,
+            Some(q.node()),
+            OwnerState::NonSpinnable,
+            |poll| {
+                // Timed: only a poll that missed the cache pauses
+                // (`PollBackoff::poll`, `KLOCK_POLL_MISS_TICKS`).
+                let c = poll.poll(|| self.count.load(Ordering::Relaxed));
+                if c & WRITER == 0 {
+                    Seen::Done(OwnerState::Null)
+                } else if owner_id(self.owner.load(Ordering::Relaxed)) != id || handoff_owed(c) {
+                    Seen::Done(OwnerState::Writer)
+                } else {
+                    Seen::Held
+                }
+            },
+        )
     }
 
     /// A writer gave up spinning on readers: mark the owner NONSPINNABLE if

@@ -152,10 +152,10 @@ impl<S: SpinPolicy> RawRwLock<S> {
     }
 
     /// No node: poll within the spin budget, yield in between (unfair but
-    /// correct; counted as `mutex_no_node`).
+    /// correct; counted as `rwsem_no_node`).
     fn wait_unqueued(&self, class: Class, _id: u32, deadline: Option<u64>) -> Got {
-        stat::inc(Event::MutexNoNode);
-        let ns = crate::tune::get().mutex_spin_ns;
+        stat::inc(Event::RwNoNode);
+        let ns = crate::tune::get().rwsem_spin_ns;
         loop {
             if self.try_take(class) {
                 return Got::Yes;
@@ -287,11 +287,11 @@ impl<S: SpinPolicy> RawRwLock<S> {
             }
             w.w.set_state(WaiterState::Sleeping);
             self.wunlock();
-            if handoff && S::SPIN && t.mutex_spin != 0 && !wait::realtime() {
+            if handoff && S::SPIN && t.rwsem_spin != 0 && !wait::realtime() {
                 // Seed 003 patch 14: the lock is ours the moment it is free (the unlock
                 // grants it to us): wait for that running, not asleep.
-                let mut poll = wait::PollBackoff::new(t.mutex_poll_grace_ns, t.rwsem_poll_max_ns);
-                wait::spin_until(&mut SpinBudget::new(t.mutex_spin_ns), || {
+                let mut poll = wait::PollBackoff::new(t.rwsem_poll_grace_ns, t.rwsem_poll_max_ns);
+                wait::spin_until(&mut SpinBudget::new(t.rwsem_spin_ns), || {
                     w.w.is_selected() || {
                         poll.pause();
                         false
@@ -546,7 +546,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
                         self.owner.store(0, Ordering::Relaxed);
                         Waiter::decode(h).mark_granting();
                         wq.push(h | WakeQ::GRANT);
-                        stat::inc(Event::MutexHandoff);
+                        stat::inc(Event::RwHandedOff);
                         // The lock is the grantee's, and it cannot run
                         // before `finish`: WLOCK is still ours to release.
                         self.wunlock();

@@ -45,7 +45,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         let t = crate::tune::get();
         let got = if self.try_take(Class::Writer)
             || (S::SPIN
-                && t.mutex_spin != 0
+                && t.rwsem_spin != 0
                 && !is_nonspinnable(self.owner.load(Ordering::Relaxed))
                 && !wait::realtime() // INV-RT-NOSPIN
                 && self.optimistic_spin(Class::Writer, id))
