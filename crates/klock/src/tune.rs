@@ -10,6 +10,8 @@
 //! secure-execution mode (set-user-ID programs and the like: [`secure`]),
 //! so there every tunable keeps its default.
 //!
+//! **Spinlocks (`spin/`)**
+//!
 //! | variable | field | default | range | meaning |
 //! |---|---|---|---|---|
 //! | `KLOCK_SPIN_NS` | [`Tunables::spin_ns`] | 10000 | 0..=10000000 | PV queued spinlock: ns a waiter spins before it sleeps |
@@ -17,19 +19,20 @@
 //! | `KLOCK_KICK_AHEAD` | [`Tunables::kick_ahead`] | 0 | 0..=64 | PV: sleeping successors woken ahead of their turn (0 = off) |
 //! | `KLOCK_STEAL_NS` | [`Tunables::steal_threshold_ns`] | 1000000 | 0..=1000000000 | unfair lock: queue-head wait after which stealing stops |
 //! | `KLOCK_SPIN_POLL_MAX_NS` | [`Tunables::spin_poll_max_ns`] | 16000 | 0..=100000 | unfair lock: waiters' poll backoff cap while the lock stays held (0 = poll continuously) |
-//! | `KLOCK_SPIN_POLL_GRACE_NS` | [`Tunables::spin_poll_grace_ns`] | 0 | 0..=100000 | unfair lock: continuous polling before the poll backoff starts |
 //! | `KLOCK_SPIN_POLL_MIN_NS` | [`Tunables::spin_poll_min_ns`] | 100 | 0..=100000 | unfair lock: first delay of the poll backoff |
 //! | `KLOCK_TICKET_SPIN_NS` | [`Tunables::ticket_spin_ns`] | 10000 | 0..=10000000 | PV ticket lock: ns spun before sleeping |
 //! | `KLOCK_TAS_BACKOFF_MIN_NS` | [`Tunables::tas_backoff_min_ns`] | 50 | 0..=1000000 | TAS lock: first backoff |
 //! | `KLOCK_TAS_BACKOFF_MAX_NS` | [`Tunables::tas_backoff_max_ns`] | 4000 | 0..=1000000 | TAS lock: backoff cap |
-//! | `KLOCK_NODE_SLOTS` | [`Tunables::node_slots`] | 16383 | 1..=16383 | queue-node slots (threads that can queue at once) |
+//! | `KLOCK_SPIN` | [`Tunables::spin_kind`] | `unfair` | `native`, `pv`, `pvbase`, `unfair`, `ticket`, `pvticket`, `tas` | variant behind the runtime-selected spinlock |
+//!
+//! **Mutex and condvar (`mutex/`, `condvar.rs`)**
+//!
+//! | variable | field | default | range | meaning |
+//! |---|---|---|---|---|
 //! | `KLOCK_MUTEX_HANDOFF_NS` | [`Tunables::mutex_handoff_ns`] | 2000000 | 0..=1000000000 | mutex: waiter wait after which the lock is handed to it |
 //! | `KLOCK_MUTEX_SPIN_NS` | [`Tunables::mutex_spin_ns`] | 20000 | 0..=10000000 | mutex: optimistic spinning budget |
 //! | `KLOCK_MUTEX_SPIN` | [`Tunables::mutex_spin`] | 1 | 0..=1 | mutex: optimistic spinning on (1) / off (0) |
-//! | `KLOCK_SPIN` | [`Tunables::spin_kind`] | `unfair` | `native`, `pv`, `pvbase`, `unfair`, `ticket`, `pvticket`, `tas` | variant behind the runtime-selected spinlock |
-//! | `KLOCK_STATS` | [`Tunables::stats_report`] | 0 | 0..=2 | print the lock-event report at exit (feature `stats`; 2 is the interposer's level with call stacks, the same here) |
 //! | `KLOCK_MUTEX_SPIN_MAX_NS` | [`Tunables::mutex_spin_max_ns`] | 200000 | 0..=100000000 | mutex: cap on one spinning episode |
-//! | `KLOCK_OSQ_STALE_NS` | [`Tunables::osq_stale_ns`] | 50000 | 0..=100000000 | OSQ: predecessor heartbeat age that looks descheduled (0 = off) |
 //! | `KLOCK_MUTEX_MAX_SPINNERS` | [`Tunables::mutex_max_spinners`] | 0 | 0..=4096 | mutex: most concurrent spinners (0 = effective CPUs - 1) |
 //! | `KLOCK_WAITLOCK_SPIN_NS` | [`Tunables::waitlock_spin_ns`] | 2000 | 0..=10000000 | mutex/condvar wait-list bit lock: spin before yield |
 //! | `KLOCK_MUTEX_YIELDS` | [`Tunables::mutex_yields`] | 4 | 0..=64 | mutex: yield+trylock rounds after spinning, before sleeping |
@@ -39,10 +42,19 @@
 //! | `KLOCK_MUTEX_HEAD_WAKE_NS` | [`Tunables::mutex_head_wake_ns`] | 0 | 0..=1000000000 | mutex: the first waiter's sleep is bounded by this, then it runs and asks for the hand-off (0 = unbounded) |
 //! | `KLOCK_MUTEX_FAIR_HANDOFF_NS` | [`Tunables::mutex_fair_handoff_ns`] | 1000000 | 0..=1000000000 | mutex: hand the lock to a first waiter that has been first this long, even asleep (0 = never) |
 //! | `KLOCK_MUTEX_FAIR_NS` | [`Tunables::mutex_fair_ns`] | 0 | 0..=1000000000 | mutex: first waiter's wait after which newcomers queue instead of yielding (0 = off) |
+//! | `KLOCK_MUTEX_POLL_MAX_NS` | [`Tunables::mutex_poll_max_ns`] | 16000 | 0..=100000 | mutex: owner-poll backoff cap while one owner keeps the lock (0 = poll continuously) |
+//! | `KLOCK_MUTEX_ADAPT` | [`Tunables::mutex_adapt`] | 1 | 0..=1 | mutex: adaptive spinning hint on (1) / off (0) |
+//! | `KLOCK_MUTEX_ADAPT_PCT` | [`Tunables::mutex_adapt_pct`] | 25 | 0..=100 | mutex: recent spin success rate (%) below which a thread queues at once |
+//! | `KLOCK_MUTEX_ADAPT_PROBE` | [`Tunables::mutex_adapt_probe`] | 16 | 1..=65536 | mutex: below it, every N-th slow path spins anyway |
+//! | `KLOCK_MUTEX_ADAPT_PROBE_MAX` | [`Tunables::mutex_adapt_probe_max`] | 256 | 1..=65536 | mutex: cap of the probe interval, doubled by each failed probe |
+//!
+//! **RwLock (`rwlock/`, the rwsem)**
+//!
+//! | variable | field | default | range | meaning |
+//! |---|---|---|---|---|
 //! | `KLOCK_RWSEM_SPIN` | [`Tunables::rwsem_spin`] | 1 | 0..=1 | rwsem: optimistic spinning and readers' running waits on (1) / off (0) |
 //! | `KLOCK_RWSEM_SPIN_NS` | [`Tunables::rwsem_spin_ns`] | 20000 | 0..=10000000 | rwsem: spin on one writer owner; a hand-off waiter's running wait |
 //! | `KLOCK_RWSEM_SPIN_MAX_NS` | [`Tunables::rwsem_spin_max_ns`] | 200000 | 0..=100000000 | rwsem: cap on one spinning episode |
-//! | `KLOCK_RWSEM_POLL_GRACE_NS` | [`Tunables::rwsem_poll_grace_ns`] | 0 | 0..=100000 | rwsem: same-owner polling before the poll backoff starts |
 //! | `KLOCK_RWSEM_HANDOFF_NS` | [`Tunables::rwsem_handoff_ns`] | 4000000 | 0..=1000000000 | rwsem: first waiting writer's wait before it sets HANDOFF |
 //! | `KLOCK_RWSEM_FAIR_HANDOFF_NS` | [`Tunables::rwsem_fair_handoff_ns`] | 0 | 0..=1000000000 | rwsem: give the wait-list head its turn once it has been first this long (0 = never) |
 //! | `KLOCK_RWSEM_READER` | [`Tunables::rwsem_reader`] | 4 | 0..=4 | rwsem: failed reader: 0 queue, 1 steal, 2 spin on a writer owner, 3 join other readers, 4 steal then wait running |
@@ -50,17 +62,22 @@
 //! | `KLOCK_RWSEM_RSPIN_NS` | [`Tunables::rwsem_rspin_ns`] | 10000 | 0..=10000000 | rwsem: writer spin on a reader-owned lock (+500 ns/reader) |
 //! | `KLOCK_RWSEM_READ_WAIT_NS` | [`Tunables::rwsem_read_wait_ns`] | 100000 | 0..=10000000 | rwsem, reader mode 4: running wait for a free lock before queueing |
 //! | `KLOCK_RWSEM_POLL_MAX_NS` | [`Tunables::rwsem_poll_max_ns`] | 0 | 0..=100000 | rwsem: owner-poll backoff cap of waiting readers and spinning writers (0 = continuous) |
-//! | `KLOCK_MUTEX_POLL_GRACE_NS` | [`Tunables::mutex_poll_grace_ns`] | 0 | 0..=100000 | mutex: same-owner polling before the poll backoff starts |
+//!
+//! **Shared mechanisms (nodes, OSQ, owner polling)**
+//!
+//! | variable | field | default | range | meaning |
+//! |---|---|---|---|---|
+//! | `KLOCK_NODE_SLOTS` | [`Tunables::node_slots`] | 16383 | 1..=16383 | queue-node slots (threads that can queue at once) |
+//! | `KLOCK_OSQ_STALE_NS` | [`Tunables::osq_stale_ns`] | 50000 | 0..=100000000 | OSQ: predecessor heartbeat age that looks descheduled (0 = off) |
+//! | `KLOCK_POLL_MISS_TICKS` | [`Tunables::poll_miss_ticks`] | 40 | 0..=100000 | all locks: back off between owner polls only after a poll that missed the cache by more than this many TSC ticks (0 = always) |
+//!
+//! **Diagnostics (features `stats`, `chaos`)**
+//!
+//! | variable | field | default | range | meaning |
+//! |---|---|---|---|---|
+//! | `KLOCK_STATS` | [`Tunables::stats_report`] | 0 | 0..=2 | print the lock-event report at exit (feature `stats`; 2 is the interposer's level with call stacks, the same here) |
 //! | `KLOCK_CHAOS_PERMILLE` | [`Tunables::chaos_permille`] | 100 | 0..=1000 | feature `chaos`: per-mille of marked windows that inject a delay |
 //! | `KLOCK_CHAOS_SEED` | [`Tunables::chaos_seed`] | 0 | 0..=2^64-1 | feature `chaos`: seed of the injected delays (0 = from the clock) |
-//! | `KLOCK_MUTEX_POLL_MAX_NS` | [`Tunables::mutex_poll_max_ns`] | 16000 | 0..=100000 | mutex: owner-poll backoff cap while one owner keeps the lock (0 = poll continuously) |
-//! | `KLOCK_POLL_MISS_TICKS` | [`Tunables::poll_miss_ticks`] | 40 | 0..=100000 | all locks: back off between owner polls only after a poll that missed the cache by more than this many TSC ticks (0 = always) |
-//! | `KLOCK_POLL_HIT_PAUSE_NS` | [`Tunables::poll_hit_pause_ns`] | 0 | 0..=100000 | all locks: pause after an owner poll that hit the cache (0 = poll again at once) |
-//! | `KLOCK_MUTEX_POLL_HOLD_DIV` | [`Tunables::mutex_poll_hold_div`] | 0 | 0..=1024 | mutex: cap each owner-poll delay at the owner's hold so far / this (0 = off) |
-//! | `KLOCK_MUTEX_ADAPT` | [`Tunables::mutex_adapt`] | 1 | 0..=1 | mutex: adaptive spinning hint on (1) / off (0) |
-//! | `KLOCK_MUTEX_ADAPT_PCT` | [`Tunables::mutex_adapt_pct`] | 25 | 0..=100 | mutex: recent spin success rate (%) below which a thread queues at once |
-//! | `KLOCK_MUTEX_ADAPT_PROBE` | [`Tunables::mutex_adapt_probe`] | 16 | 1..=65536 | mutex: below it, every N-th slow path spins anyway |
-//! | `KLOCK_MUTEX_ADAPT_PROBE_MAX` | [`Tunables::mutex_adapt_probe_max`] | 256 | 1..=65536 | mutex: cap of the probe interval, doubled by each failed probe |
 //!
 //! ```
 //! let t = klock::tune::get();
@@ -264,6 +281,24 @@ pub mod fixed {
     /// assert!(klock::tune::fixed::OSQ_HEARTBEAT_EVERY.is_power_of_two());
     /// ```
     pub const OSQ_HEARTBEAT_EVERY: u32 = 64;
+    /// Continuous same-owner polling before the owner-poll backoff
+    /// ([`crate::wait::PollBackoff`]) starts, for every lock: none. Settled
+    /// by measurement and no longer a tunable (`KLOCK_MUTEX_POLL_GRACE_NS`,
+    /// `KLOCK_SPIN_POLL_GRACE_NS` and, briefly, `KLOCK_RWSEM_POLL_GRACE_NS`
+    /// until 2026-11-26): 2026-11-24 (2 vCPUs, 3 interleaved runs), the
+    /// mutex's `hot` T=2/8/128 gave 36.6/27.6/15.3 Mops/s with 400 ns and
+    /// 46.7/47.0/44.6 with 0, `balanced` within noise; the cache-miss-timed
+    /// poll (`KLOCK_POLL_MISS_TICKS`) since makes a hit cost the owner
+    /// nothing, which is what a grace period was for. The two other settled
+    /// poll experiments, a pause after a hit (`KLOCK_POLL_HIT_PAUSE_NS`) and
+    /// a delay cap in proportion to the hold (`KLOCK_MUTEX_POLL_HOLD_DIV`),
+    /// measured no gain (docs/results/2026-11-25-no-starvation.md, designs
+    /// 6d and 4) and were removed.
+    ///
+    /// ```
+    /// assert_eq!(klock::tune::fixed::POLL_GRACE_NS, 0);
+    /// ```
+    pub const POLL_GRACE_NS: u64 = 0;
     /// A queued PV qspinlock waiter checks whether its predecessor sleeps
     /// (wait-early) every this many spins (a power of two; every spin under loom).
     ///
@@ -389,13 +424,6 @@ tunables! {
     /// (`wait::PollBackoff`), so that waiters do not pull the line away from
     /// an owner that re-takes the lock at once. 0 = poll continuously.
     spin_poll_max_ns: u64 = 16_000, "KLOCK_SPIN_POLL_MAX_NS", 0..=100_000;
-    /// `KLOCK_SPIN_POLL_GRACE_NS`: queued unfair lock: continuous polling
-    /// before the poll backoff (`KLOCK_SPIN_POLL_MAX_NS`) starts. Measured
-    /// (2026-11-24, 2 vCPUs, 3 interleaved runs, `hot` T=2/8/32): 400 ns
-    /// (the mutex's grace) 27/39/39 Mops/s, 100 ns 29/37/39, 0 ns 45/44/44
-    /// (parking_lot 40/44/44): any continuous polling catches the hot lock's
-    /// few-ns free window and moves the line; `balanced` was within noise.
-    spin_poll_grace_ns: u64 = 0, "KLOCK_SPIN_POLL_GRACE_NS", 0..=100_000;
     /// `KLOCK_SPIN_POLL_MIN_NS`: queued unfair lock: the first delay of the
     /// poll backoff, doubled up to `KLOCK_SPIN_POLL_MAX_NS`; short enough to
     /// catch a `balanced` critical section's release (100 ns: `balanced` T=8
@@ -496,10 +524,6 @@ tunables! {
     /// episode. Until 2026-11-26 the rwsem read `KLOCK_MUTEX_SPIN_MAX_NS`;
     /// same default.
     rwsem_spin_max_ns: u64 = 200_000, "KLOCK_RWSEM_SPIN_MAX_NS", 0..=100_000_000;
-    /// `KLOCK_RWSEM_POLL_GRACE_NS`: rwsem: continuous same-owner polling
-    /// before the owner-poll backoff starts (`KLOCK_RWSEM_POLL_MAX_NS`). Until
-    /// 2026-11-26 the rwsem read `KLOCK_MUTEX_POLL_GRACE_NS`; same default.
-    rwsem_poll_grace_ns: u64 = 0, "KLOCK_RWSEM_POLL_GRACE_NS", 0..=100_000;
     /// `KLOCK_RWSEM_HANDOFF_NS`: rwsem: a first waiting writer that has waited
     /// this long (and was woken and lost the lock) sets HANDOFF: no stealing
     /// until it is served (the kernel's RWSEM_WAIT_TIMEOUT, about 4 ms).
@@ -551,17 +575,6 @@ tunables! {
     /// `balanced` at par (0.83-1.10) with either cap (a 4 µs cap without the
     /// grace period cost `balanced` 12-15%).
     mutex_poll_max_ns: u64 = 16_000, "KLOCK_MUTEX_POLL_MAX_NS", 0..=100_000;
-    /// `KLOCK_MUTEX_POLL_HOLD_DIV`: owner-poll backoff: cap each delay at
-    /// the time the current owner has held the lock so far divided by this
-    /// (0 = off: the delays double up to `KLOCK_MUTEX_POLL_MAX_NS`).
-    mutex_poll_hold_div: u64 = 0, "KLOCK_MUTEX_POLL_HOLD_DIV", 0..=1024;
-    /// `KLOCK_MUTEX_POLL_GRACE_NS`: mutex: how long a spinner polls the same
-    /// owner continuously before the poll backoff (`KLOCK_MUTEX_POLL_MAX_NS`)
-    /// starts. Measured 2026-11-24 (2 vCPUs, 3 interleaved runs): `hot`
-    /// T=2/8/128 36.6/27.6/15.3 Mops/s with 400 ns, 46.7/47.0/44.6 with 0
-    /// (parking_lot 40-45): continuous polling catches a hot lock's
-    /// few-ns free window and moves the line; `balanced` T=2-128 within noise.
-    mutex_poll_grace_ns: u64 = 0, "KLOCK_MUTEX_POLL_GRACE_NS", 0..=100_000;
     /// `KLOCK_POLL_MISS_TICKS`: every lock's owner polling
     /// (`wait::PollBackoff`): a waiter backs off between polls only after a
     /// poll that **missed the cache**: the owner re-took the lock since the
@@ -572,11 +585,6 @@ tunables! {
     /// (`wait::load_missed`; x86-64 only). 0 = every poll counts as a miss
     /// (the plain backoff).
     poll_miss_ticks: u64 = 40, "KLOCK_POLL_MISS_TICKS", 0..=100_000;
-    /// `KLOCK_POLL_HIT_PAUSE_NS`: every lock's owner polling: the pause
-    /// after a poll that hit the cache (`KLOCK_POLL_MISS_TICKS`), so that a
-    /// hit means the word stayed unwritten at least this long; a `hot`
-    /// owner's short holds rewrite it sooner. 0 = poll again at once.
-    poll_hit_pause_ns: u64 = 0, "KLOCK_POLL_HIT_PAUSE_NS", 0..=100_000;
     /// `KLOCK_MUTEX_ADAPT`: mutex: the adaptive spinning hint on (1) or off
     /// (0): a thread whose recent spins mostly failed (the owner kept the lock
     /// past the budget) skips spinning and the yield rounds and sleeps at
@@ -684,6 +692,32 @@ pub fn set(t: Tunables) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The module docs' tables list every tunable exactly once (grouped by
+    /// lock), so that the table a user reads cannot drift from the code.
+    #[test]
+    fn doc_tables_list_every_tunable_once() {
+        let src = include_str!("tune.rs");
+        let listed: Vec<&str> = src
+            .lines()
+            .filter_map(|l| l.strip_prefix("//! | `"))
+            .filter_map(|l| l.split('`').next())
+            .filter(|e| e.starts_with("KLOCK_"))
+            .collect();
+        // `KLOCK_SPIN` (the spinlock variant) is the one tunable that is
+        // not a number and has no `VARS` entry.
+        let all: Vec<&str> = VARS.iter().map(|v| v.env).chain(["KLOCK_SPIN"]).collect();
+        for v in &all {
+            let n = listed.iter().filter(|&&e| e == *v).count();
+            assert_eq!(n, 1, "{v} is listed {n} times in the tune.rs tables");
+        }
+        for e in &listed {
+            assert!(
+                all.contains(e),
+                "the tune.rs tables list {e}, which is no tunable"
+            );
+        }
+    }
 
     #[test]
     fn good_values_accepted() {

@@ -735,16 +735,9 @@ pub struct PollBackoff {
     backoff: Backoff,
     min: u64,
     max: u64,
-    /// `KLOCK_MUTEX_POLL_HOLD_DIV` (0 = off): each delay is capped at the
-    /// time this owner has held the lock so far divided by this.
-    hold_div: u64,
-    /// When the current owner was first seen (0 = not yet read).
-    since: u64,
     /// Whether the last [`poll`](PollBackoff::poll) missed the cache (true
     /// until the first one, and for callers that load the word themselves).
     missed: bool,
-    /// `KLOCK_POLL_HIT_PAUSE_NS`: the pause after a poll that hit.
-    hit_pause: u64,
 }
 
 impl PollBackoff {
@@ -778,10 +771,7 @@ impl PollBackoff {
             backoff: Backoff::new(min, max),
             min,
             max,
-            hold_div: crate::tune::get().mutex_poll_hold_div,
-            since: 0,
             missed: true,
-            hit_pause: crate::tune::get().poll_hit_pause_ns,
         }
     }
 
@@ -795,7 +785,6 @@ impl PollBackoff {
     pub fn restart(&mut self) {
         self.grace.restart();
         self.backoff = Backoff::new(self.min, self.max);
-        self.since = 0;
     }
 
     /// Poll the lock word through `load` and remember whether the load
@@ -832,24 +821,9 @@ impl PollBackoff {
             return false;
         }
         if !self.missed {
-            // A hit: nobody wrote the word since our last look. Look again
-            // after `KLOCK_POLL_HIT_PAUSE_NS`, so that the next hit means the
-            // word stayed unwritten that long: a `hot` owner, whose holds
-            // last a few ns each, rewrites it within that time, so its
-            // waiters miss and back off instead of polling on every short
-            // hold.
-            spin_until(&mut SpinBudget::new(self.hit_pause), || false);
+            // A hit: nobody wrote the word since our last look (the owner is
+            // holding, not re-taking): poll again at once.
             return false;
-        }
-        // A delay in proportion to the hold so far (`hold_div` != 0): a long
-        // hold (1 us) is polled finely enough to see its release soon, a
-        // hand-over every few tens of ns still backs off to its floor.
-        let now = if self.hold_div != 0 { now_ns() } else { 0 };
-        if self.since == 0 {
-            self.since = now;
-        }
-        if let Some(held) = now.saturating_sub(self.since).checked_div(self.hold_div) {
-            self.backoff.cur = self.backoff.cur.min(held.max(self.min));
         }
         self.backoff.wait_until(|| false);
         true

@@ -77,8 +77,8 @@
 //! the owner word; it stops when the lock is free (takes it), when HANDOFF or
 //! PICKUP appear, when one owner holds the lock longer than
 //! `KLOCK_MUTEX_SPIN_NS` (the owner probably is not running: hint), or after
-//! `KLOCK_MUTEX_SPIN_MAX_NS` in total (our `need_resched()`). Past
-//! `KLOCK_MUTEX_POLL_GRACE_NS` of one owner it backs off between polls (up to
+//! `KLOCK_MUTEX_SPIN_MAX_NS` in total (our `need_resched()`). While one
+//! owner holds it, it backs off between polls that missed the cache (up to
 //! `KLOCK_MUTEX_POLL_MAX_NS`). Then the thread
 //! takes a node from [`crate::node`], appends it to the FIFO wait list under
 //! WLOCK, sets WAITERS, and sleeps on its node's `state` word. Unlock wakes

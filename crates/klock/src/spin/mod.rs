@@ -116,7 +116,11 @@ pub trait WaitPolicy: Send + Sync + 'static {
     /// ```
     fn poll_backoff_ns() -> (u64, u64, u64) {
         let t = tune::get();
-        (t.spin_poll_grace_ns, t.spin_poll_min_ns, t.spin_poll_max_ns)
+        (
+            tune::fixed::POLL_GRACE_NS,
+            t.spin_poll_min_ns,
+            t.spin_poll_max_ns,
+        )
     }
     /// TAS backoff bounds (ns).
     ///
