@@ -168,6 +168,8 @@ pub fn format_report(
     }
 }
 
+/// The report, section by section; a section with nothing to say is left out, and
+/// the stacks are level 2's.
 fn write_report(
     w: &mut Buf<'_>,
     h: &Header<'_>,
@@ -175,19 +177,37 @@ fn write_report(
     top: &[LockStat],
     src: &mut dyn StackSource,
 ) -> fmt::Result {
+    write_summary(w, h, t)?;
+    write_families(w, t)?;
+    write_untracked(w, t)?;
+    if top.is_empty() {
+        return Ok(());
+    }
+    write_table(w, t, top)?;
+    if h.level < 2 {
+        return Ok(());
+    }
+    write_stacks(w, top, src)
+}
+
+/// `part` as a percentage of `whole` (0 when `whole` is 0).
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// The first line: the process, its run time, the locks seen and the whole
+/// process's acquisitions, contention and wait.
+fn write_summary(w: &mut Buf<'_>, h: &Header<'_>, t: &Totals) -> fmt::Result {
     w.push_bytes(b"klock-stats: ");
     w.push_bytes(h.program);
     write!(w, " (pid {}", h.pid)?;
     if h.forked_from != 0 {
         write!(w, ", forked from {}", h.forked_from)?;
     }
-    let pct = |a: u64, b: u64| {
-        if b == 0 {
-            0.0
-        } else {
-            100.0 * a as f64 / b as f64
-        }
-    };
     writeln!(
         w,
         ") | {:.3} s | {} locks seen | {} acquisitions, {} contended ({:.2}%) | wait {}",
@@ -197,41 +217,52 @@ fn write_report(
         Count(t.contended),
         pct(t.contended, t.acquisitions),
         Ns(t.wait_ns)
-    )?;
+    )
+}
+
+/// The second line: locks, acquisitions and contended acquisitions per family
+/// seen, or that no lock was acquired at all.
+fn write_families(w: &mut Buf<'_>, t: &Totals) -> fmt::Result {
     if t.acquisitions == 0 {
-        writeln!(w, "klock-stats: no lock acquisitions seen")?;
-    } else {
-        w.push_bytes(b"klock-stats: by family:");
-        let mut first = true;
-        for (k, row) in t.by_kind.iter().enumerate() {
-            if row[0] == 0 {
-                continue;
-            }
-            write!(
-                w,
-                "{} {} {} locks, {} acq, {} contended",
-                if first { "" } else { ";" },
-                KIND_NAMES[k],
-                Count(row[0]),
-                Count(row[1]),
-                Count(row[2])
-            )?;
-            first = false;
+        return writeln!(w, "klock-stats: no lock acquisitions seen");
+    }
+    w.push_bytes(b"klock-stats: by family:");
+    let mut first = true;
+    for (k, row) in t.by_kind.iter().enumerate() {
+        if row[0] == 0 {
+            continue;
         }
-        w.push_bytes(b"\n");
-    }
-    if t.untracked > 0 {
-        writeln!(
+        write!(
             w,
-            "klock-stats: WARNING {} acquisitions on untracked locks (no free slot within {} probes of a {}-slot table; raise KLOCK_STATS_SLOTS)",
-            Count(t.untracked),
-            PROBE_LIMIT,
-            t.slots
+            "{} {} {} locks, {} acq, {} contended",
+            if first { "" } else { ";" },
+            KIND_NAMES[k],
+            Count(row[0]),
+            Count(row[1]),
+            Count(row[2])
         )?;
+        first = false;
     }
-    if top.is_empty() {
+    w.push_bytes(b"\n");
+    Ok(())
+}
+
+/// A warning line when some acquisitions found no slot in the table.
+fn write_untracked(w: &mut Buf<'_>, t: &Totals) -> fmt::Result {
+    if t.untracked == 0 {
         return Ok(());
     }
+    writeln!(
+        w,
+        "klock-stats: WARNING {} acquisitions on untracked locks (no free slot within {} probes of a {}-slot table; raise KLOCK_STATS_SLOTS)",
+        Count(t.untracked),
+        PROBE_LIMIT,
+        t.slots
+    )
+}
+
+/// The table of the `top` locks: its title, the column header, one row per lock.
+fn write_table(w: &mut Buf<'_>, t: &Totals, top: &[LockStat]) -> fmt::Result {
     writeln!(
         w,
         "klock-stats: top {} of {} locks, by contended acquisitions then wait time (avg wait: per contended acquisition; hold: exclusive holders only):",
@@ -256,83 +287,102 @@ fn write_report(
         "hold max"
     )?;
     for (n, s) in top.iter().enumerate() {
-        let mut addr = [0u8; 24];
-        let mut aw = Buf::new(&mut addr);
-        write!(aw, "{:#x}", s.addr)?;
-        let addr_s = core::str::from_utf8(aw.bytes()).unwrap_or("?");
-        let mut reads = [0u8; 32];
-        let mut rw = Buf::new(&mut reads);
-        if s.kinds & KIND_RWLOCK != 0 {
-            write!(rw, "{}", Count(s.reads))?;
-        } else {
-            rw.push_bytes(b"-");
-        }
-        let reads_s = core::str::from_utf8(rw.bytes()).unwrap_or("?");
-        let wait_div = if s.contended > 0 {
-            s.contended
-        } else {
-            s.acquisitions.max(1)
-        };
-        write!(
+        write_row(w, n + 1, s)?;
+    }
+    Ok(())
+}
+
+/// Row `rank` of the table: lock `s`'s counters (reads only for a rwlock, hold
+/// times only if a hold was measured).
+fn write_row(w: &mut Buf<'_>, rank: usize, s: &LockStat) -> fmt::Result {
+    let mut addr = [0u8; 24];
+    let mut aw = Buf::new(&mut addr);
+    write!(aw, "{:#x}", s.addr)?;
+    let addr_s = core::str::from_utf8(aw.bytes()).unwrap_or("?");
+    let mut reads = [0u8; 32];
+    let mut rw = Buf::new(&mut reads);
+    if s.kinds & KIND_RWLOCK != 0 {
+        write!(rw, "{}", Count(s.reads))?;
+    } else {
+        rw.push_bytes(b"-");
+    }
+    let reads_s = core::str::from_utf8(rw.bytes()).unwrap_or("?");
+    let wait_div = if s.contended > 0 {
+        s.contended
+    } else {
+        s.acquisitions.max(1)
+    };
+    write!(
+        w,
+        "{:>3}  {:<18} {:<11} {:>13} {:>13} {:>13} {:>6.2}% {:>10} {:>10} {:>10}",
+        rank,
+        addr_s,
+        Kinds(s.kinds),
+        Count(s.acquisitions),
+        reads_s,
+        Count(s.contended),
+        pct(s.contended, s.acquisitions),
+        Ns(s.wait_total_ns),
+        Ns(s.wait_total_ns / wait_div),
+        Ns(s.wait_max_ns),
+    )?;
+    if let Some(avg) = s.hold_total_ns.checked_div(s.hold_count) {
+        writeln!(
             w,
-            "{:>3}  {:<18} {:<11} {:>13} {:>13} {:>13} {:>6.2}% {:>10} {:>10} {:>10}",
-            n + 1,
-            addr_s,
-            Kinds(s.kinds),
-            Count(s.acquisitions),
-            reads_s,
-            Count(s.contended),
-            pct(s.contended, s.acquisitions),
-            Ns(s.wait_total_ns),
-            Ns(s.wait_total_ns / wait_div),
-            Ns(s.wait_max_ns),
-        )?;
-        if let Some(avg) = s.hold_total_ns.checked_div(s.hold_count) {
-            writeln!(
-                w,
-                " {:>10} {:>10} {:>10}",
-                Ns(s.hold_total_ns),
-                Ns(avg),
-                Ns(s.hold_max_ns)
-            )?;
-        } else {
-            writeln!(w, " {:>10} {:>10} {:>10}", "-", "-", "-")?;
-        }
+            " {:>10} {:>10} {:>10}",
+            Ns(s.hold_total_ns),
+            Ns(avg),
+            Ns(s.hold_max_ns)
+        )
+    } else {
+        writeln!(w, " {:>10} {:>10} {:>10}", "-", "-", "-")
     }
-    if h.level < 2 {
-        return Ok(());
-    }
+}
+
+/// Level 2: the first-contention stack of each listed lock that was contended.
+fn write_stacks(w: &mut Buf<'_>, top: &[LockStat], src: &mut dyn StackSource) -> fmt::Result {
     for (n, s) in top.iter().enumerate() {
         if s.contended == 0 {
             continue;
         }
-        write!(
-            w,
-            "klock-stats: #{} {:#x} ({}) first contended at:",
-            n + 1,
-            s.addr,
-            Kinds(s.kinds)
-        )?;
-        let mut frames = [0usize; FRAMES];
-        let nf = if s.stack_captured {
-            src.frames(s, &mut frames)
-        } else {
-            0
-        };
-        if nf == 0 {
-            writeln!(w, " (not captured)")?;
-            continue;
-        }
+        write_stack(w, n + 1, s, src)?;
+    }
+    Ok(())
+}
+
+/// Lock `s`'s (listed as #`rank`) first-contention stack from `src`, one
+/// symbolized frame per line, or "(not captured)".
+fn write_stack(
+    w: &mut Buf<'_>,
+    rank: usize,
+    s: &LockStat,
+    src: &mut dyn StackSource,
+) -> fmt::Result {
+    write!(
+        w,
+        "klock-stats: #{} {:#x} ({}) first contended at:",
+        rank,
+        s.addr,
+        Kinds(s.kinds)
+    )?;
+    let mut frames = [0usize; FRAMES];
+    let nf = if s.stack_captured {
+        src.frames(s, &mut frames)
+    } else {
+        0
+    };
+    if nf == 0 {
+        return writeln!(w, " (not captured)");
+    }
+    w.push_bytes(b"\n");
+    // Drop the interposer's leading frames (the hook and the wrapped pthread
+    // call), unless nothing else is left.
+    let skip = frames[..nf].iter().take_while(|&&f| src.is_own(f)).count();
+    let skip = if skip == nf { 0 } else { skip };
+    for &f in &frames[skip..nf] {
+        write!(w, "    {:#018x}  ", f)?;
+        src.symbolize(f, w);
         w.push_bytes(b"\n");
-        // Drop the interposer's leading frames (the hook and the wrapped pthread
-        // call), unless nothing else is left.
-        let skip = frames[..nf].iter().take_while(|&&f| src.is_own(f)).count();
-        let skip = if skip == nf { 0 } else { skip };
-        for &f in &frames[skip..nf] {
-            write!(w, "    {:#018x}  ", f)?;
-            src.symbolize(f, w);
-            w.push_bytes(b"\n");
-        }
     }
     Ok(())
 }
