@@ -705,6 +705,22 @@ fn memccapable_check(memccapable: &Path, port: u16) -> Result<(), String> {
 /// memccapable against it; stops it with SIGTERM and checks a clean exit.
 fn memcached_round(memcached: &Path, tools: &McTools, mode: Mode) -> Result<(), String> {
     let port = free_port();
+    let server = start_memcached(memcached, port, mode);
+    let server = wait_accepting(server, port)?;
+    let client_result = memcached_clients(tools, port);
+    common::sigterm(server.pid());
+    let r = server.wait_timeout(Duration::from_secs(20));
+    if let Err(e) = client_result {
+        return Err(r.report(&format!("client check failed ({}): {e}", mode.name())));
+    }
+    if r.timed_out {
+        return Err(r.report("memcached did not exit within 20 s of SIGTERM"));
+    }
+    common::check_clean_exit(mode, &r)
+}
+
+/// memcached in `mode` on 127.0.0.1:`port`: TCP only, 4 threads, 128 MB.
+fn start_memcached(memcached: &Path, port: u16, mode: Mode) -> common::Spawned {
     let mut cmd = Command::new(memcached);
     cmd.args([
         "-l",
@@ -721,9 +737,12 @@ fn memcached_round(memcached: &Path, tools: &McTools, mode: Mode) -> Result<(), 
     if common::is_root() {
         cmd.args(["-u", "root"]);
     }
-    let mut server = common::spawn(&mut cmd, mode, None);
+    common::spawn(&mut cmd, mode, None)
+}
 
-    // Wait until it accepts connections.
+/// Waits until `server` accepts connections on `port` (at most 20 s) and hands
+/// it back; if it exits or does not answer in time, reaps it and says why.
+fn wait_accepting(mut server: common::Spawned, port: u16) -> Result<common::Spawned, String> {
     let start = Instant::now();
     loop {
         if server.has_exited() {
@@ -731,7 +750,7 @@ fn memcached_round(memcached: &Path, tools: &McTools, mode: Mode) -> Result<(), 
             return Err(r.report("memcached exited during start-up"));
         }
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            break;
+            return Ok(server);
         }
         if start.elapsed() > Duration::from_secs(20) {
             let r = server.wait_timeout(Duration::ZERO);
@@ -739,56 +758,50 @@ fn memcached_round(memcached: &Path, tools: &McTools, mode: Mode) -> Result<(), 
         }
         thread::sleep(Duration::from_millis(20));
     }
+}
 
-    let client_result = (|| -> Result<(), String> {
-        if let Some(memcaslap) = &tools.memcaslap {
-            memcaslap_load(memcaslap, port)?;
-        }
-        let mut mc = Mc::connect(port).map_err(|e| format!("connect: {e}"))?;
-        mc.send(b"set klock:counter 0 0 1\r\n0\r\n")?;
-        mc.expect("STORED", "set klock:counter")?;
-        let handles: Vec<_> = (0..MC_CLIENTS)
-            .map(|c| {
-                thread::spawn(move || mc_client(port, c).map_err(|e| format!("client {c}: {e}")))
-            })
-            .collect();
-        let mut errors = Vec::new();
-        for h in handles {
-            if let Err(e) = h.join().unwrap_or_else(|_| Err("client panicked".into())) {
-                errors.push(e);
-            }
-        }
-        if !errors.is_empty() {
-            return Err(errors.join("\n"));
-        }
-        let got = mc.get_many(&["klock:counter".to_string()])?;
-        let want = (MC_CLIENTS as u64 * MC_INCRS).to_string();
-        match got.as_slice() {
-            [(_, v)] if *v == want.as_bytes() => {}
-            _ => {
-                return Err(format!(
-                    "counter after {MC_CLIENTS} x {MC_INCRS} concurrent incr: {:?}, expected {want}",
-                    got.iter()
-                        .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
-                        .collect::<Vec<_>>()
-                ));
-            }
-        }
-        if let Some(memccapable) = &tools.memccapable {
-            memccapable_check(memccapable, port)?;
-        }
-        Ok(())
-    })();
+/// One round's clients against memcached on `port`, in order: memcaslap's load
+/// (if installed), the verifying clients, memccapable (if installed).
+fn memcached_clients(tools: &McTools, port: u16) -> Result<(), String> {
+    if let Some(memcaslap) = &tools.memcaslap {
+        memcaslap_load(memcaslap, port)?;
+    }
+    let mut mc = Mc::connect(port).map_err(|e| format!("connect: {e}"))?;
+    verifying_clients(&mut mc, port)?;
+    if let Some(memccapable) = &tools.memccapable {
+        memccapable_check(memccapable, port)?;
+    }
+    Ok(())
+}
 
-    common::sigterm(server.pid());
-    let r = server.wait_timeout(Duration::from_secs(20));
-    if let Err(e) = client_result {
-        return Err(r.report(&format!("client check failed ({}): {e}", mode.name())));
+/// [`MC_CLIENTS`] verifying clients ([`mc_client`]) at once, then the shared
+/// counter, set and read back through `mc`, must hold every client's increments.
+fn verifying_clients(mc: &mut Mc, port: u16) -> Result<(), String> {
+    mc.send(b"set klock:counter 0 0 1\r\n0\r\n")?;
+    mc.expect("STORED", "set klock:counter")?;
+    let handles: Vec<_> = (0..MC_CLIENTS)
+        .map(|c| thread::spawn(move || mc_client(port, c).map_err(|e| format!("client {c}: {e}"))))
+        .collect();
+    let mut errors = Vec::new();
+    for h in handles {
+        if let Err(e) = h.join().unwrap_or_else(|_| Err("client panicked".into())) {
+            errors.push(e);
+        }
     }
-    if r.timed_out {
-        return Err(r.report("memcached did not exit within 20 s of SIGTERM"));
+    if !errors.is_empty() {
+        return Err(errors.join("\n"));
     }
-    common::check_clean_exit(mode, &r)
+    let got = mc.get_many(&["klock:counter".to_string()])?;
+    let want = (MC_CLIENTS as u64 * MC_INCRS).to_string();
+    match got.as_slice() {
+        [(_, v)] if *v == want.as_bytes() => Ok(()),
+        _ => Err(format!(
+            "counter after {MC_CLIENTS} x {MC_INCRS} concurrent incr: {:?}, expected {want}",
+            got.iter()
+                .map(|(_, v)| String::from_utf8_lossy(v).into_owned())
+                .collect::<Vec<_>>()
+        )),
+    }
 }
 
 #[test]

@@ -175,23 +175,7 @@ fn setuid_program_ignores_klock_variables() {
     if !common::is_root() {
         return unavailable("not running as root");
     }
-    // `--` ends setpriv's/runuser's options; the program follows.
-    let drop_to_nobody: Vec<String> = if let Some(p) = common::find_on_path("setpriv") {
-        vec![
-            p.display().to_string(),
-            format!("--reuid={NOBODY}"),
-            format!("--regid={NOBODY}"),
-            "--clear-groups".into(),
-            "--".into(),
-        ]
-    } else if let Some(p) = common::find_on_path("runuser") {
-        vec![
-            p.display().to_string(),
-            "-u".into(),
-            "nobody".into(),
-            "--".into(),
-        ]
-    } else {
+    let Some(drop_to_nobody) = drop_to_nobody_command() else {
         return unavailable("neither `setpriv` nor `runuser` is on PATH");
     };
     if no_new_privs() {
@@ -201,19 +185,64 @@ fn setuid_program_ignores_klock_variables() {
         Ok(d) => d,
         Err(e) => return unavailable(&e),
     };
-
-    let pid = std::process::id();
     let mut cleanup = Cleanup::default();
+    let base = match make_setuid_probe(&mut cleanup) {
+        Ok(b) => b,
+        Err(e) => return unavailable(&e),
+    };
+    let (lib_name, installed) = install_setuid_interposer(&lib_dir, &mut cleanup);
+    let root_only = base.join("root-only");
+    let report = root_only.join("x");
+    let o = run_probe_as_nobody(&drop_to_nobody, &lib_name, &base, &report);
+    let what = format!(
+        "set-user-ID-root probe run by nobody with LD_PRELOAD={lib_name} (installed in {}) \
+         KLOCK_STATS=2 KLOCK_STATS_FILE={} KLOCK_PRELOAD_CHECK=1 KLOCK_MUTEX=bogus ...",
+        lib_dir.display(),
+        report.display()
+    );
+    check_secure_run(&o, &lib_name, &root_only, &what);
+    drop(cleanup);
+    assert!(
+        !installed.exists(),
+        "{} was not removed",
+        installed.display()
+    );
+}
 
-    // A fresh directory anyone can traverse, holding the set-user-ID-root
-    // probe and a directory only root can write to.
-    let base = std::env::temp_dir().join(format!("klock-securetest-{pid}"));
+/// The command prefix that runs a program as `nobody` (`setpriv`, else
+/// `runuser`), if either is on PATH; `--` ends its options, the program follows.
+fn drop_to_nobody_command() -> Option<Vec<String>> {
+    if let Some(p) = common::find_on_path("setpriv") {
+        Some(vec![
+            p.display().to_string(),
+            format!("--reuid={NOBODY}"),
+            format!("--regid={NOBODY}"),
+            "--clear-groups".into(),
+            "--".into(),
+        ])
+    } else {
+        common::find_on_path("runuser").map(|p| {
+            vec![
+                p.display().to_string(),
+                "-u".into(),
+                "nobody".into(),
+                "--".into(),
+            ]
+        })
+    }
+}
+
+/// A fresh directory anyone can traverse, holding the set-user-ID-root probe
+/// (`probe`) and a directory only root can write to (`root-only`); returns the
+/// directory, or why the probe could not be made set-user-ID there.
+fn make_setuid_probe(cleanup: &mut Cleanup) -> Result<PathBuf, String> {
+    let base = std::env::temp_dir().join(format!("klock-securetest-{}", std::process::id()));
     let _ = fs::remove_dir_all(&base);
     fs::create_dir(&base).unwrap_or_else(|e| panic!("mkdir {}: {e}", base.display()));
     cleanup.dirs.push(base.clone());
     set_mode(&base, 0o755);
     if mounted_nosuid(&base) {
-        return unavailable(&format!("{} is on a nosuid mount", base.display()));
+        return Err(format!("{} is on a nosuid mount", base.display()));
     }
     let root_only = base.join("root-only");
     fs::create_dir(&root_only).unwrap();
@@ -225,23 +254,36 @@ fn setuid_program_ignores_klock_variables() {
     // chown before chmod: chown clears the set-user-ID bit.
     std::os::unix::fs::chown(&probe, Some(0), Some(0)).unwrap();
     set_mode(&probe, 0o4755);
+    Ok(base)
+}
 
-    // The interposer as a set-user-ID library in a trusted directory: the
-    // only way the loader preloads into a secure-mode program by LD_PRELOAD
-    // (a bare name, searched in the system directories only).
-    let lib_name = format!("libklock_preload_securetest_{pid}.so");
+/// The interposer as a set-user-ID library in the trusted directory `lib_dir`:
+/// the only way the loader preloads into a secure-mode program by LD_PRELOAD (a
+/// bare name, searched in the system directories only). Returns that name and
+/// the installed path.
+fn install_setuid_interposer(lib_dir: &Path, cleanup: &mut Cleanup) -> (String, PathBuf) {
+    let lib_name = format!("libklock_preload_securetest_{}.so", std::process::id());
     let installed = lib_dir.join(&lib_name);
     cleanup.files.push(installed.clone());
     fs::copy(common::preload_so(), &installed)
         .unwrap_or_else(|e| panic!("copy the interposer to {}: {e}", installed.display()));
     std::os::unix::fs::chown(&installed, Some(0), Some(0)).unwrap();
     set_mode(&installed, 0o4755);
+    (lib_name, installed)
+}
 
+/// Runs `base`'s probe as nobody with the interposer preloaded by `lib_name`,
+/// statistics written to `report` and invalid values for the other variables.
+fn run_probe_as_nobody(
+    drop_to_nobody: &[String],
+    lib_name: &str,
+    base: &Path,
+    report: &Path,
+) -> Output {
     // The variables are set by `env`, running as nobody, right before the
     // probe: in setpriv's own environment LD_PRELOAD would load the
     // interposer into setpriv (run by root, not secure), which would then
     // answer KLOCK_PRELOAD_CHECK and warn about the bogus values itself.
-    let report = root_only.join("x");
     let mut cmd = Command::new(&drop_to_nobody[0]);
     cmd.args(&drop_to_nobody[1..])
         .arg("/usr/bin/env")
@@ -257,26 +299,25 @@ fn setuid_program_ignores_klock_variables() {
             "KLOCK_SPIN_NS=bogus",
             "KLOCK_MUTEX_SPIN_NS=bogus",
         ])
-        .arg(&probe)
+        .arg(base.join("probe"))
         .arg("secure")
-        .current_dir(&base)
+        .current_dir(base)
         .env_clear()
         .env("PATH", "/usr/bin:/bin");
-    let o = run(&mut cmd);
-    let what = format!(
-        "set-user-ID-root probe run by nobody with LD_PRELOAD={lib_name} (installed in {}) \
-         KLOCK_STATS=2 KLOCK_STATS_FILE={} KLOCK_PRELOAD_CHECK=1 KLOCK_MUTEX=bogus ...",
-        lib_dir.display(),
-        report.display()
-    );
+    run(&mut cmd)
+}
 
+/// Panics with every way the secure run `o` went wrong: the probe failed or did
+/// not run on the interposer's locks, a file appeared in `root_only`, or
+/// something klock-related reached stderr.
+fn check_secure_run(o: &Output, lib_name: &str, root_only: &Path, what: &str) {
     let mut failures = Vec::new();
     if !o.status.is_some_and(|s| s.success()) || !o.stdout.contains("PASS at_secure=") {
         failures.push("the probe failed (not secure, interposer not loaded, or broken)");
-    } else if !o.stdout.contains(&lib_name) {
+    } else if !o.stdout.contains(lib_name) {
         failures.push("pthread_mutex_lock is not the interposer's: the test proves nothing");
     }
-    let created: Vec<_> = fs::read_dir(&root_only)
+    let created: Vec<_> = fs::read_dir(root_only)
         .unwrap()
         .filter_map(|e| e.ok().map(|e| e.path()))
         .collect();
@@ -292,15 +333,9 @@ fn setuid_program_ignores_klock_variables() {
         panic!(
             "{}\n{}\nfiles in the root-only directory: {created:?}",
             failures.join("\n"),
-            o.describe(&what)
+            o.describe(what)
         );
     }
-    drop(cleanup);
-    assert!(
-        !installed.exists(),
-        "{} was not removed",
-        installed.display()
-    );
 }
 
 /// Compiles the probe (not set-user-ID) for the non-secure tests.

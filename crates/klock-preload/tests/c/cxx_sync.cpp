@@ -148,10 +148,12 @@ template <class TM> static void check_timed(const char *name) {
     CHECK(counter == 60000, "counter %ld", counter);
 }
 
-static void test_condvar() {
+// Two producers and two consumers through a queue of at most 16 (one consumer
+// waits with a predicate, the other with wait_for): every item taken once.
+static void condvar_producer_consumer(std::mutex &m,
+                                      std::condition_variable &not_empty) {
     phase("std::condition_variable producer/consumer");
-    std::mutex m;
-    std::condition_variable not_empty, not_full;
+    std::condition_variable not_full;
     std::deque<int> q;
     bool done = false;
     long long sum = 0;
@@ -199,7 +201,10 @@ static void test_condvar() {
     long long n = (long long)producers * per_producer;
     CHECK(taken == n, "taken %ld", taken);
     CHECK(sum == n * (n - 1) / 2, "sum %lld", sum);
+}
 
+// Timed waits nobody notifies, on every clock: not early, lock held after.
+static void condvar_timeouts(std::mutex &m, std::condition_variable &not_empty) {
     phase("std::condition_variable timeouts");
     {
         std::unique_lock<std::mutex> l(m);
@@ -226,7 +231,11 @@ static void test_condvar() {
               return ok;
           }),
           "mutex still held after timed waits");
+}
 
+// notify_all wakes every waiter, also those in a wait_until far from its
+// deadline.
+static void condvar_notify_all(std::mutex &m) {
     phase("std::condition_variable notify_all / wait_until wakes early");
     int waiting = 0, go = 0, woke = 0;
     std::condition_variable cv;
@@ -256,6 +265,15 @@ static void test_condvar() {
     CHECK(woke == 8, "woke %d", woke);
 }
 
+// The timeouts reuse the producer/consumer phase's mutex and condvar.
+static void test_condvar() {
+    std::mutex m;
+    std::condition_variable not_empty;
+    condvar_producer_consumer(m, not_empty);
+    condvar_timeouts(m, not_empty);
+    condvar_notify_all(m);
+}
+
 static void test_condvar_any() {
     phase("std::condition_variable_any with std::timed_mutex");
     std::timed_mutex m;
@@ -276,10 +294,8 @@ static void test_condvar_any() {
     CHECK(turn == 0, "turn %d", turn);
 }
 
-template <class SM> static void check_shared(const char *name) {
-    phase(name);
-    SM sm;
-    // Readers share: all three hold the shared lock at once.
+// Readers share: all three hold the shared lock at once.
+template <class SM> static void shared_readers_share(SM &sm) {
     std::mutex m;
     std::condition_variable cv;
     int inside = 0;
@@ -295,8 +311,10 @@ template <class SM> static void check_shared(const char *name) {
     for (auto &t : rs)
         t.join();
     CHECK(inside == 3, "inside %d", inside);
+}
 
-    // A writer excludes; try variants fail on conflict.
+// A writer excludes; try variants fail on conflict.
+template <class SM> static void shared_writer_excludes(SM &sm) {
     sm.lock();
     CHECK(!on_other_thread([&] {
               bool ok = sm.try_lock_shared();
@@ -322,8 +340,10 @@ template <class SM> static void check_shared(const char *name) {
           }),
           "try_lock_shared failed on a read-held lock");
     sm.unlock_shared();
+}
 
-    // Torn-read check.
+// Torn-read check: readers never see a half-done write, no write is lost.
+template <class SM> static void shared_no_torn_reads(SM &sm) {
     long data[4] = {0, 0, 0, 0};
     std::atomic<bool> stop{false};
     std::vector<std::thread> ts;
@@ -356,6 +376,14 @@ template <class SM> static void check_shared(const char *name) {
     for (auto &t : readers)
         t.join();
     CHECK(data[0] == 20000 && data[3] == 20000, "lost writes: %ld", data[0]);
+}
+
+template <class SM> static void check_shared(const char *name) {
+    phase(name);
+    SM sm;
+    shared_readers_share(sm);
+    shared_writer_excludes(sm);
+    shared_no_torn_reads(sm);
 }
 
 static void test_shared_timed() {

@@ -85,79 +85,93 @@ static void release(struct holder *h, pthread_t t) {
 
 /* ---- mutex ------------------------------------------------------------- */
 
-static void test_mutex_timedlock(void) {
-    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-    struct holder h;
+/* No other holder: each timed variant just locks. */
+static void mutex_uncontended(pthread_mutex_t *m) {
     struct timespec dl;
-
     phase("mutex_timedlock: uncontended");
     dl = deadline_ms(CLOCK_REALTIME, LONG_MS);
-    OK(pthread_mutex_timedlock(&m, &dl));
-    OK(pthread_mutex_unlock(&m));
+    OK(pthread_mutex_timedlock(m, &dl));
+    OK(pthread_mutex_unlock(m));
     dl = deadline_ms(CLOCK_MONOTONIC, LONG_MS);
-    OK(pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &dl));
-    OK(pthread_mutex_unlock(&m));
+    OK(pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &dl));
+    OK(pthread_mutex_unlock(m));
+}
 
-    pthread_t t = hold(&h, HOLD_MUTEX, &m, -1);
+/* Another thread holds *m: each timed variant times out (not early) or rejects
+ * its arguments, and none takes the mutex from the holder. */
+static void mutex_held_elsewhere(pthread_mutex_t *m) {
+    struct holder h;
+    struct timespec dl;
+    pthread_t t = hold(&h, HOLD_MUTEX, m, -1);
 
     phase("mutex_timedlock: times out (CLOCK_REALTIME)");
     for (int i = 0; i < 3; i++) {
         dl = deadline_ms(CLOCK_REALTIME, SHORT_MS);
-        EXPECT_RC(pthread_mutex_timedlock(&m, &dl), ETIMEDOUT);
+        EXPECT_RC(pthread_mutex_timedlock(m, &dl), ETIMEDOUT);
         CHECK_NOT_EARLY(CLOCK_REALTIME, dl, "pthread_mutex_timedlock");
     }
     phase("mutex_timedlock: deadline in the past");
     dl = now_on(CLOCK_REALTIME);
     dl.tv_sec -= 10;
-    EXPECT_RC(pthread_mutex_timedlock(&m, &dl), ETIMEDOUT);
+    EXPECT_RC(pthread_mutex_timedlock(m, &dl), ETIMEDOUT);
     dl.tv_sec = -1;
     dl.tv_nsec = 0;
-    EXPECT_RC(pthread_mutex_timedlock(&m, &dl), ETIMEDOUT);
+    EXPECT_RC(pthread_mutex_timedlock(m, &dl), ETIMEDOUT);
 
     phase("mutex_timedlock: invalid tv_nsec while held");
     dl = deadline_ms(CLOCK_REALTIME, SHORT_MS);
     dl.tv_nsec = 1000000000L;
-    EXPECT_RC(pthread_mutex_timedlock(&m, &dl), EINVAL);
+    EXPECT_RC(pthread_mutex_timedlock(m, &dl), EINVAL);
     dl.tv_nsec = -1;
-    EXPECT_RC(pthread_mutex_timedlock(&m, &dl), EINVAL);
+    EXPECT_RC(pthread_mutex_timedlock(m, &dl), EINVAL);
     dl.tv_nsec = 1000000000L;
-    EXPECT_RC(pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &dl), EINVAL);
+    EXPECT_RC(pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &dl), EINVAL);
 
     phase("mutex_clocklock: times out (CLOCK_REALTIME)");
     dl = deadline_ms(CLOCK_REALTIME, SHORT_MS);
-    EXPECT_RC(pthread_mutex_clocklock(&m, CLOCK_REALTIME, &dl), ETIMEDOUT);
+    EXPECT_RC(pthread_mutex_clocklock(m, CLOCK_REALTIME, &dl), ETIMEDOUT);
     CHECK_NOT_EARLY(CLOCK_REALTIME, dl, "pthread_mutex_clocklock(REALTIME)");
 
     phase("mutex_clocklock: times out (CLOCK_MONOTONIC)");
     dl = deadline_ms(CLOCK_MONOTONIC, SHORT_MS);
-    EXPECT_RC(pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &dl), ETIMEDOUT);
+    EXPECT_RC(pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &dl), ETIMEDOUT);
     CHECK_NOT_EARLY(CLOCK_MONOTONIC, dl, "pthread_mutex_clocklock(MONOTONIC)");
 
     phase("mutex_clocklock: unsupported clock");
     dl = deadline_ms(CLOCK_MONOTONIC, SHORT_MS);
-    EXPECT_RC(pthread_mutex_clocklock(&m, CLOCK_PROCESS_CPUTIME_ID, &dl), EINVAL);
+    EXPECT_RC(pthread_mutex_clocklock(m, CLOCK_PROCESS_CPUTIME_ID, &dl), EINVAL);
 
     /* The failed attempts left the mutex held by the holder. */
-    EXPECT_RC(pthread_mutex_trylock(&m), EBUSY);
+    EXPECT_RC(pthread_mutex_trylock(m), EBUSY);
     release(&h, t);
+}
 
+/* The holder lets go 30 ms in: each timed variant gets the mutex. */
+static void mutex_released_in_time(pthread_mutex_t *m) {
+    struct holder h;
+    struct timespec dl;
     phase("mutex_timedlock: acquired when released before the deadline");
-    t = hold(&h, HOLD_MUTEX, &m, 30);
+    pthread_t t = hold(&h, HOLD_MUTEX, m, 30);
     dl = deadline_ms(CLOCK_REALTIME, LONG_MS);
-    OK(pthread_mutex_timedlock(&m, &dl));
-    OK(pthread_mutex_unlock(&m));
+    OK(pthread_mutex_timedlock(m, &dl));
+    OK(pthread_mutex_unlock(m));
     finish(&h, t);
-    t = hold(&h, HOLD_MUTEX, &m, 30);
+    t = hold(&h, HOLD_MUTEX, m, 30);
     dl = deadline_ms(CLOCK_MONOTONIC, LONG_MS);
-    OK(pthread_mutex_clocklock(&m, CLOCK_MONOTONIC, &dl));
-    OK(pthread_mutex_unlock(&m));
+    OK(pthread_mutex_clocklock(m, CLOCK_MONOTONIC, &dl));
+    OK(pthread_mutex_unlock(m));
     finish(&h, t);
-    t = hold(&h, HOLD_MUTEX, &m, 30);
+    t = hold(&h, HOLD_MUTEX, m, 30);
     dl = deadline_ms(CLOCK_REALTIME, LONG_MS);
-    OK(pthread_mutex_clocklock(&m, CLOCK_REALTIME, &dl));
-    OK(pthread_mutex_unlock(&m));
+    OK(pthread_mutex_clocklock(m, CLOCK_REALTIME, &dl));
+    OK(pthread_mutex_unlock(m));
     finish(&h, t);
+}
 
+/* The owner's own timed lock: EDEADLK on an errorcheck mutex, one more level
+ * on a recursive one. */
+static void mutex_timed_by_owner(void) {
+    struct timespec dl;
     phase("mutex_timedlock: errorcheck and recursive owners");
     pthread_mutex_t e = PTHREAD_ERRORCHECK_MUTEX_INITIALIZER_NP;
     pthread_mutex_t r = PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP;
@@ -173,6 +187,14 @@ static void test_mutex_timedlock(void) {
     OK(pthread_mutex_unlock(&r));
     OK(pthread_mutex_unlock(&r));
     EXPECT_RC(pthread_mutex_unlock(&r), EPERM);
+}
+
+static void test_mutex_timedlock(void) {
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    mutex_uncontended(&m);
+    mutex_held_elsewhere(&m);
+    mutex_released_in_time(&m);
+    mutex_timed_by_owner();
 }
 
 /* ---- condvar ----------------------------------------------------------- */
@@ -316,82 +338,106 @@ static void test_cond(void) {
 
 /* ---- rwlock ------------------------------------------------------------ */
 
-static void test_rwlock(void) {
-    pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
-    struct holder h;
+/* No other holder: each timed variant just locks. */
+static void rwlock_uncontended(pthread_rwlock_t *rw) {
     struct timespec dl;
-
     phase("rwlock timed: uncontended");
     dl = deadline_ms(CLOCK_REALTIME, LONG_MS);
-    OK(pthread_rwlock_timedrdlock(&rw, &dl));
-    OK(pthread_rwlock_unlock(&rw));
-    OK(pthread_rwlock_timedwrlock(&rw, &dl));
-    OK(pthread_rwlock_unlock(&rw));
+    OK(pthread_rwlock_timedrdlock(rw, &dl));
+    OK(pthread_rwlock_unlock(rw));
+    OK(pthread_rwlock_timedwrlock(rw, &dl));
+    OK(pthread_rwlock_unlock(rw));
     dl = deadline_ms(CLOCK_MONOTONIC, LONG_MS);
-    OK(pthread_rwlock_clockrdlock(&rw, CLOCK_MONOTONIC, &dl));
-    OK(pthread_rwlock_unlock(&rw));
-    OK(pthread_rwlock_clockwrlock(&rw, CLOCK_MONOTONIC, &dl));
-    OK(pthread_rwlock_unlock(&rw));
+    OK(pthread_rwlock_clockrdlock(rw, CLOCK_MONOTONIC, &dl));
+    OK(pthread_rwlock_unlock(rw));
+    OK(pthread_rwlock_clockwrlock(rw, CLOCK_MONOTONIC, &dl));
+    OK(pthread_rwlock_unlock(rw));
+}
 
+/* Another thread write-holds *rw: each timed variant times out (not early) or
+ * rejects its arguments. */
+static void rwlock_write_held_elsewhere(pthread_rwlock_t *rw) {
+    struct holder h;
+    struct timespec dl;
     phase("rwlock timed: writer held, every variant times out");
-    pthread_t t = hold(&h, HOLD_WRLOCK, &rw, -1);
+    pthread_t t = hold(&h, HOLD_WRLOCK, rw, -1);
     dl = deadline_ms(CLOCK_REALTIME, SHORT_MS);
-    EXPECT_RC(pthread_rwlock_timedrdlock(&rw, &dl), ETIMEDOUT);
+    EXPECT_RC(pthread_rwlock_timedrdlock(rw, &dl), ETIMEDOUT);
     CHECK_NOT_EARLY(CLOCK_REALTIME, dl, "pthread_rwlock_timedrdlock");
     dl = deadline_ms(CLOCK_REALTIME, SHORT_MS);
-    EXPECT_RC(pthread_rwlock_timedwrlock(&rw, &dl), ETIMEDOUT);
+    EXPECT_RC(pthread_rwlock_timedwrlock(rw, &dl), ETIMEDOUT);
     CHECK_NOT_EARLY(CLOCK_REALTIME, dl, "pthread_rwlock_timedwrlock");
     dl = deadline_ms(CLOCK_REALTIME, SHORT_MS);
-    EXPECT_RC(pthread_rwlock_clockrdlock(&rw, CLOCK_REALTIME, &dl), ETIMEDOUT);
+    EXPECT_RC(pthread_rwlock_clockrdlock(rw, CLOCK_REALTIME, &dl), ETIMEDOUT);
     CHECK_NOT_EARLY(CLOCK_REALTIME, dl, "pthread_rwlock_clockrdlock(REALTIME)");
     dl = deadline_ms(CLOCK_MONOTONIC, SHORT_MS);
-    EXPECT_RC(pthread_rwlock_clockrdlock(&rw, CLOCK_MONOTONIC, &dl), ETIMEDOUT);
+    EXPECT_RC(pthread_rwlock_clockrdlock(rw, CLOCK_MONOTONIC, &dl), ETIMEDOUT);
     CHECK_NOT_EARLY(CLOCK_MONOTONIC, dl, "pthread_rwlock_clockrdlock(MONOTONIC)");
     dl = deadline_ms(CLOCK_REALTIME, SHORT_MS);
-    EXPECT_RC(pthread_rwlock_clockwrlock(&rw, CLOCK_REALTIME, &dl), ETIMEDOUT);
+    EXPECT_RC(pthread_rwlock_clockwrlock(rw, CLOCK_REALTIME, &dl), ETIMEDOUT);
     CHECK_NOT_EARLY(CLOCK_REALTIME, dl, "pthread_rwlock_clockwrlock(REALTIME)");
     dl = deadline_ms(CLOCK_MONOTONIC, SHORT_MS);
-    EXPECT_RC(pthread_rwlock_clockwrlock(&rw, CLOCK_MONOTONIC, &dl), ETIMEDOUT);
+    EXPECT_RC(pthread_rwlock_clockwrlock(rw, CLOCK_MONOTONIC, &dl), ETIMEDOUT);
     CHECK_NOT_EARLY(CLOCK_MONOTONIC, dl, "pthread_rwlock_clockwrlock(MONOTONIC)");
 
     phase("rwlock timed: invalid arguments while blocked");
     dl = deadline_ms(CLOCK_REALTIME, SHORT_MS);
     dl.tv_nsec = 1000000000L;
-    EXPECT_RC(pthread_rwlock_timedrdlock(&rw, &dl), EINVAL);
-    EXPECT_RC(pthread_rwlock_timedwrlock(&rw, &dl), EINVAL);
+    EXPECT_RC(pthread_rwlock_timedrdlock(rw, &dl), EINVAL);
+    EXPECT_RC(pthread_rwlock_timedwrlock(rw, &dl), EINVAL);
     dl = deadline_ms(CLOCK_MONOTONIC, SHORT_MS);
-    EXPECT_RC(pthread_rwlock_clockrdlock(&rw, CLOCK_PROCESS_CPUTIME_ID, &dl), EINVAL);
-    EXPECT_RC(pthread_rwlock_clockwrlock(&rw, CLOCK_PROCESS_CPUTIME_ID, &dl), EINVAL);
-    EXPECT_RC(pthread_rwlock_tryrdlock(&rw), EBUSY);
+    EXPECT_RC(pthread_rwlock_clockrdlock(rw, CLOCK_PROCESS_CPUTIME_ID, &dl), EINVAL);
+    EXPECT_RC(pthread_rwlock_clockwrlock(rw, CLOCK_PROCESS_CPUTIME_ID, &dl), EINVAL);
+    EXPECT_RC(pthread_rwlock_tryrdlock(rw), EBUSY);
     release(&h, t);
+}
 
+/* Another thread read-holds *rw: the timed write locks time out (not early),
+ * the timed read locks share. */
+static void rwlock_read_held_elsewhere(pthread_rwlock_t *rw) {
+    struct holder h;
+    struct timespec dl;
     phase("rwlock timed: reader held, writers time out, readers share");
-    t = hold(&h, HOLD_RDLOCK, &rw, -1);
+    pthread_t t = hold(&h, HOLD_RDLOCK, rw, -1);
     dl = deadline_ms(CLOCK_REALTIME, SHORT_MS);
-    EXPECT_RC(pthread_rwlock_timedwrlock(&rw, &dl), ETIMEDOUT);
+    EXPECT_RC(pthread_rwlock_timedwrlock(rw, &dl), ETIMEDOUT);
     CHECK_NOT_EARLY(CLOCK_REALTIME, dl, "pthread_rwlock_timedwrlock (reader held)");
     dl = deadline_ms(CLOCK_MONOTONIC, SHORT_MS);
-    EXPECT_RC(pthread_rwlock_clockwrlock(&rw, CLOCK_MONOTONIC, &dl), ETIMEDOUT);
+    EXPECT_RC(pthread_rwlock_clockwrlock(rw, CLOCK_MONOTONIC, &dl), ETIMEDOUT);
     CHECK_NOT_EARLY(CLOCK_MONOTONIC, dl, "pthread_rwlock_clockwrlock (reader held)");
     dl = deadline_ms(CLOCK_REALTIME, LONG_MS);
-    OK(pthread_rwlock_timedrdlock(&rw, &dl));
-    OK(pthread_rwlock_unlock(&rw));
+    OK(pthread_rwlock_timedrdlock(rw, &dl));
+    OK(pthread_rwlock_unlock(rw));
     dl = deadline_ms(CLOCK_MONOTONIC, LONG_MS);
-    OK(pthread_rwlock_clockrdlock(&rw, CLOCK_MONOTONIC, &dl));
-    OK(pthread_rwlock_unlock(&rw));
+    OK(pthread_rwlock_clockrdlock(rw, CLOCK_MONOTONIC, &dl));
+    OK(pthread_rwlock_unlock(rw));
     release(&h, t);
+}
 
+/* The holder (a writer, then a reader) lets go 30 ms in: the conflicting
+ * timed lock gets it. */
+static void rwlock_released_in_time(pthread_rwlock_t *rw) {
+    struct holder h;
+    struct timespec dl;
     phase("rwlock timed: acquired when released before the deadline");
-    t = hold(&h, HOLD_WRLOCK, &rw, 30);
+    pthread_t t = hold(&h, HOLD_WRLOCK, rw, 30);
     dl = deadline_ms(CLOCK_MONOTONIC, LONG_MS);
-    OK(pthread_rwlock_clockrdlock(&rw, CLOCK_MONOTONIC, &dl));
-    OK(pthread_rwlock_unlock(&rw));
+    OK(pthread_rwlock_clockrdlock(rw, CLOCK_MONOTONIC, &dl));
+    OK(pthread_rwlock_unlock(rw));
     finish(&h, t);
-    t = hold(&h, HOLD_RDLOCK, &rw, 30);
+    t = hold(&h, HOLD_RDLOCK, rw, 30);
     dl = deadline_ms(CLOCK_REALTIME, LONG_MS);
-    OK(pthread_rwlock_timedwrlock(&rw, &dl));
-    OK(pthread_rwlock_unlock(&rw));
+    OK(pthread_rwlock_timedwrlock(rw, &dl));
+    OK(pthread_rwlock_unlock(rw));
     finish(&h, t);
+}
+
+static void test_rwlock(void) {
+    pthread_rwlock_t rw = PTHREAD_RWLOCK_INITIALIZER;
+    rwlock_uncontended(&rw);
+    rwlock_write_held_elsewhere(&rw);
+    rwlock_read_held_elsewhere(&rw);
+    rwlock_released_in_time(&rw);
     OK(pthread_rwlock_trywrlock(&rw));
     OK(pthread_rwlock_unlock(&rw));
     OK(pthread_rwlock_destroy(&rw));

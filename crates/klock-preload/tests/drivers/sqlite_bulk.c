@@ -185,22 +185,19 @@ static void *reader(void *arg) {
     return NULL;
 }
 
-int main(int argc, char **argv) {
-    if (argc != 2) {
-        fprintf(stderr, "usage: %s DB_PATH\n", argv[0]);
-        return 2;
-    }
-    alarm(120); /* default action: the harness sees SIGALRM if this hangs */
-    db_path = argv[1];
-    if (!sqlite3_threadsafe())
-        DIE("libsqlite3 was built without thread safety");
+/* No database, WAL or shared-memory file left from an earlier run. */
+static void remove_db_files(void) {
     char side[4096];
     unlink(db_path);
     snprintf(side, sizeof side, "%s-wal", db_path);
     unlink(side);
     snprintf(side, sizeof side, "%s-shm", db_path);
     unlink(side);
+}
 
+/* Creates the WAL database and its table; returns the main connection and
+ * opens the one the shared writers use. */
+static sqlite3 *create_db(void) {
     sqlite3 *db = open_db();
     exec_retry(db, "PRAGMA journal_mode=WAL");
     exec_retry(db, "PRAGMA synchronous=OFF");
@@ -209,7 +206,12 @@ int main(int argc, char **argv) {
                    "UNIQUE(th, seq))");
     shared_db = open_db();
     exec_retry(shared_db, "PRAGMA synchronous=OFF");
+    return db;
+}
 
+/* The reader and every writer, run to completion; then the shared connection
+ * is closed. */
+static void run_threads(void) {
     pthread_t t[OWN_THREADS + SHARED_THREADS], r;
     if (pthread_create(&r, NULL, reader, NULL) != 0)
         DIE("pthread_create");
@@ -225,8 +227,11 @@ int main(int argc, char **argv) {
     pthread_join(r, NULL);
     if (sqlite3_close(shared_db) != SQLITE_OK)
         DIE("close shared: busy");
+}
 
-    /* Verify. */
+/* The row count, the checksum of every row's hash, and that no (th, seq)
+ * repeats; returns the checksum. */
+static int64_t verify_totals(sqlite3 *db) {
     int64_t n, sum, expect_sum = 0;
     for (int th = 0; th < OWN_THREADS + SHARED_THREADS; th++) {
         int rows = th < OWN_THREADS ? ROWS_OWN : ROWS_SHARED;
@@ -243,7 +248,11 @@ int main(int argc, char **argv) {
            &distinct, &maxseq);
     if (distinct != TOTAL_ROWS || maxseq != ROWS_OWN - 1)
         DIE("distinct %lld, max seq %lld", (long long)distinct, (long long)maxseq);
+    return sum;
+}
 
+/* Every writer thread's row count. */
+static void verify_per_thread(sqlite3 *db) {
     sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT th, count(*) FROM t GROUP BY th ORDER BY th",
                            -1, &st, NULL) != SQLITE_OK)
@@ -260,7 +269,11 @@ int main(int argc, char **argv) {
     sqlite3_finalize(st);
     if (groups != OWN_THREADS + SHARED_THREADS)
         DIE("%d writer groups", groups);
+}
 
+/* Every row's payload. */
+static void verify_payloads(sqlite3 *db) {
+    sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "SELECT th, seq, payload FROM t", -1, &st, NULL) !=
         SQLITE_OK)
         DIE("prepare: %s", sqlite3_errmsg(db));
@@ -277,6 +290,11 @@ int main(int argc, char **argv) {
     sqlite3_finalize(st);
     if (checked != TOTAL_ROWS)
         DIE("checked %ld payloads", checked);
+}
+
+/* SQLite's own consistency check of the file. */
+static void verify_integrity(sqlite3 *db) {
+    sqlite3_stmt *st;
     if (sqlite3_prepare_v2(db, "PRAGMA integrity_check", -1, &st, NULL) !=
         SQLITE_OK)
         DIE("prepare: %s", sqlite3_errmsg(db));
@@ -286,6 +304,24 @@ int main(int argc, char **argv) {
     if (!ic || strcmp(ic, "ok") != 0)
         DIE("integrity_check: %s", ic ? ic : "(null)");
     sqlite3_finalize(st);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) {
+        fprintf(stderr, "usage: %s DB_PATH\n", argv[0]);
+        return 2;
+    }
+    alarm(120); /* default action: the harness sees SIGALRM if this hangs */
+    db_path = argv[1];
+    if (!sqlite3_threadsafe())
+        DIE("libsqlite3 was built without thread safety");
+    remove_db_files();
+    sqlite3 *db = create_db();
+    run_threads();
+    int64_t sum = verify_totals(db);
+    verify_per_thread(db);
+    verify_payloads(db);
+    verify_integrity(db);
     if (sqlite3_close(db) != SQLITE_OK)
         DIE("close: busy");
     printf("PASS: sqlite_bulk rows=%d checksum=%lld reader_polls=%ld\n",

@@ -1,0 +1,569 @@
+//! Report rendering: the report's text (the header lines, the table of the top
+//! locks, at level 2 each listed lock's first-contention stack), formatted with
+//! `core::fmt` into a caller-provided byte buffer ([`Buf`]): no allocation, no std
+//! I/O. Where the stacks come from and how a frame is named is the caller's
+//! ([`StackSource`]); the numbers come from a table snapshot
+//! ([`LockStat`], [`Totals`]).
+
+use core::fmt::{self, Write as _};
+
+use crate::stats::table::{FRAMES, KIND_RWLOCK, LockStat, PROBE_LIMIT, Totals};
+
+/// A `fmt::Write` into a fixed byte buffer; overflow truncates and is remembered.
+pub struct Buf<'a> {
+    buf: &'a mut [u8],
+    len: usize,
+    /// Whether something did not fit.
+    pub truncated: bool,
+}
+
+impl<'a> Buf<'a> {
+    /// An empty writer over `buf`.
+    pub fn new(buf: &'a mut [u8]) -> Buf<'a> {
+        Buf {
+            buf,
+            len: 0,
+            truncated: false,
+        }
+    }
+    /// The bytes written.
+    pub fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+    /// Appends raw bytes (a C string's contents, say).
+    pub fn push_bytes(&mut self, b: &[u8]) {
+        let n = b.len().min(self.buf.len() - self.len);
+        self.buf[self.len..self.len + n].copy_from_slice(&b[..n]);
+        self.len += n;
+        if n < b.len() {
+            self.truncated = true;
+        }
+    }
+}
+
+impl fmt::Write for Buf<'_> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.push_bytes(s.as_bytes());
+        Ok(())
+    }
+}
+
+/// A count with thousands separators.
+struct Count(u64);
+
+impl fmt::Display for Count {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut digits = [0u8; 26];
+        let mut n = self.0;
+        let mut i = digits.len();
+        let mut k = 0;
+        loop {
+            if k > 0 && k % 3 == 0 {
+                i -= 1;
+                digits[i] = b',';
+            }
+            i -= 1;
+            digits[i] = b'0' + (n % 10) as u8;
+            n /= 10;
+            k += 1;
+            if n == 0 {
+                break;
+            }
+        }
+        // The bytes are ASCII digits and commas.
+        f.pad(core::str::from_utf8(&digits[i..]).unwrap_or("?"))
+    }
+}
+
+/// A duration in ns, in a readable unit (`850 ns`, `12.3 us`, `4.56 ms`, `1.23 s`).
+struct Ns(u64);
+
+impl fmt::Display for Ns {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut b = [0u8; 32];
+        let mut w = Buf::new(&mut b);
+        let n = self.0;
+        let x = n as f64;
+        let _ = if n < 1_000 {
+            write!(w, "{n} ns")
+        } else if n < 1_000_000 {
+            write!(w, "{:.1} us", x / 1e3)
+        } else if n < 1_000_000_000 {
+            write!(w, "{:.2} ms", x / 1e6)
+        } else {
+            write!(w, "{:.2} s", x / 1e9)
+        };
+        f.pad(core::str::from_utf8(w.bytes()).unwrap_or("?"))
+    }
+}
+
+/// The family column: `mutex`, `rwlock`, ... joined with `+` when an address was
+/// used as several (memory reuse).
+struct Kinds(u8);
+
+impl fmt::Display for Kinds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut b = [0u8; 32];
+        let mut w = Buf::new(&mut b);
+        for (k, name) in KIND_NAMES.iter().enumerate() {
+            if self.0 & (1 << k) != 0 {
+                if !w.bytes().is_empty() {
+                    w.push_bytes(b"+");
+                }
+                w.push_bytes(name.as_bytes());
+            }
+        }
+        if w.bytes().is_empty() {
+            w.push_bytes(b"?");
+        }
+        f.pad(core::str::from_utf8(w.bytes()).unwrap_or("?"))
+    }
+}
+
+const KIND_NAMES: [&str; 4] = ["mutex", "rwlock", "spin", "cond"];
+
+/// What the report says about the process.
+#[derive(Clone, Copy, Debug)]
+pub struct Header<'a> {
+    /// Program name (bytes of `program_invocation_name`).
+    pub program: &'a [u8],
+    /// This process.
+    pub pid: i32,
+    /// The parent's pid when this process was forked under the interposer (its
+    /// counters started at the fork), else 0.
+    pub forked_from: i32,
+    /// Time since [`init`] (or the fork), ns.
+    ///
+    /// [`init`]: crate::stats::init
+    pub runtime_ns: u64,
+    /// 1 or 2.
+    pub level: u8,
+}
+
+/// Where the report's stacks come from: the table (at exit) or a test's fake.
+pub trait StackSource {
+    /// Copies lock `s`'s first-contention stack into `out`; returns the frame count.
+    fn frames(&mut self, s: &LockStat, out: &mut [usize; FRAMES]) -> usize;
+    /// Whether `addr` is in the interposer itself (its leading frames are dropped).
+    fn is_own(&mut self, addr: usize) -> bool;
+    /// Writes frame `addr`'s description (`function+0xoff  (object)`).
+    fn symbolize(&mut self, addr: usize, out: &mut Buf<'_>);
+}
+
+/// Formats the report: header lines, the table of `top` (best first), and at level 2
+/// each listed lock's first-contention stack from `src`.
+pub fn format_report(
+    w: &mut Buf<'_>,
+    h: &Header<'_>,
+    t: &Totals,
+    top: &[LockStat],
+    src: &mut dyn StackSource,
+) {
+    let _ = write_report(w, h, t, top, src);
+    if w.truncated {
+        let keep = w.buf.len().saturating_sub(32);
+        w.len = w.len.min(keep);
+        w.truncated = false;
+        w.push_bytes(b"\nklock-stats: (report cut)\n");
+    }
+}
+
+/// The report, section by section; a section with nothing to say is left out, and
+/// the stacks are level 2's.
+fn write_report(
+    w: &mut Buf<'_>,
+    h: &Header<'_>,
+    t: &Totals,
+    top: &[LockStat],
+    src: &mut dyn StackSource,
+) -> fmt::Result {
+    write_summary(w, h, t)?;
+    write_families(w, t)?;
+    write_untracked(w, t)?;
+    if top.is_empty() {
+        return Ok(());
+    }
+    write_table(w, t, top)?;
+    if h.level < 2 {
+        return Ok(());
+    }
+    write_stacks(w, top, src)
+}
+
+/// `part` as a percentage of `whole` (0 when `whole` is 0).
+fn pct(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        100.0 * part as f64 / whole as f64
+    }
+}
+
+/// The first line: the process, its run time, the locks seen and the whole
+/// process's acquisitions, contention and wait.
+fn write_summary(w: &mut Buf<'_>, h: &Header<'_>, t: &Totals) -> fmt::Result {
+    w.push_bytes(b"klock-stats: ");
+    w.push_bytes(h.program);
+    write!(w, " (pid {}", h.pid)?;
+    if h.forked_from != 0 {
+        write!(w, ", forked from {}", h.forked_from)?;
+    }
+    writeln!(
+        w,
+        ") | {:.3} s | {} locks seen | {} acquisitions, {} contended ({:.2}%) | wait {}",
+        h.runtime_ns as f64 / 1e9,
+        Count(t.locks),
+        Count(t.acquisitions),
+        Count(t.contended),
+        pct(t.contended, t.acquisitions),
+        Ns(t.wait_ns)
+    )
+}
+
+/// The second line: locks, acquisitions and contended acquisitions per family
+/// seen, or that no lock was acquired at all.
+fn write_families(w: &mut Buf<'_>, t: &Totals) -> fmt::Result {
+    if t.acquisitions == 0 {
+        return writeln!(w, "klock-stats: no lock acquisitions seen");
+    }
+    w.push_bytes(b"klock-stats: by family:");
+    let mut first = true;
+    for (k, row) in t.by_kind.iter().enumerate() {
+        if row[0] == 0 {
+            continue;
+        }
+        write!(
+            w,
+            "{} {} {} locks, {} acq, {} contended",
+            if first { "" } else { ";" },
+            KIND_NAMES[k],
+            Count(row[0]),
+            Count(row[1]),
+            Count(row[2])
+        )?;
+        first = false;
+    }
+    w.push_bytes(b"\n");
+    Ok(())
+}
+
+/// A warning line when some acquisitions found no slot in the table.
+fn write_untracked(w: &mut Buf<'_>, t: &Totals) -> fmt::Result {
+    if t.untracked == 0 {
+        return Ok(());
+    }
+    writeln!(
+        w,
+        "klock-stats: WARNING {} acquisitions on untracked locks (no free slot within {} probes of a {}-slot table; raise KLOCK_STATS_SLOTS)",
+        Count(t.untracked),
+        PROBE_LIMIT,
+        t.slots
+    )
+}
+
+/// The table of the `top` locks: its title, the column header, one row per lock.
+fn write_table(w: &mut Buf<'_>, t: &Totals, top: &[LockStat]) -> fmt::Result {
+    writeln!(
+        w,
+        "klock-stats: top {} of {} locks, by contended acquisitions then wait time (avg wait: per contended acquisition; hold: exclusive holders only):",
+        top.len(),
+        Count(t.locks)
+    )?;
+    writeln!(
+        w,
+        "{:>3}  {:<18} {:<11} {:>13} {:>13} {:>13} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "#",
+        "lock",
+        "family",
+        "acquired",
+        "reads",
+        "contended",
+        "cont%",
+        "wait tot",
+        "wait avg",
+        "wait max",
+        "hold tot",
+        "hold avg",
+        "hold max"
+    )?;
+    for (n, s) in top.iter().enumerate() {
+        write_row(w, n + 1, s)?;
+    }
+    Ok(())
+}
+
+/// Row `rank` of the table: lock `s`'s counters (reads only for a rwlock, hold
+/// times only if a hold was measured).
+fn write_row(w: &mut Buf<'_>, rank: usize, s: &LockStat) -> fmt::Result {
+    let mut addr = [0u8; 24];
+    let mut aw = Buf::new(&mut addr);
+    write!(aw, "{:#x}", s.addr)?;
+    let addr_s = core::str::from_utf8(aw.bytes()).unwrap_or("?");
+    let mut reads = [0u8; 32];
+    let mut rw = Buf::new(&mut reads);
+    if s.kinds & KIND_RWLOCK != 0 {
+        write!(rw, "{}", Count(s.reads))?;
+    } else {
+        rw.push_bytes(b"-");
+    }
+    let reads_s = core::str::from_utf8(rw.bytes()).unwrap_or("?");
+    let wait_div = if s.contended > 0 {
+        s.contended
+    } else {
+        s.acquisitions.max(1)
+    };
+    write!(
+        w,
+        "{:>3}  {:<18} {:<11} {:>13} {:>13} {:>13} {:>6.2}% {:>10} {:>10} {:>10}",
+        rank,
+        addr_s,
+        Kinds(s.kinds),
+        Count(s.acquisitions),
+        reads_s,
+        Count(s.contended),
+        pct(s.contended, s.acquisitions),
+        Ns(s.wait_total_ns),
+        Ns(s.wait_total_ns / wait_div),
+        Ns(s.wait_max_ns),
+    )?;
+    if let Some(avg) = s.hold_total_ns.checked_div(s.hold_count) {
+        writeln!(
+            w,
+            " {:>10} {:>10} {:>10}",
+            Ns(s.hold_total_ns),
+            Ns(avg),
+            Ns(s.hold_max_ns)
+        )
+    } else {
+        writeln!(w, " {:>10} {:>10} {:>10}", "-", "-", "-")
+    }
+}
+
+/// Level 2: the first-contention stack of each listed lock that was contended.
+fn write_stacks(w: &mut Buf<'_>, top: &[LockStat], src: &mut dyn StackSource) -> fmt::Result {
+    for (n, s) in top.iter().enumerate() {
+        if s.contended == 0 {
+            continue;
+        }
+        write_stack(w, n + 1, s, src)?;
+    }
+    Ok(())
+}
+
+/// Lock `s`'s (listed as #`rank`) first-contention stack from `src`, one
+/// symbolized frame per line, or "(not captured)".
+fn write_stack(
+    w: &mut Buf<'_>,
+    rank: usize,
+    s: &LockStat,
+    src: &mut dyn StackSource,
+) -> fmt::Result {
+    write!(
+        w,
+        "klock-stats: #{} {:#x} ({}) first contended at:",
+        rank,
+        s.addr,
+        Kinds(s.kinds)
+    )?;
+    let mut frames = [0usize; FRAMES];
+    let nf = if s.stack_captured {
+        src.frames(s, &mut frames)
+    } else {
+        0
+    };
+    if nf == 0 {
+        return writeln!(w, " (not captured)");
+    }
+    w.push_bytes(b"\n");
+    // Drop the interposer's leading frames (the hook and the wrapped pthread
+    // call), unless nothing else is left.
+    let skip = frames[..nf].iter().take_while(|&&f| src.is_own(f)).count();
+    let skip = if skip == nf { 0 } else { skip };
+    for &f in &frames[skip..nf] {
+        write!(w, "    {:#018x}  ", f)?;
+        src.symbolize(f, w);
+        w.push_bytes(b"\n");
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stats::table::{KIND_COND, KIND_MUTEX, KIND_SPIN};
+
+    struct Fake;
+    impl StackSource for Fake {
+        fn frames(&mut self, s: &LockStat, out: &mut [usize; FRAMES]) -> usize {
+            out[0] = 0x1111;
+            out[1] = 0x2222;
+            out[2] = 0x3333;
+            if s.addr == 0xbeef { 3 } else { 1 }
+        }
+        fn is_own(&mut self, addr: usize) -> bool {
+            addr == 0x1111 || addr == 0x3333
+        }
+        fn symbolize(&mut self, addr: usize, out: &mut Buf<'_>) {
+            let _ = write!(out, "fn_{addr:x}+0x4  (/bin/prog)");
+        }
+    }
+
+    fn synthetic() -> (Totals, Vec<LockStat>) {
+        let a = LockStat {
+            slot: 0,
+            addr: 0xbeef,
+            kinds: KIND_MUTEX,
+            acquisitions: 1_234_567,
+            reads: 0,
+            contended: 234_567,
+            wait_total_ns: 2_345_678_901,
+            wait_max_ns: 4_100_000,
+            hold_total_ns: 1_000_000_000,
+            hold_count: 1_234_567,
+            hold_max_ns: 1_200,
+            stack_captured: true,
+        };
+        let b = LockStat {
+            slot: 1,
+            addr: 0xcafe,
+            kinds: KIND_RWLOCK | KIND_COND,
+            acquisitions: 10,
+            reads: 7,
+            contended: 0,
+            ..LockStat::default()
+        };
+        let mut t = Totals {
+            untracked: 3,
+            slots: 16,
+            ..Totals::default()
+        };
+        t.add(&a);
+        t.add(&b);
+        (t, vec![a, b])
+    }
+
+    fn render(level: u8, forked: i32) -> String {
+        let (t, top) = synthetic();
+        let mut b = vec![0u8; 1 << 16];
+        let mut w = Buf::new(&mut b);
+        let h = Header {
+            program: b"./prog",
+            pid: 42,
+            forked_from: forked,
+            runtime_ns: 2_013_000_000,
+            level,
+        };
+        format_report(&mut w, &h, &t, &top, &mut Fake);
+        String::from_utf8(w.bytes().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn report_format_level1() {
+        let r = render(1, 0);
+        let lines: Vec<&str> = r.lines().collect();
+        assert!(
+            lines[0].starts_with("klock-stats: ./prog (pid 42) | 2.013 s | 2 locks seen"),
+            "{r}"
+        );
+        assert!(
+            lines[0].contains("1,234,577 acquisitions, 234,567 contended"),
+            "{r}"
+        );
+        assert!(
+            lines[1].contains("mutex 1 locks, 1,234,567 acq, 234,567 contended"),
+            "{r}"
+        );
+        assert!(lines[1].contains("rwlock 1 locks") && lines[1].contains("cond 1 locks"));
+        assert!(
+            r.contains("WARNING 3 acquisitions on untracked locks"),
+            "{r}"
+        );
+        assert!(r.contains("top 2 of 2 locks"), "{r}");
+        let row = lines.iter().find(|l| l.contains("0xbeef")).unwrap();
+        for cell in [
+            "mutex",
+            "1,234,567",
+            "234,567",
+            "19.00%",
+            "2.35 s",
+            "10.0 us",
+            "4.10 ms",
+            "1.00 s",
+            "810 ns",
+            "1.2 us",
+        ] {
+            assert!(row.contains(cell), "missing {cell}: {row}");
+        }
+        let row2 = lines.iter().find(|l| l.contains("0xcafe")).unwrap();
+        assert!(
+            row2.contains("rwlock+cond") && row2.contains(" 7 "),
+            "{row2}"
+        );
+        assert!(row2.trim_end().ends_with("-"), "no hold times: {row2}");
+        assert!(!r.contains("first contended"), "no stacks at level 1");
+    }
+
+    #[test]
+    fn report_format_level2_and_fork() {
+        let r = render(2, 7);
+        assert!(r.contains("(pid 42, forked from 7)"), "{r}");
+        assert!(r.contains("#1 0xbeef (mutex) first contended at:"), "{r}");
+        assert!(r.contains("fn_2222+0x4  (/bin/prog)"), "{r}");
+        assert!(
+            r.contains("fn_3333+0x4"),
+            "only leading own frames are dropped: {r}"
+        );
+        assert!(
+            !r.contains("fn_1111"),
+            "leading own frames are dropped: {r}"
+        );
+        assert!(
+            !r.contains("#2 0xcafe"),
+            "never contended: no stack section"
+        );
+    }
+
+    #[test]
+    fn report_without_acquisitions_and_cut() {
+        let mut b = vec![0u8; 4096];
+        let mut w = Buf::new(&mut b);
+        let h = Header {
+            program: b"sh",
+            pid: 1,
+            forked_from: 0,
+            runtime_ns: 0,
+            level: 1,
+        };
+        format_report(&mut w, &h, &Totals::default(), &[], &mut Fake);
+        let s = String::from_utf8(w.bytes().to_vec()).unwrap();
+        assert!(s.contains("no lock acquisitions seen"), "{s}");
+        assert_eq!(s.lines().count(), 2, "{s}");
+        // A buffer too small for the report is cut and says so.
+        let (t, top) = synthetic();
+        let mut small = vec![0u8; 300];
+        let mut w = Buf::new(&mut small);
+        format_report(&mut w, &h, &t, &top, &mut Fake);
+        let s = String::from_utf8_lossy(w.bytes()).into_owned();
+        assert!(s.ends_with("klock-stats: (report cut)\n"), "{s}");
+    }
+
+    #[test]
+    fn counts_and_durations_format() {
+        let f = |x: &dyn fmt::Display| {
+            let mut b = [0u8; 64];
+            let mut w = Buf::new(&mut b);
+            write!(w, "{x}").unwrap();
+            String::from_utf8(w.bytes().to_vec()).unwrap()
+        };
+        assert_eq!(f(&Count(0)), "0");
+        assert_eq!(f(&Count(999)), "999");
+        assert_eq!(f(&Count(1000)), "1,000");
+        assert_eq!(f(&Count(u64::MAX)), "18,446,744,073,709,551,615");
+        assert_eq!(f(&Ns(999)), "999 ns");
+        assert_eq!(f(&Ns(12_345)), "12.3 us");
+        assert_eq!(f(&Ns(4_560_000)), "4.56 ms");
+        assert_eq!(f(&Ns(1_230_000_000)), "1.23 s");
+        assert_eq!(f(&Kinds(0)), "?");
+        assert_eq!(f(&Kinds(KIND_SPIN)), "spin");
+    }
+}

@@ -1,0 +1,268 @@
+//! Symbolization of the first-contention stacks at report time: `dladdr` for the
+//! object, then the object's ELF symbol table (`.symtab`, else `.dynsym`) for the
+//! enclosing function, so `static` functions get names too. No allocation; the
+//! object files are `mmap`ed. [`LiveStacks`] is the report's [`StackSource`] in
+//! the running process.
+
+use core::fmt::Write as _;
+
+use crate::stats::format::{Buf, StackSource};
+use crate::stats::table::{FRAMES, LockStat, Table};
+
+/// The table's stacks, symbolized from the running process.
+pub(super) struct LiveStacks<'a> {
+    pub(super) table: &'a Table,
+    /// Base address of this library (its frames are dropped).
+    pub(super) own_base: usize,
+    /// Base address of the main program (symbolized from /proc/self/exe).
+    pub(super) main_base: usize,
+    /// The main program's path (`readlink /proc/self/exe`; empty if unknown), shown
+    /// instead of the loader's name for it (`argv[0]`).
+    pub(super) exe: &'a [u8],
+}
+
+/// `readlink("/proc/self/exe")` into `buf`; the bytes written (empty on failure).
+pub(super) fn self_exe(buf: &mut [u8]) -> &[u8] {
+    // SAFETY: a NUL-terminated path and a writable buffer of buf.len() bytes.
+    let n = unsafe {
+        libc::readlink(
+            c"/proc/self/exe".as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n > 0 && (n as usize) < buf.len() {
+        &buf[..n as usize]
+    } else {
+        &[]
+    }
+}
+
+pub(super) fn dl_info(addr: usize) -> Option<libc::Dl_info> {
+    // SAFETY: Dl_info is plain old data; all-zero is a valid value.
+    let mut info: libc::Dl_info = unsafe { core::mem::zeroed() };
+    // SAFETY: dladdr only reads the address (it need not be mapped) and fills `info`.
+    let ok = unsafe { libc::dladdr(addr as *const libc::c_void, &mut info) };
+    (ok != 0).then_some(info)
+}
+
+impl StackSource for LiveStacks<'_> {
+    fn frames(&mut self, s: &LockStat, out: &mut [usize; FRAMES]) -> usize {
+        self.table.stack_of(s.slot, out)
+    }
+    fn is_own(&mut self, addr: usize) -> bool {
+        self.own_base != 0 && dl_info(addr).is_some_and(|i| i.dli_fbase as usize == self.own_base)
+    }
+    fn symbolize(&mut self, addr: usize, out: &mut Buf<'_>) {
+        let Some(info) = dl_info(addr) else {
+            out.push_bytes(b"??");
+            return;
+        };
+        let base = info.dli_fbase as usize;
+        // A return address: look up the call instruction's byte.
+        let pc = addr.saturating_sub(1);
+        let main = base == self.main_base;
+        let fname = if main && !self.exe.is_empty() {
+            self.exe
+        } else {
+            cstr_bytes(info.dli_fname)
+        };
+        let path: &[u8] = if main { b"/proc/self/exe\0" } else { fname };
+        let mut found = false;
+        if !path.is_empty() {
+            found = elf_symbolize(path, base, pc, out);
+        }
+        if !found && !info.dli_sname.is_null() {
+            out.push_bytes(cstr_bytes(info.dli_sname));
+            let _ = write!(out, "+{:#x}", addr - info.dli_saddr as usize);
+            found = true;
+        }
+        if !found {
+            out.push_bytes(b"??");
+        }
+        out.push_bytes(b"  (");
+        if fname.is_empty() {
+            out.push_bytes(b"?");
+        } else {
+            out.push_bytes(fname);
+        }
+        if !found {
+            // No symbol (a stripped object's local function): the offset in the
+            // object, for `addr2line -e OBJECT OFFSET` with its debug symbols.
+            let _ = write!(out, "+{:#x}", addr.wrapping_sub(base));
+        }
+        out.push_bytes(b")");
+    }
+}
+
+/// The bytes of a C string (empty for null), without the NUL.
+pub(super) fn cstr_bytes<'a>(p: *const libc::c_char) -> &'a [u8] {
+    if p.is_null() {
+        return &[];
+    }
+    // SAFETY: callers pass NUL-terminated strings owned by libc/the loader, which
+    // live for the process's lifetime.
+    unsafe { core::ffi::CStr::from_ptr(p) }.to_bytes()
+}
+
+/// Reads a `T` at `off` in `data`, if it fits.
+fn read_at<T: Copy>(data: &[u8], off: usize) -> Option<T> {
+    let end = off.checked_add(size_of::<T>())?;
+    if end > data.len() {
+        return None;
+    }
+    // SAFETY: `off..end` is inside `data`; read_unaligned has no alignment needs and
+    // T is plain old data (ELF structures).
+    Some(unsafe { core::ptr::read_unaligned(data.as_ptr().add(off).cast::<T>()) })
+}
+
+/// Writes `name+0xoff` for the function containing `pc` in the ELF file at `path`
+/// (NUL-terminated or not) mapped at `base`. False if not found.
+fn elf_symbolize(path: &[u8], base: usize, pc: usize, out: &mut Buf<'_>) -> bool {
+    let mut cpath = [0u8; 4096];
+    let n = path.iter().position(|&b| b == 0).unwrap_or(path.len());
+    if n >= cpath.len() {
+        return false;
+    }
+    cpath[..n].copy_from_slice(&path[..n]);
+    // SAFETY: a NUL-terminated path; open has no other preconditions.
+    let fd = unsafe { libc::open(cpath.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return false;
+    }
+    // SAFETY: `st` is plain old data filled by fstat on our own fd.
+    let mut st: libc::stat = unsafe { core::mem::zeroed() };
+    // SAFETY: fd is open; `st` is writable.
+    let size = if unsafe { libc::fstat(fd, &mut st) } == 0 {
+        st.st_size as usize
+    } else {
+        0
+    };
+    let map = if size > 0 {
+        // SAFETY: a private read-only mapping of our own fd; unmapped below.
+        unsafe {
+            libc::mmap(
+                core::ptr::null_mut(),
+                size,
+                libc::PROT_READ,
+                libc::MAP_PRIVATE,
+                fd,
+                0,
+            )
+        }
+    } else {
+        libc::MAP_FAILED
+    };
+    // SAFETY: our own fd, no longer needed (the mapping stays valid).
+    unsafe { libc::close(fd) };
+    if map == libc::MAP_FAILED {
+        return false;
+    }
+    // SAFETY: the mapping is `size` readable bytes until the munmap below. A file
+    // truncated under us could fault; symbol files of a running process are not.
+    let data = unsafe { core::slice::from_raw_parts(map as *const u8, size) };
+    let found = elf_lookup(data, base, pc);
+    if let Some((name_off, value, bias)) = found {
+        let name = &data[name_off..];
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        out.push_bytes(&name[..end]);
+        let _ = write!(out, "+{:#x}", pc + 1 - (value + bias));
+    }
+    // SAFETY: the mapping made above; `data` is not used after this.
+    unsafe { libc::munmap(map, size) };
+    found.is_some()
+}
+
+/// Finds the function symbol containing `pc` in the ELF image `data` loaded at
+/// `base`: (file offset of its name, st_value, load bias).
+fn elf_lookup(data: &[u8], base: usize, pc: usize) -> Option<(usize, usize, usize)> {
+    let eh: libc::Elf64_Ehdr = read_at(data, 0)?;
+    if eh.e_ident[..4] != *b"\x7fELF" || eh.e_ident[4] != 2 {
+        return None;
+    }
+    // Load bias: ET_EXEC is linked at its addresses; ET_DYN at base - lowest vaddr.
+    let mut bias = 0usize;
+    if eh.e_type == libc::ET_DYN {
+        let mut lo = usize::MAX;
+        for k in 0..eh.e_phnum as usize {
+            let ph: libc::Elf64_Phdr =
+                read_at(data, eh.e_phoff as usize + k * eh.e_phentsize as usize)?;
+            if ph.p_type == libc::PT_LOAD {
+                lo = lo.min(ph.p_vaddr as usize & !0xfff);
+            }
+        }
+        bias = base.wrapping_sub(if lo == usize::MAX { 0 } else { lo });
+    }
+    let rel = pc.wrapping_sub(bias);
+    let shdr = |k: usize| -> Option<libc::Elf64_Shdr> {
+        read_at(data, eh.e_shoff as usize + k * eh.e_shentsize as usize)
+    };
+    let mut best: Option<(usize, usize)> = None; // (name offset, value)
+    // SHT_SYMTAB = 2 (full, with static functions), else SHT_DYNSYM = 11.
+    for want in [2u32, 11] {
+        for k in 0..eh.e_shnum as usize {
+            let sh = shdr(k)?;
+            if sh.sh_type != want {
+                continue;
+            }
+            let strtab = shdr(sh.sh_link as usize)?;
+            let count = sh.sh_size as usize / size_of::<libc::Elf64_Sym>().max(1);
+            for j in 0..count {
+                let sym: libc::Elf64_Sym = read_at(
+                    data,
+                    sh.sh_offset as usize + j * size_of::<libc::Elf64_Sym>(),
+                )?;
+                let ty = sym.st_info & 0xf;
+                // STT_FUNC = 2, STT_GNU_IFUNC = 10.
+                if (ty != 2 && ty != 10) || sym.st_shndx == 0 {
+                    continue;
+                }
+                let v = sym.st_value as usize;
+                let size = (sym.st_size as usize).max(1);
+                if rel >= v && rel < v + size && best.is_none_or(|(_, bv)| v > bv) {
+                    let off = strtab.sh_offset as usize + sym.st_name as usize;
+                    if off < data.len() {
+                        best = Some((off, v));
+                    }
+                }
+            }
+        }
+        if best.is_some() {
+            break;
+        }
+    }
+    best.map(|(off, v)| (off, v, bias))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symbolizes_a_static_function_of_this_binary() {
+        #[inline(never)]
+        fn probe_target() -> usize {
+            std::hint::black_box(probe_target as *const () as usize)
+        }
+        let addr = probe_target() + 1; // "return address" just inside the function
+        let table = Table::new(); // symbolizing does not read the table
+        let mut src = LiveStacks {
+            table: &table,
+            own_base: 1, // nothing is dropped
+            exe: b"/the/exe",
+            main_base: {
+                // SAFETY: no preconditions.
+                let phdr = unsafe { libc::getauxval(libc::AT_PHDR) } as usize;
+                dl_info(phdr).map_or(0, |i| i.dli_fbase as usize)
+            },
+        };
+        let mut b = [0u8; 1024];
+        let mut w = Buf::new(&mut b);
+        src.symbolize(addr, &mut w);
+        let s = String::from_utf8_lossy(w.bytes()).into_owned();
+        assert!(s.contains("probe_target"), "{s}");
+        assert!(s.ends_with("(/the/exe)"), "the main program's path: {s}");
+        let mut b = [0u8; 4096];
+        assert!(self_exe(&mut b).starts_with(b"/"));
+    }
+}
