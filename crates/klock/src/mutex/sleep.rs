@@ -51,6 +51,14 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// Queue `q` and sleep until the lock is ours (or the deadline passes).
     /// With `requeued`, the node is already on the list (moved there by a
     /// condvar notify) and its `state` is SLEEPING.
+    ///
+    /// 1. Enqueue under WLOCK (unless requeued), or take a lock freed meanwhile.
+    /// 2. Loop: try the lock; as a woken first waiter, spin on the owner and,
+    ///    past the hand-off threshold, ask for the lock and wait for it
+    ///    running (`woken_head_turn`).
+    /// 3. Re-arm under WLOCK (`rearm`), try once more, then sleep (`sleep`);
+    ///    past the deadline, leave the list (`leave_on_timeout`).
+    /// 4. Holding the lock: leave the list (`leave_list`).
     pub(crate) fn wait_queued(
         &self,
         q: QNode,
@@ -60,29 +68,14 @@ impl<S: SpinPolicy> RawMutex<S> {
     ) -> bool {
         let me = q.tail();
         let n = Waiter::of(q.node());
-        let mut first;
-        if !requeued {
-            lock_bit(&self.owner, WLOCK);
-            if self.try_acquire(id, false) {
-                self.wunlock(0, 0);
-                return true;
-            }
-            // Under WLOCK, whose Release (wunlock) publishes them to the
-            // unlocker that reads them under WLOCK.
-            n.set_state(WaiterState::Sleeping);
-            stat::inc(Event::MutexArm);
-            n.set_thread_id(id);
-            n.set_since_us(wait::now_us());
-            self.list.push_back(me);
-            first = self.list.head() == me;
-            // Setting WAITERS in the WLOCK-release RMW: an unlock ordered after
-            // it sees WAITERS and wakes the head; one ordered before it left the
-            // id field 0, which our trylock below sees.
-            self.wunlock(WAITERS, 0);
+        let mut first = if requeued {
+            self.list.head() == me
         } else {
-            first = self.list.head() == me;
-        }
-        let t = crate::tune::get();
+            match self.enqueue(me, n, id) {
+                Some(first) => first,
+                None => return true,
+            }
+        };
         let start = wait::now_ns();
         let mut woken = false;
         let mut handoff_asked = false;
@@ -93,78 +86,135 @@ impl<S: SpinPolicy> RawMutex<S> {
             if self.try_acquire(id, true) {
                 break;
             }
-            if first && woken && !handoff_asked {
-                // A woken first waiter spins on the owner before sleeping again
-                // (kernel 4.10 "optimistic spinning of woken waiter") ...
-                // (Not gated by the adaptive hint, `adapt`: gating it measured
-                // the same on `sysbench threads` on a busy machine and 0.5-0.7x
-                // on a quiet one; the woken waiter is running anyway.)
-                // INV-RT-NOSPIN: not for a real-time thread.
-                if S::SPIN && t.mutex_spin != 0 && !wait::realtime() {
-                    let mut total = SpinBudget::new(t.mutex_spin_max_ns);
-                    if self.spin_on_owner(id, &mut total, None) == SpinEnd::Acquired {
-                        break;
-                    }
-                }
-                // ... and, once it has waited past the threshold after a failed
-                // wake-up, asks for the lock to be handed over.
-                if wait::now_ns().saturating_sub(start) >= t.mutex_handoff_ns
-                    && self.request_handoff()
-                {
-                    handoff_asked = true;
-                    stat::inc(Event::MutexHandoffRequest);
-                    // ... and waits for it running (the kernel's woken waiter
-                    // spins with HANDOFF set), so that the lock does not sit
-                    // idle in PICKUP for a whole wake-up.
-                    if self.wait_for_pickup(id) {
-                        break;
-                    }
-                }
+            if first
+                && woken
+                && !handoff_asked
+                && self.woken_head_turn(id, start, &mut handoff_asked)
+            {
+                break;
             }
-            // Re-arm under WLOCK (see module docs: this is what orders the
-            // unlocker's WOKEN store against our sleep). If an unlock woke us,
-            // WAKING may be ours: clear it, so the next unlock wakes again.
-            lock_bit(&self.owner, WLOCK);
-            let was_woken = n.is_woken();
-            n.set_state(WaiterState::Sleeping);
-            stat::cond_inc(Event::MutexArm, was_woken);
-            first = self.list.head() == me;
-            self.wunlock(0, if was_woken { WAKING } else { 0 });
+            first = self.rearm(me, n);
             chaos::point(Site::BeforeSleep);
             if self.try_acquire(id, true) {
                 break;
             }
             let Some(timeout) = wait::remaining(deadline).filter(|_| !expired) else {
-                if self.leave_on_timeout(q, id) {
-                    return true;
-                }
-                return false;
+                return self.leave_on_timeout(q, id);
             };
-            // The first waiter wakes by itself after KLOCK_MUTEX_HEAD_WAKE_NS
-            // (0 = never) and runs the woken waiter's path: try, spin, and
-            // past the hand-off threshold ask for the lock and wait for it
-            // running, so a head nobody wakes (every unlock found WAKING, or
-            // the crowd kept it off the CPU) still gets its turn.
-            let head_wake = (first && t.mutex_head_wake_ns != 0)
-                .then(|| std::time::Duration::from_nanos(t.mutex_head_wake_ns));
-            let (timeout, self_timed) = match (timeout, head_wake) {
-                (Some(d), Some(h)) if h < d => (Some(h), true),
-                (None, Some(h)) => (Some(h), true),
-                (d, _) => (d, false),
-            };
-            stat::inc(Event::MutexSleep);
-            let r = wait::futex_wait(n.futex(), WaiterState::Sleeping as u32, timeout);
-            let timed_out = r == WaitOutcome::TimedOut;
-            expired |= timed_out && !self_timed;
-            chaos::point(Site::AfterWake);
-            // The lock itself is acquired through the owner CAS.
-            woken = n.is_woken() || (timed_out && self_timed);
-            stat::cond_inc(
-                Event::MutexSpuriousWakeup,
-                !woken && r != WaitOutcome::TimedOut,
-            );
+            woken = self.sleep(n, first, timeout, &mut expired);
         }
-        // We own the lock: leave the list.
+        self.leave_list(me);
+        true
+    }
+
+    /// Step 1: under WLOCK, take the lock if it is free (`None`: we hold
+    /// it), else arm our node, append it and set WAITERS in the WLOCK
+    /// release; returns whether we are first.
+    fn enqueue(&self, me: u32, n: Waiter<'_>, id: u32) -> Option<bool> {
+        lock_bit(&self.owner, WLOCK);
+        if self.try_acquire(id, false) {
+            self.wunlock(0, 0);
+            return None;
+        }
+        // Under WLOCK, whose Release (wunlock) publishes them to the
+        // unlocker that reads them under WLOCK.
+        n.set_state(WaiterState::Sleeping);
+        stat::inc(Event::MutexArm);
+        n.set_thread_id(id);
+        n.set_since_us(wait::now_us());
+        self.list.push_back(me);
+        let first = self.list.head() == me;
+        // Setting WAITERS in the WLOCK-release RMW: an unlock ordered after
+        // it sees WAITERS and wakes the head; one ordered before it left the
+        // id field 0, which our trylock below sees.
+        self.wunlock(WAITERS, 0);
+        Some(first)
+    }
+
+    /// Step 2, a woken first waiter that has not asked for the hand-off:
+    /// spin on the owner, then past the threshold ask for the hand-off and
+    /// wait for it running. Returns whether we hold the lock.
+    fn woken_head_turn(&self, id: u32, start: u64, handoff_asked: &mut bool) -> bool {
+        let t = crate::tune::get();
+        // A woken first waiter spins on the owner before sleeping again
+        // (kernel 4.10 "optimistic spinning of woken waiter") ...
+        // (Not gated by the adaptive hint, `adapt`: gating it measured
+        // the same on `sysbench threads` on a busy machine and 0.5-0.7x
+        // on a quiet one; the woken waiter is running anyway.)
+        // INV-RT-NOSPIN: not for a real-time thread.
+        if S::SPIN && t.mutex_spin != 0 && !wait::realtime() {
+            let mut total = SpinBudget::new(t.mutex_spin_max_ns);
+            if self.spin_on_owner(id, &mut total, None) == SpinEnd::Acquired {
+                return true;
+            }
+        }
+        // ... and, once it has waited past the threshold after a failed
+        // wake-up, asks for the lock to be handed over ...
+        if wait::now_ns().saturating_sub(start) >= t.mutex_handoff_ns && self.request_handoff() {
+            *handoff_asked = true;
+            stat::inc(Event::MutexHandoffRequest);
+            // ... and waits for it running (the kernel's woken waiter
+            // spins with HANDOFF set), so that the lock does not sit
+            // idle in PICKUP for a whole wake-up.
+            return self.wait_for_pickup(id);
+        }
+        false
+    }
+
+    /// Step 3a: re-arm under WLOCK (see module docs: this is what orders the
+    /// unlocker's WOKEN store against our sleep). If an unlock woke us,
+    /// WAKING may be ours: clear it, so the next unlock wakes again.
+    /// Returns whether we are first.
+    fn rearm(&self, me: u32, n: Waiter<'_>) -> bool {
+        lock_bit(&self.owner, WLOCK);
+        let was_woken = n.is_woken();
+        n.set_state(WaiterState::Sleeping);
+        stat::cond_inc(Event::MutexArm, was_woken);
+        let first = self.list.head() == me;
+        self.wunlock(0, if was_woken { WAKING } else { 0 });
+        first
+    }
+
+    /// Step 3b: sleep on our node until woken, `timeout` passes, or (as the
+    /// first waiter, `KLOCK_MUTEX_HEAD_WAKE_NS` != 0) our own timer; sets
+    /// `expired` when the caller's deadline passed. Returns whether we count
+    /// as woken (an unlock woke us, or our own timer did).
+    fn sleep(
+        &self,
+        n: Waiter<'_>,
+        first: bool,
+        timeout: Option<std::time::Duration>,
+        expired: &mut bool,
+    ) -> bool {
+        let t = crate::tune::get();
+        // The first waiter wakes by itself after KLOCK_MUTEX_HEAD_WAKE_NS
+        // (0 = never) and runs the woken waiter's path: try, spin, and
+        // past the hand-off threshold ask for the lock and wait for it
+        // running, so a head nobody wakes (every unlock found WAKING, or
+        // the crowd kept it off the CPU) still gets its turn.
+        let head_wake = (first && t.mutex_head_wake_ns != 0)
+            .then(|| std::time::Duration::from_nanos(t.mutex_head_wake_ns));
+        let (timeout, self_timed) = match (timeout, head_wake) {
+            (Some(d), Some(h)) if h < d => (Some(h), true),
+            (None, Some(h)) => (Some(h), true),
+            (d, _) => (d, false),
+        };
+        stat::inc(Event::MutexSleep);
+        let r = wait::futex_wait(n.futex(), WaiterState::Sleeping as u32, timeout);
+        let timed_out = r == WaitOutcome::TimedOut;
+        *expired |= timed_out && !self_timed;
+        chaos::point(Site::AfterWake);
+        // The lock itself is acquired through the owner CAS.
+        let woken = n.is_woken() || (timed_out && self_timed);
+        stat::cond_inc(
+            Event::MutexSpuriousWakeup,
+            !woken && r != WaitOutcome::TimedOut,
+        );
+        woken
+    }
+
+    /// Step 4: we own the lock; leave the list under WLOCK.
+    fn leave_list(&self, me: u32) {
         lock_bit(&self.owner, WLOCK);
         let was_head = self.list.head() == me;
         self.list.remove(me);
@@ -178,7 +228,6 @@ impl<S: SpinPolicy> RawMutex<S> {
         // once it runs and fails, if it has waited past the threshold.
         let clear = self.leave_flags(was_head) | WAKING;
         self.wunlock(0, clear);
-        true
     }
 
     /// The first waiter asked for a hand-off: wait, running, until the owner
