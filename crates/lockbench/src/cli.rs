@@ -6,8 +6,8 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::adapter::LockKind;
 use crate::exp::{self, CliError};
+use crate::locks::LockKind;
 
 /// Side-by-side lock benchmarks: klock, std, parking_lot, glibc and plain spinlocks.
 #[derive(Parser, Debug)]

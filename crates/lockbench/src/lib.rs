@@ -1,8 +1,9 @@
 //! lockbench: side-by-side lock benchmarks for klock and its competitors.
 //!
 //! Layers (each reusable by new experiments under [`exp`]):
-//! * [`work`] calibrated busy work; [`adapter`] the one lock trait + registry entry;
-//!   [`locks`] the registry; [`runner`] the generic contended runner;
+//! * [`work`] calibrated busy work; [`adapter`] the one lock trait; [`runner`] the
+//!   generic contended runner over it; [`locks`] the registry (entries instantiate the
+//!   runner per lock type);
 //! * [`gate`] idle gate; [`noise`] CPU-hog threads; [`sys`] rusage, /proc, machine;
 //! * [`stats`] statistics; [`record`] the JSON/CSV record; [`table`] terminal tables;
 //!   [`html`] the HTML report, [`chart`] its plotters charts; [`verdict`] klock's

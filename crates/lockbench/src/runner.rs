@@ -242,7 +242,7 @@ fn worker<L: BenchLock>(
 }
 
 /// Runs one contended run of lock type `L` (the entry point a [`LockEntry`]
-/// (crate::adapter::LockEntry) stores).
+/// (crate::locks::LockEntry) stores).
 pub fn run<L: BenchLock>(spec: &RunSpec) -> RunOutput {
     crate::sys::leave_single_threaded_mode();
     let t = spec.threads.max(1);

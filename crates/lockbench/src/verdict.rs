@@ -22,7 +22,7 @@
 //!
 //! [`summarize`] turns a family's cases into one sentence naming the lock to pick.
 
-use crate::adapter::LockKind;
+use crate::locks::LockKind;
 use crate::record::{Record, Report};
 
 /// A family of klock locks: its default lock and its variants (seed reproductions

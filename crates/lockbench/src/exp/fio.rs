@@ -585,7 +585,7 @@ mod tests {
         // Every fio lock is a registered rwlock (descriptions come from there).
         for (n, _) in lock_table() {
             let e = crate::locks::find(n).unwrap();
-            assert_eq!(e.kind, crate::adapter::LockKind::RwLock, "{n}");
+            assert_eq!(e.kind, crate::locks::LockKind::RwLock, "{n}");
         }
         let e = parse(&["--read-pct", "101"]).unwrap_err();
         assert!(e.contains("0..=100"), "{e}");

@@ -26,8 +26,8 @@ pub mod uncontended;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::adapter::{LockEntry, LockKind};
 use crate::gate::{GateConfig, Window, wait_idle};
+use crate::locks::{LockEntry, LockKind};
 use crate::noise::Noise;
 use crate::record::{ClassMetrics, Latency, Params, Record, Report};
 use crate::runner::{ClassOutput, RunOutput, RunSpec};

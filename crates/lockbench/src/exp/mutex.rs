@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::{CliError, CommonArgs, Config, add_single_thread_refs, select_locks};
-use crate::adapter::{LockEntry, LockKind};
+use crate::locks::{LockEntry, LockKind};
 
 /// Arguments of `lockbench mutex`.
 #[derive(clap::Args, Clone, Debug)]

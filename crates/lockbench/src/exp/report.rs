@@ -21,8 +21,8 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use super::{CliError, Config, RunOptions, Workload, run_configs};
-use crate::adapter::LockKind;
 use crate::gate::GateConfig;
+use crate::locks::LockKind;
 use crate::progress::{Progress, Suite, run_units};
 use crate::record::{Record, Report};
 use crate::sys::Machine;
@@ -513,7 +513,7 @@ const QUOTA_ROW_CPUS: f64 = 0.5;
 /// the quota in their parameters, so they form their own verdict rows. `Err`
 /// says why the row could not run (e.g. not permitted to create a cgroup).
 fn run_quota_row(
-    mutexes: &[crate::adapter::LockEntry],
+    mutexes: &[crate::locks::LockEntry],
     p: &Plan,
     dir: &std::path::Path,
     no_gate: bool,

@@ -37,8 +37,8 @@ use std::time::Duration;
 use super::{
     CliError, Config, RunOptions, ThreadList, Workload, parse_duration, parse_nonneg, select_locks,
 };
-use crate::adapter::{LockEntry, LockKind};
 use crate::gate::GateConfig;
+use crate::locks::{LockEntry, LockKind};
 use crate::record::{Record, Report};
 use crate::stats::{MinAvgMax, median};
 use crate::sys::Machine;

@@ -1,7 +1,7 @@
 //! The uncontended experiment: one thread, lock + counter++ + unlock, ns per op.
 
-use crate::adapter::LockEntry;
 use crate::gate::{GateConfig, wait_idle};
+use crate::locks::LockEntry;
 use crate::record::{Params, Record};
 use crate::stats::{median, spread};
 
