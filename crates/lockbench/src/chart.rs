@@ -10,6 +10,9 @@
 //! use round ticks (1, 2, 5 × 10^k on linear axes, powers of ten on log axes) and
 //! switch to a log scale by themselves when the values span more than a decade
 //! ([`Scale::Auto`]).
+//!
+//! A leaf: it knows nothing of locks, records or the verdict; the renderers
+//! ([`crate::html`], the experiments' sections) decide what to draw.
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
@@ -845,59 +848,24 @@ fn draw_rows(svg: &mut String, c: &RowChart, ns: usize, axis: &Axis, title: &str
     Ok(())
 }
 
+/// Escapes text for HTML/SVG.
+///
+/// ```
+/// assert_eq!(lockbench::chart::esc("a<b&\"c\""), "a&lt;b&amp;&quot;c&quot;");
+/// ```
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+}
+
 fn error_svg(title: &str, e: &str) -> String {
     format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"600\" height=\"40\"><text x=\"4\" y=\"20\">{}: chart error: {}</text></svg>\n",
-        crate::html::esc(title),
-        crate::html::esc(e)
+        esc(title),
+        esc(e)
     )
-}
-
-/// One line chart per lock group ([`crate::html::groups`]) of verdict samples
-/// whose `order` is the x value: the seed experiments' "metric against threads"
-/// charts (fio, fserver). `title` prefixes each group's title.
-pub fn per_group_lines(
-    title: &str,
-    x_desc: &str,
-    y_desc: &str,
-    xs: &[usize],
-    locks: &[String],
-    samples: &[crate::verdict::Sample],
-) -> Vec<Chart> {
-    let x_labels: Vec<String> = xs.iter().map(|x| x.to_string()).collect();
-    crate::html::groups(locks)
-        .iter()
-        .map(|g| {
-            line(&LineChart {
-                title: format!("{title}: {}", g.title),
-                x_desc: x_desc.into(),
-                y_desc: y_desc.into(),
-                x_labels: x_labels.clone(),
-                series: g
-                    .locks
-                    .iter()
-                    .zip(crate::html::styles(&g.locks))
-                    .map(|(l, st)| Series {
-                        name: l.clone(),
-                        points: xs
-                            .iter()
-                            .enumerate()
-                            .filter_map(|(i, x)| {
-                                samples
-                                    .iter()
-                                    .find(|s| &s.lock == l && s.order == *x)
-                                    .map(|s| (i, Value::with_runs(s.median, &s.runs)))
-                            })
-                            .collect(),
-                        bold: crate::verdict::family_of_default(l).is_some(),
-                        style: st,
-                    })
-                    .collect(),
-                scale: Scale::Auto,
-                reference: None,
-            })
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -147,11 +147,7 @@ pub fn compare_lists(sa: &[Sample], sb: &[Sample], threshold: f64) -> (Vec<Row>,
 fn cell(s: &Sample) -> String {
     let (m, lo, hi) = s.range();
     let sp = if m != 0.0 { 100.0 * (hi - lo) / m } else { 0.0 };
-    format!(
-        "{} ±{:.0}%",
-        crate::verdict::fmt_value(m, &s.unit),
-        sp / 2.0
-    )
+    format!("{} ±{:.0}%", crate::table::fmt_value(m, &s.unit), sp / 2.0)
 }
 
 /// The flag column's text.

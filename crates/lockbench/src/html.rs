@@ -12,22 +12,10 @@
 //! sections (the seed experiments of `report --full`) and all tables of the terminal
 //! output.
 
-use crate::chart::{self, Chart, LineChart, MAX_SERIES, Row, RowChart, Scale, Value};
+use crate::chart::{self, Chart, LineChart, MAX_SERIES, Row, RowChart, Scale, Value, esc};
 use crate::record::{Record, Report};
 use crate::table::{Section, Series, Table, series, tables};
 use crate::verdict::{self, Outcome};
-
-/// Escapes text for HTML/SVG.
-///
-/// ```
-/// assert_eq!(lockbench::html::esc("a<b&\"c\""), "a&lt;b&amp;&quot;c&quot;");
-/// ```
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// A chart group: a title and the locks it shows (defaults first, marked bold).
 #[derive(Clone, Debug, PartialEq)]
@@ -362,6 +350,53 @@ pub fn series_charts(s: &Series) -> Vec<Chart> {
     out
 }
 
+/// One line chart per lock group ([`groups`]) of verdict samples
+/// whose `order` is the x value: the seed experiments' "metric against threads"
+/// charts (fio, fserver). `title` prefixes each group's title.
+pub fn per_group_lines(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    xs: &[usize],
+    locks: &[String],
+    samples: &[crate::verdict::Sample],
+) -> Vec<Chart> {
+    let x_labels: Vec<String> = xs.iter().map(|x| x.to_string()).collect();
+    groups(locks)
+        .iter()
+        .map(|g| {
+            chart::line(&LineChart {
+                title: format!("{title}: {}", g.title),
+                x_desc: x_desc.into(),
+                y_desc: y_desc.into(),
+                x_labels: x_labels.clone(),
+                series: g
+                    .locks
+                    .iter()
+                    .zip(styles(&g.locks))
+                    .map(|(l, st)| chart::Series {
+                        name: l.clone(),
+                        points: xs
+                            .iter()
+                            .enumerate()
+                            .filter_map(|(i, x)| {
+                                samples
+                                    .iter()
+                                    .find(|s| &s.lock == l && s.order == *x)
+                                    .map(|s| (i, Value::with_runs(s.median, &s.runs)))
+                            })
+                            .collect(),
+                        bold: bold(l),
+                        style: st,
+                    })
+                    .collect(),
+                scale: Scale::Auto,
+                reference: None,
+            })
+        })
+        .collect()
+}
+
 const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:1240px;color:#222}\
 h1{margin-bottom:0.2em}h2{border-bottom:2px solid #ddd;padding-bottom:0.2em;margin-top:2em}\
 table{border-collapse:collapse;margin:0.5em 0 1.5em}\
@@ -416,7 +451,7 @@ pub fn verdict_html(report: &Report, extra: &[verdict::Sample]) -> String {
         s.push_str("<p>No klock default lock was measured beside a peer in this report, so there is no verdict.</p>\n");
         return s;
     }
-    let fams = verdict::by_family(&cells);
+    let fams = crate::table::verdict_by_family(&cells);
     s.push_str("<ul class=\"picks\">\n");
     for (sm, _, _) in &fams {
         s.push_str(&format!(

@@ -1,7 +1,9 @@
 //! Tables for the terminal (markdown-style, like the anchor measurements and seeds) and
-//! for the HTML report: locks as rows, thread counts as columns.
+//! for the HTML report: locks as rows, thread counts as columns; and the rendering of
+//! the verdict's data ([`crate::verdict`] computes, this module lays it out).
 
 use crate::record::{Record, Report};
+use crate::verdict::{self, Cell, Family, Summary};
 
 /// A titled table of strings.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -461,6 +463,101 @@ fn notes(s: &Series) -> Table {
     }
 }
 
+/// Formats a value in its unit with sensible precision (`k`/`M` from 10^4).
+///
+/// ```
+/// assert_eq!(lockbench::table::fmt_value(55_260_820.0, "jobs/min"), "55.3 M jobs/min");
+/// assert_eq!(lockbench::table::fmt_value(3.456, "Mops/s"), "3.46 Mops/s");
+/// ```
+pub fn fmt_value(v: f64, unit: &str) -> String {
+    let num = if v.abs() >= 1e6 {
+        format!("{:.1} M", v / 1e6)
+    } else if v.abs() >= 1e4 {
+        format!("{:.1} k", v / 1e3)
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else if v.abs() >= 0.01 || v == 0.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    };
+    format!("{num} {unit}")
+}
+
+/// Formats a ratio and its range: `1.32x (1.20-1.45)`.
+pub fn fmt_ratio(c: &Cell) -> String {
+    let f = |x: f64| {
+        if x.is_finite() {
+            format!("{x:.2}")
+        } else {
+            "inf".into()
+        }
+    };
+    format!("{}x ({}-{})", f(c.ratio), f(c.ratio_lo), f(c.ratio_hi))
+}
+
+/// The verdict column: the outcome, and why (klock ruled out) or how many
+/// more runs would decide (inconclusive).
+pub fn outcome_text(c: &Cell) -> String {
+    match (&c.note, c.more_runs) {
+        (Some(n), _) => format!("{} ({n})", c.outcome.word()),
+        (None, Some(m)) if m <= verdict::MORE_RUNS_SHOWN => {
+            format!("{} (~{m} more runs)", c.outcome.word())
+        }
+        (None, Some(_)) => format!("{} (too noisy to decide)", c.outcome.word()),
+        _ => c.outcome.word().to_string(),
+    }
+}
+
+/// The verdict table of one family (plain cells; the terminal and HTML renderers
+/// colour the last two columns by [`Cell::outcome`]).
+pub fn verdict_table(fam: &Family, cells: &[&Cell]) -> Table {
+    let rows = cells
+        .iter()
+        .map(|c| {
+            vec![
+                c.scenario.clone(),
+                c.point.clone(),
+                fmt_value(c.klock.median, &c.klock.unit),
+                format!("{} {}", c.peer.lock, fmt_value(c.peer.median, &c.peer.unit)),
+                fmt_ratio(c),
+                outcome_text(c),
+            ]
+        })
+        .collect();
+    Table {
+        title: format!(
+            "{} ({}, lockbench name {}) against the best other lock in the same run",
+            fam.name, fam.api, fam.default
+        ),
+        header: [
+            "workload",
+            "threads",
+            "klock (median)",
+            "best peer (median)",
+            "klock vs peer (95% CI)",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
+}
+
+/// Per family with cases: its summary, its cells and its table.
+pub fn verdict_by_family(cells: &[Cell]) -> Vec<(Summary, Vec<&Cell>, Table)> {
+    verdict::summarize(cells)
+        .into_iter()
+        .map(|sm| {
+            let cs: Vec<&Cell> = cells.iter().filter(|c| c.family == sm.family).collect();
+            let t = verdict_table(sm.family, &cs);
+            (sm, cs, t)
+        })
+        .collect()
+}
+
 /// Whether stdout gets ANSI colours: a terminal, and `NO_COLOR` unset.
 pub fn color_stdout() -> bool {
     // SAFETY: isatty has no memory-safety preconditions.
@@ -470,7 +567,7 @@ pub fn color_stdout() -> bool {
 /// The verdict as terminal text: the table (outcome coloured when `color`), how to
 /// read it, and one sentence per family. Empty if nothing to compare.
 pub fn verdict_text(samples: &[crate::verdict::Sample], color: bool) -> String {
-    use crate::verdict::{self, Outcome};
+    use crate::verdict::Outcome;
     let cells = verdict::cells(samples);
     if cells.is_empty() {
         return String::new();
@@ -481,7 +578,7 @@ pub fn verdict_text(samples: &[crate::verdict::Sample], color: bool) -> String {
         ("", "")
     };
     let mut s = format!("\n## {b}Verdict: which lock, and by how much{off}\n\n");
-    let fams = verdict::by_family(&cells);
+    let fams = verdict_by_family(&cells);
     for (sm, _, _) in &fams {
         s.push_str(&format!("* {b}{}{off} {}\n", sm.headline, sm.detail));
     }

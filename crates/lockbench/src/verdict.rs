@@ -732,101 +732,6 @@ pub fn summarize(cells: &[Cell]) -> Vec<Summary> {
     out
 }
 
-/// Formats a value in its unit with sensible precision (`k`/`M` from 10^4).
-///
-/// ```
-/// assert_eq!(lockbench::verdict::fmt_value(55_260_820.0, "jobs/min"), "55.3 M jobs/min");
-/// assert_eq!(lockbench::verdict::fmt_value(3.456, "Mops/s"), "3.46 Mops/s");
-/// ```
-pub fn fmt_value(v: f64, unit: &str) -> String {
-    let num = if v.abs() >= 1e6 {
-        format!("{:.1} M", v / 1e6)
-    } else if v.abs() >= 1e4 {
-        format!("{:.1} k", v / 1e3)
-    } else if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
-        format!("{v:.1}")
-    } else if v.abs() >= 0.01 || v == 0.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.4}")
-    };
-    format!("{num} {unit}")
-}
-
-/// Formats a ratio and its range: `1.32x (1.20-1.45)`.
-pub fn fmt_ratio(c: &Cell) -> String {
-    let f = |x: f64| {
-        if x.is_finite() {
-            format!("{x:.2}")
-        } else {
-            "inf".into()
-        }
-    };
-    format!("{}x ({}-{})", f(c.ratio), f(c.ratio_lo), f(c.ratio_hi))
-}
-
-/// The verdict column: the outcome, and why (klock ruled out) or how many
-/// more runs would decide (inconclusive).
-pub fn outcome_text(c: &Cell) -> String {
-    match (&c.note, c.more_runs) {
-        (Some(n), _) => format!("{} ({n})", c.outcome.word()),
-        (None, Some(m)) if m <= MORE_RUNS_SHOWN => {
-            format!("{} (~{m} more runs)", c.outcome.word())
-        }
-        (None, Some(_)) => format!("{} (too noisy to decide)", c.outcome.word()),
-        _ => c.outcome.word().to_string(),
-    }
-}
-
-/// The verdict table of one family (plain cells; the terminal and HTML renderers
-/// colour the last two columns by [`Cell::outcome`]).
-pub fn table(fam: &Family, cells: &[&Cell]) -> crate::table::Table {
-    let rows = cells
-        .iter()
-        .map(|c| {
-            vec![
-                c.scenario.clone(),
-                c.point.clone(),
-                fmt_value(c.klock.median, &c.klock.unit),
-                format!("{} {}", c.peer.lock, fmt_value(c.peer.median, &c.peer.unit)),
-                fmt_ratio(c),
-                outcome_text(c),
-            ]
-        })
-        .collect();
-    crate::table::Table {
-        title: format!(
-            "{} ({}, lockbench name {}) against the best other lock in the same run",
-            fam.name, fam.api, fam.default
-        ),
-        header: [
-            "workload",
-            "threads",
-            "klock (median)",
-            "best peer (median)",
-            "klock vs peer (95% CI)",
-            "verdict",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows,
-    }
-}
-
-/// Per family with cases: its summary, its cells and its table.
-pub fn by_family(cells: &[Cell]) -> Vec<(Summary, Vec<&Cell>, crate::table::Table)> {
-    summarize(cells)
-        .into_iter()
-        .map(|sm| {
-            let cs: Vec<&Cell> = cells.iter().filter(|c| c.family == sm.family).collect();
-            let t = table(sm.family, &cs);
-            (sm, cs, t)
-        })
-        .collect()
-}
-
 /// How to read the verdict, one line.
 pub const LEGEND: &str = "klock vs peer > 1 means klock is better (throughput ratio; for ns/op and times, peer / klock), \
      the median of the per-round ratios with its 95 % bootstrap confidence interval over the interleaved runs. \
@@ -977,7 +882,11 @@ mod tests {
         assert_eq!(c.outcome, Outcome::Inconclusive, "{c:?}");
         let more = c.more_runs.expect("a number of runs");
         assert!((1..1000).contains(&more), "{more}");
-        assert!(outcome_text(c).contains("more runs"), "{}", outcome_text(c));
+        assert!(
+            crate::table::outcome_text(c).contains("more runs"),
+            "{}",
+            crate::table::outcome_text(c)
+        );
         let sm = summarize(&cs).remove(0);
         assert_eq!(sm.inconclusive, 1);
         assert!(sm.detail.contains("inconclusive"), "{}", sm.detail);
@@ -1062,9 +971,9 @@ mod tests {
         let c = cs.iter().find(|c| c.family.name == "Mutex").unwrap();
         assert_eq!(c.outcome, Outcome::Worse);
         assert!(
-            outcome_text(c).contains("starved a thread"),
+            crate::table::outcome_text(c).contains("starved a thread"),
             "{}",
-            outcome_text(c)
+            crate::table::outcome_text(c)
         );
         // klock faster but with 5x the tail: worse.
         let cs = cells(&samples(&Report {
@@ -1077,9 +986,9 @@ mod tests {
         let c = cs.iter().find(|c| c.family.name == "Mutex").unwrap();
         assert_eq!(c.outcome, Outcome::Worse);
         assert!(
-            outcome_text(c).contains("p99.9 5.0x"),
+            crate::table::outcome_text(c).contains("p99.9 5.0x"),
             "{}",
-            outcome_text(c)
+            crate::table::outcome_text(c)
         );
     }
 
@@ -1203,7 +1112,7 @@ mod tests {
     #[test]
     fn verdict_table_has_a_row_per_cell() {
         let cs = cells(&samples(&synthetic()));
-        let fams = by_family(&cs);
+        let fams = crate::table::verdict_by_family(&cs);
         assert_eq!(fams.iter().map(|f| f.2.rows.len()).sum::<usize>(), cs.len());
         for (_, c, t) in &fams {
             assert_eq!(t.rows.len(), c.len());

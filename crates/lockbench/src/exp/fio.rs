@@ -486,7 +486,7 @@ pub fn samples(
 pub fn section(runs: &[FioRun], locks: &[String], a: &FioArgs) -> crate::table::Section {
     let threads = &a.threads.0;
     let ss = samples(runs, locks, threads);
-    let charts = crate::chart::per_group_lines(
+    let charts = crate::html::per_group_lines(
         "fio randrw",
         "threads",
         "MB/s (median, bars: runs' min-max)",

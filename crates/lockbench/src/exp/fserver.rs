@@ -747,7 +747,7 @@ pub fn samples(
 /// The report section: tables and a JPM chart per lock group.
 pub fn section(report: &FsReport, locks: &[String], users: &[usize]) -> crate::table::Section {
     let samples = samples(report, locks, users);
-    let charts = crate::chart::per_group_lines(
+    let charts = crate::html::per_group_lines(
         "fserver",
         "users (threads)",
         "jobs per minute",
