@@ -350,44 +350,34 @@ pub fn series_charts(s: &Series) -> Vec<Chart> {
     out
 }
 
-/// One line chart per lock group ([`groups`]) of verdict samples
-/// whose `order` is the x value: the seed experiments' "metric against threads"
-/// charts (fio, fserver). `title` prefixes each group's title.
-pub fn per_group_lines(
-    title: &str,
-    x_desc: &str,
-    y_desc: &str,
-    xs: &[usize],
+/// One line chart per lock group of `locks` ([`groups`]): captioned `title(group)`,
+/// x positions `x_labels`, each lock's value at x index `i` from `value(lock, i)`.
+pub fn lines(
+    title: impl Fn(&Group) -> String,
+    (x_desc, y_desc): (&str, &str),
+    x_labels: &[String],
     locks: &[String],
-    samples: &[crate::verdict::Sample],
+    value: impl Fn(&str, usize) -> Option<Value>,
 ) -> Vec<Chart> {
-    let x_labels: Vec<String> = xs.iter().map(|x| x.to_string()).collect();
     groups(locks)
         .iter()
         .map(|g| {
             chart::line(&LineChart {
-                title: format!("{title}: {}", g.title),
+                title: title(g),
                 x_desc: x_desc.into(),
                 y_desc: y_desc.into(),
-                x_labels: x_labels.clone(),
+                x_labels: x_labels.to_vec(),
                 series: g
                     .locks
                     .iter()
                     .zip(styles(&g.locks))
-                    .map(|(l, st)| chart::Series {
+                    .map(|(l, style)| chart::Series {
                         name: l.clone(),
-                        points: xs
-                            .iter()
-                            .enumerate()
-                            .filter_map(|(i, x)| {
-                                samples
-                                    .iter()
-                                    .find(|s| &s.lock == l && s.order == *x)
-                                    .map(|s| (i, Value::with_runs(s.median, &s.runs)))
-                            })
+                        points: (0..x_labels.len())
+                            .filter_map(|i| value(l, i).map(|v| (i, v)))
                             .collect(),
                         bold: bold(l),
-                        style: st,
+                        style,
                     })
                     .collect(),
                 scale: Scale::Auto,
@@ -395,6 +385,30 @@ pub fn per_group_lines(
             })
         })
         .collect()
+}
+
+/// [`lines`] of verdict samples whose `order` is the x value: the seed experiments'
+/// "metric against threads" charts (fio, fserver). `title` prefixes each group's.
+pub fn per_group_lines(
+    title: &str,
+    axes: (&str, &str),
+    xs: &[usize],
+    locks: &[String],
+    samples: &[verdict::Sample],
+) -> Vec<Chart> {
+    let labels: Vec<String> = xs.iter().map(|x| x.to_string()).collect();
+    lines(
+        |g| format!("{title}: {}", g.title),
+        axes,
+        &labels,
+        locks,
+        |l, i| {
+            samples
+                .iter()
+                .find(|s| s.lock == l && s.order == xs[i])
+                .map(|s| Value::with_runs(s.median, &s.runs))
+        },
+    )
 }
 
 const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:1240px;color:#222}\

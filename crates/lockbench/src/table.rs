@@ -17,6 +17,53 @@ pub struct Table {
 }
 
 impl Table {
+    /// A table with these column headers and no rows yet.
+    pub fn new(title: impl Into<String>, header: &[&str]) -> Table {
+        Table {
+            title: title.into(),
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// A grid: one row per label in `rows`, one column per `cols` headed
+    /// `col_head(col)` (after a first column headed `corner`), each cell
+    /// `cell(row, col)` or `-`.
+    ///
+    /// ```
+    /// let t = lockbench::table::Table::grid("x", "lock", &["a".to_string()], &[1, 2],
+    ///     |t| format!("T={t}"), |_, t| (*t == 2).then(|| "5".to_string()));
+    /// assert_eq!(t.header, ["lock", "T=1", "T=2"]);
+    /// assert_eq!(t.rows, [["a", "-", "5"]]);
+    /// ```
+    pub fn grid<C>(
+        title: impl Into<String>,
+        corner: &str,
+        rows: &[String],
+        cols: &[C],
+        col_head: impl Fn(&C) -> String,
+        cell: impl Fn(&str, &C) -> Option<String>,
+    ) -> Table {
+        let mut header = vec![corner.to_string()];
+        header.extend(cols.iter().map(col_head));
+        let rows = rows
+            .iter()
+            .map(|r| {
+                let mut row = vec![r.clone()];
+                row.extend(
+                    cols.iter()
+                        .map(|c| cell(r, c).unwrap_or_else(|| "-".into())),
+                );
+                row
+            })
+            .collect();
+        Table {
+            title: title.into(),
+            header,
+            rows,
+        }
+    }
+
     /// Renders as an aligned markdown table.
     ///
     /// ```
@@ -246,31 +293,19 @@ fn threads_of(recs: &[&Record]) -> Vec<usize> {
 }
 
 fn grid(title: String, s: &Series, cell: impl Fn(&Record) -> String) -> Table {
-    let locks = locks_of(&s.recs);
-    let ts = threads_of(&s.recs);
-    let mut header = vec!["lock".to_string()];
-    header.extend(ts.iter().map(|t| format!("T={t}")));
-    let rows = locks
-        .iter()
-        .map(|l| {
-            let mut row = vec![l.clone()];
-            for t in &ts {
-                row.push(
-                    s.recs
-                        .iter()
-                        .find(|r| &r.lock == l && r.threads == *t)
-                        .map(|r| cell(r))
-                        .unwrap_or_else(|| "-".into()),
-                );
-            }
-            row
-        })
-        .collect();
-    Table {
+    Table::grid(
         title,
-        header,
-        rows,
-    }
+        "lock",
+        &locks_of(&s.recs),
+        &threads_of(&s.recs),
+        |t| format!("T={t}"),
+        |l, t| {
+            s.recs
+                .iter()
+                .find(|r| r.lock == l && r.threads == *t)
+                .map(|r| cell(r))
+        },
+    )
 }
 
 /// All tables of a report, in order.
@@ -630,14 +665,15 @@ pub fn render_with(
     for sec in sections {
         s.push_str(&sec.to_text());
     }
-    let v = report.violations();
-    s.push_str(&format!(
-        "\nMutual exclusion: {}\n",
-        if v == 0 {
-            "OK in every run".to_string()
-        } else {
-            format!("{v} VIOLATIONS")
-        }
-    ));
+    s.push_str(&exclusion_line(report.violations()));
     s
+}
+
+/// `Mutual exclusion: OK in every run` or the number of violations, on its own line.
+pub fn exclusion_line(violations: u64) -> String {
+    if violations == 0 {
+        "\nMutual exclusion: OK in every run\n".into()
+    } else {
+        format!("\nMutual exclusion: {violations} VIOLATIONS\n")
+    }
 }

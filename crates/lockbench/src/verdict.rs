@@ -210,6 +210,50 @@ fn starved_class(r: &Record) -> Option<&'static str> {
 }
 
 impl Sample {
+    /// A sample of `runs` (their median; `point` is `T={order}`): what the seed
+    /// experiments report per lock and thread count.
+    pub fn of_runs(
+        scenario: &str,
+        order: usize,
+        lock: &str,
+        runs: Vec<f64>,
+        higher_better: bool,
+        unit: &str,
+    ) -> Sample {
+        Sample {
+            scenario: scenario.into(),
+            point: format!("T={order}"),
+            order,
+            lock: lock.into(),
+            median: crate::stats::median(&runs),
+            runs,
+            higher_better,
+            unit: unit.into(),
+            starves: None,
+            tail_ns: None,
+        }
+    }
+    /// Samples per `lock` × `x` (`x` a thread count), from each cell's runs
+    /// (`runs(lock, x)`; an empty cell is left out).
+    pub fn grid(
+        scenario: &str,
+        unit: &str,
+        higher_better: bool,
+        locks: &[String],
+        xs: &[usize],
+        runs: impl Fn(&str, usize) -> Vec<f64>,
+    ) -> Vec<Sample> {
+        let mut v = Vec::new();
+        for l in locks {
+            for &x in xs {
+                let r = runs(l, x);
+                if !r.is_empty() {
+                    v.push(Sample::of_runs(scenario, x, l, r, higher_better, unit));
+                }
+            }
+        }
+        v
+    }
     /// (median, min, max) over runs.
     pub fn range(&self) -> (f64, f64, f64) {
         let lo = self.runs.iter().copied().fold(self.median, f64::min);

@@ -488,8 +488,7 @@ pub fn section(runs: &[FioRun], locks: &[String], a: &FioArgs) -> crate::table::
     let ss = samples(runs, locks, threads);
     let charts = crate::html::per_group_lines(
         "fio randrw",
-        "threads",
-        "MB/s (median, bars: runs' min-max)",
+        ("threads", "MB/s (median, bars: runs' min-max)"),
         threads,
         locks,
         &ss,

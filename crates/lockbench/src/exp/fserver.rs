@@ -749,8 +749,7 @@ pub fn section(report: &FsReport, locks: &[String], users: &[usize]) -> crate::t
     let samples = samples(report, locks, users);
     let charts = crate::html::per_group_lines(
         "fserver",
-        "users (threads)",
-        "jobs per minute",
+        ("users (threads)", "jobs per minute"),
         users,
         locks,
         &samples,

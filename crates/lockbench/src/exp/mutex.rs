@@ -56,7 +56,7 @@ pub fn run(args: &MutexArgs) -> Result<i32, CliError> {
         &locks,
         &c.threads.0,
         &w,
-        Duration::from_secs_f64(c.duration),
+        c.run.window(),
         c.noise as usize,
     );
     super::run_and_finish(&cfgs, c)

@@ -70,13 +70,6 @@ pub fn run(args: &RwArgs) -> Result<i32, CliError> {
     let locks = select_locks(&c.locks, &[LockKind::RwLock], &[LockKind::RwLock])?;
     let w = c.workload()?;
     let p = pairs(args)?;
-    let cfgs = configs(
-        "rwlock",
-        &locks,
-        &p,
-        &w,
-        Duration::from_secs_f64(c.duration),
-        c.noise as usize,
-    );
+    let cfgs = configs("rwlock", &locks, &p, &w, c.run.window(), c.noise as usize);
     super::run_and_finish(&cfgs, c)
 }
