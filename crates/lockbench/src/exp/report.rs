@@ -299,7 +299,7 @@ pub fn run_seeds(
         .iter()
         .map(|l| l.0.to_string())
         .collect();
-    let prog = Progress::new(super::fio::planned_units(fa), !fa.quiet);
+    let prog = Progress::new(super::fio::planned_units(fa), !fa.run.quiet);
     let runs = super::fio::measure(fa, &prog)?;
     prog.finish();
     out.violations += runs.iter().map(|r| r.violations).sum::<u64>();
@@ -313,7 +313,7 @@ pub fn run_seeds(
 
     if let Some(dir) = preload_dir {
         say("preload (unmodified programs, glibc vs klock's interposer)");
-        let prog = Progress::new(plan.preload_units(), !plan.fio.quiet);
+        let prog = Progress::new(plan.preload_units(), !plan.fio.run.quiet);
         let (sec, recs) = run_preload(plan, dir);
         prog.inc(plan.preload_units(), "preload");
         prog.finish();
