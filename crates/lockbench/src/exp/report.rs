@@ -266,7 +266,7 @@ pub fn run_seeds(
 
     say("fserver (seed 004)");
     let f = &plan.fserver;
-    let prog = Progress::new(super::fserver::planned_units(f), !f.quiet);
+    let prog = Progress::new(super::fserver::planned_units(f), !f.run.quiet);
     let fr = super::fserver::measure(f, &prog)?;
     prog.finish();
     out.violations += fr.runs.iter().map(|r| r.violations).sum::<u64>();
