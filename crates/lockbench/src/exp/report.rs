@@ -281,9 +281,15 @@ pub fn run_seeds(
     let r = &plan.rwsem;
     let (recs, slow, names) = super::rwsem::measure(r, machine)?;
     out.violations += recs.iter().map(|x| x.violations).sum::<u64>();
-    out.sections.push(super::rwsem::section(
-        &recs, &slow, &names, &r.pairs.0, &r.loads.0, r.duration,
-    ));
+    let view = super::rwsem::View {
+        recs: &recs,
+        slow: &slow,
+        locks: &names,
+        pairs: &r.pairs.0,
+        loads: &r.loads.0,
+        duration_s: r.run.duration,
+    };
+    out.sections.push(view.section());
     out.samples.extend(crate::verdict::samples(&Report {
         results: recs.clone(),
         ..Report::default()
@@ -792,9 +798,15 @@ pub fn seeds_from_json(seed: &serde_json::Value) -> SeedResults {
             })
             .collect();
         let dur = recs.first().map_or(0.0, |r| r.params.duration_s);
-        out.sections.push(super::rwsem::section(
-            &recs, &slow, &locks, &pairs, &loads, dur,
-        ));
+        let view = super::rwsem::View {
+            recs: &recs,
+            slow: &slow,
+            locks: &locks,
+            pairs: &pairs,
+            loads: &loads,
+            duration_s: dur,
+        };
+        out.sections.push(view.section());
         out.samples.extend(crate::verdict::samples(&Report {
             results: recs,
             ..Report::default()
@@ -948,7 +960,7 @@ mod tests {
         assert!((p.rw.1 - 0.2).abs() < 1e-9);
         assert_eq!(p.uncontended.0, 1_000_000);
         let s = SeedPlan::full(0.1, true, true);
-        assert!((s.rwsem.duration - 0.05).abs() < 1e-9);
+        assert!((s.rwsem.run.duration - 0.05).abs() < 1e-9);
         assert_eq!(s.spin.sections, 20_000);
         assert!(s.units() > 0);
     }
