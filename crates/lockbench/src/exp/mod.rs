@@ -22,7 +22,7 @@ pub mod fio;
 pub mod fserver;
 pub mod mutex;
 pub mod preload;
-
+pub mod proc;
 pub mod report;
 pub mod rwlock;
 pub mod rwsem;

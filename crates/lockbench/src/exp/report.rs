@@ -17,9 +17,10 @@
 //! `--scale F` multiplies every window (and the spin job's size) by F, to smoke-test
 //! the suite in a fraction of its time; its numbers are then not worth quoting.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::proc::Finished;
 use super::{CliError, Config, RunOptions, Workload, run_configs};
 use crate::gate::GateConfig;
 use crate::locks::LockKind;
@@ -221,8 +222,8 @@ impl SeedPlan {
     }
     fn preload_units(&self) -> u64 {
         let p = &self.preload;
-        (p.runs as usize * p.workloads.len() * p.threads.0.len() * 2) as u64
-            * (run_units(Duration::from_secs_f64(p.duration)) + 500)
+        (p.run.runs as usize * p.workloads.len() * p.threads.0.len() * 2) as u64
+            * (run_units(p.run.window()) + 500)
     }
 }
 
@@ -358,40 +359,18 @@ fn run_preload(plan: &SeedPlan, dir: &std::path::Path) -> (Section, Vec<Record>)
     if let Err(e) = check {
         return skip(e.0);
     }
-    let Ok(exe) = std::env::current_exe() else {
-        return skip("cannot find the lockbench binary to run `lockbench preload`".into());
+    let mut args = vec!["preload".to_string()];
+    args.extend(plan.preload_argv.iter().cloned());
+    let (f, recs, txt) = match run_child(dir, "preload", &args) {
+        Ok(r) => r,
+        Err(e) => return skip(e),
     };
-    let json = dir.join("preload.json");
-    let txt = dir.join("preload.txt");
-    if let Err(e) = std::fs::create_dir_all(dir) {
-        return skip(format!("cannot create {}: {e}", dir.display()));
-    }
-    let res = std::process::Command::new(exe)
-        .arg("preload")
-        .args(&plan.preload_argv)
-        .arg("--json")
-        .arg(&json)
-        .stdin(std::process::Stdio::null())
-        .output();
-    let out = match res {
-        Ok(o) => o,
-        Err(e) => return skip(format!("cannot run `lockbench preload`: {e}")),
-    };
-    let mut log = out.stdout.clone();
-    log.extend_from_slice(&out.stderr);
-    let _ = std::fs::write(&txt, &log);
-    let recs = match std::fs::read_to_string(&json)
-        .ok()
-        .and_then(|t| Report::from_json(&t).ok())
-    {
-        Some(r) => r.results,
-        None => {
-            return skip(format!(
-                "`lockbench preload` wrote no report (exit status {}); its output is in {}",
-                out.status,
-                txt.display()
-            ));
-        }
+    let Some(recs) = recs else {
+        return skip(format!(
+            "`lockbench preload` wrote no report ({}); its output is in {}",
+            f.status,
+            txt.display()
+        ));
     };
     let note = format!(
         "The full output of `lockbench preload` is in {}.",
@@ -524,62 +503,58 @@ fn run_quota_row(
     dir: &std::path::Path,
     no_gate: bool,
 ) -> Result<Vec<Record>, String> {
-    let exe =
-        std::env::current_exe().map_err(|e| format!("cannot find the lockbench binary: {e}"))?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let json = dir.join("quota.json");
-    let txt = dir.join("quota.txt");
     let names: Vec<&str> = mutexes.iter().map(|e| e.name).collect();
-    let mut cmd = std::process::Command::new(exe);
-    cmd.arg("--quota")
-        .arg(QUOTA_ROW_CPUS.to_string())
-        .arg("mutex")
-        .arg("--locks")
-        .arg(names.join(","))
-        .args(["--workload", "balanced", "--threads", "8,32", "--quiet"])
-        .arg("--duration")
-        .arg(p.balanced.1.to_string())
-        .arg("--runs")
-        .arg(p.balanced.2.to_string())
-        .arg("--json")
-        .arg(&json)
-        .stdin(std::process::Stdio::null());
+    let mut args: Vec<String> = ["--quota", &QUOTA_ROW_CPUS.to_string(), "mutex", "--locks"]
+        .map(String::from)
+        .to_vec();
+    args.push(names.join(","));
+    args.extend(["--workload", "balanced", "--threads", "8,32", "--quiet"].map(String::from));
+    args.extend(["--duration".into(), p.balanced.1.to_string()]);
+    args.extend(["--runs".into(), p.balanced.2.to_string()]);
     if no_gate {
-        cmd.arg("--no-idle-gate");
+        args.push("--no-idle-gate".into());
     }
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run `lockbench --quota`: {e}"))?;
-    let mut log = out.stdout.clone();
-    log.extend_from_slice(&out.stderr);
-    let _ = std::fs::write(&txt, &log);
-    if !out.status.success() {
-        let first = String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .find(|l| l.starts_with("error"))
-            .unwrap_or("")
-            .to_string();
+    let (f, recs, txt) = run_child(dir, "quota", &args)?;
+    if !f.ok {
+        let first = (f.stderr.lines().find(|l| l.starts_with("error")))
+            .map_or(String::new(), |l| format!(": {l}"));
         return Err(format!(
-            "`lockbench --quota {QUOTA_ROW_CPUS} mutex` failed ({}){}; its output is in {}",
-            out.status,
-            if first.is_empty() {
-                String::new()
-            } else {
-                format!(": {first}")
-            },
+            "`lockbench --quota {QUOTA_ROW_CPUS} mutex` failed ({}){first}; its output is in {}",
+            f.status,
             txt.display()
         ));
     }
-    std::fs::read_to_string(&json)
-        .ok()
+    recs.ok_or_else(|| {
+        format!(
+            "the quota run wrote no report; its output is in {}",
+            txt.display()
+        )
+    })
+}
+
+/// Runs this binary with `args` and `--json DIR/NAME.json`, in its own process group
+/// (its output goes to DIR/NAME.txt): how it finished, the records of the report it
+/// wrote (if any), and where its output is.
+fn run_child(
+    dir: &Path,
+    name: &str,
+    args: &[String],
+) -> Result<(Finished, Option<Vec<Record>>, PathBuf), String> {
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find the lockbench binary: {e}"))?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let (json, txt) = (
+        dir.join(format!("{name}.json")),
+        dir.join(format!("{name}.txt")),
+    );
+    let mut c = std::process::Command::new(exe);
+    c.args(args).arg("--json").arg(&json);
+    let f = super::proc::run_captured(c, None);
+    let _ = std::fs::write(&txt, format!("{}{}", f.stdout, f.stderr));
+    let recs = (std::fs::read_to_string(&json).ok())
         .and_then(|t| Report::from_json(&t).ok())
-        .map(|r| r.results)
-        .ok_or_else(|| {
-            format!(
-                "the quota run wrote no report; its output is in {}",
-                txt.display()
-            )
-        })
+        .map(|r| r.results);
+    Ok((f, recs, txt))
 }
 
 /// Runs the suite; returns the exit status.
