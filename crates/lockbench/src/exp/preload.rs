@@ -50,7 +50,8 @@ use crate::progress::run_units;
 use crate::record::{Params, Record, Report};
 use crate::stats::{median, spread};
 use crate::sys::Machine;
-use crate::table::Table;
+use crate::table::{Section, Table};
+use crate::verdict::Sample;
 
 /// The preload library's file name.
 pub const LIB: &str = "libklock_preload.so";
@@ -936,6 +937,100 @@ fn run_points(a: &PreloadArgs, ws: &[Workload], lib: &Path, scratch: &Path) -> V
             }
         })
         .collect()
+}
+
+/// The preload section from its records: per workload, glibc against the
+/// interposer with their ratio and verdict, and a chart of the ratios.
+pub fn section(recs: &[Record], note: &str) -> Section {
+    let title =
+        "preload: unmodified programs, glibc's locks against klock's interposer".to_string();
+    let mut tables = Vec::new();
+    let mut workloads: Vec<String> = Vec::new();
+    for r in recs {
+        if !workloads.contains(&r.params.workload) {
+            workloads.push(r.params.workload.clone());
+        }
+    }
+    let get = |w: &str, t: usize, side: &str| {
+        recs.iter()
+            .find(|r| r.params.workload == w && r.threads == t && r.lock == side)
+    };
+    let mut series = Vec::new();
+    let mut ts: Vec<usize> = recs.iter().map(|r| r.threads).collect();
+    ts.sort_unstable();
+    ts.dedup();
+    for (wi, w) in workloads.iter().enumerate() {
+        let mut rows = Vec::new();
+        let mut points = Vec::new();
+        for (ti, &t) in ts.iter().enumerate() {
+            let (Some(g), Some(k)) = (get(w, t, GLIBC), get(w, t, KLOCK)) else {
+                continue;
+            };
+            let side = |r: &Record| Sample {
+                median: r.throughput_mops,
+                ..Sample::of_runs("", t, &r.lock, r.runs_mops.clone(), true, "")
+            };
+            let (ks, gs) = (side(k), side(g));
+            let (ratio, lo, hi, o) = crate::verdict::compare_samples(&ks, &gs);
+            rows.push(vec![
+                t.to_string(),
+                format!("{:.4}", g.throughput_mops),
+                format!("{:.4}", k.throughput_mops),
+                format!("{ratio:.2}x ({lo:.2}-{hi:.2})"),
+                o.word().to_string(),
+                format!("{:.1}% / {:.1}%", g.spread * 100.0, k.spread * 100.0),
+                format!("{} / {}", g.collapsed_runs, k.collapsed_runs),
+            ]);
+            points.push((
+                ti,
+                crate::chart::Value::Finite {
+                    y: ratio,
+                    lo: lo.min(ratio),
+                    hi: hi.max(ratio),
+                },
+            ));
+        }
+        tables.push(crate::table::Table {
+            title: format!("preload {w}: millions of the program's own metric per second, median"),
+            header: [
+                "T",
+                "glibc",
+                "klock_preload",
+                "klock / glibc (run range)",
+                "verdict",
+                "spread glibc / klock",
+                "failed runs glibc / klock",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        });
+        if wi < crate::chart::MAX_SERIES {
+            series.push(crate::chart::Series {
+                name: w.clone(),
+                points,
+                bold: false,
+                style: wi,
+            });
+        }
+    }
+    let charts = vec![crate::chart::line(&crate::chart::LineChart {
+        title: "preload: klock_preload / glibc per program (> 1: the interposer is faster)".into(),
+        x_desc: "threads".into(),
+        y_desc: "ratio (bars: run range)".into(),
+        x_labels: ts.iter().map(|t| t.to_string()).collect(),
+        series,
+        scale: crate::chart::Scale::Auto,
+        reference: Some(1.0),
+    })];
+    Section {
+        title,
+        notes: vec![format!(
+            "Each program runs with and without LD_PRELOAD=libklock_preload.so, interleaved; the programs' own metrics (events/s, lock ops/s, bogo ops/s, TPS) in millions. {note}"
+        )],
+        tables,
+        charts,
+    }
 }
 
 /// Runs `lockbench preload`; returns the exit status.
