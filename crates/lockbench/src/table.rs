@@ -312,86 +312,25 @@ fn grid(title: String, s: &Series, cell: impl Fn(&Record) -> String) -> Table {
 pub fn tables(report: &Report) -> Vec<Table> {
     let mut out = Vec::new();
     for s in series(report) {
-        let first = s.recs[0];
-        if first.experiment == "uncontended" {
-            out.push(Table {
-                title: s.title.clone(),
-                header: vec![
-                    "lock".into(),
-                    "ns/op median".into(),
-                    "spread".into(),
-                    "runs".into(),
-                ],
-                rows: s
-                    .recs
-                    .iter()
-                    .map(|r| {
-                        vec![
-                            r.lock.clone(),
-                            format!("{:.2}", r.uncontended_ns_per_op.unwrap_or(f64::NAN)),
-                            format!("{:.0}%", r.spread * 100.0),
-                            r.runs.to_string(),
-                        ]
-                    })
-                    .collect(),
-            });
+        if s.recs[0].experiment == "uncontended" {
+            let mut t = Table::new(&s.title, &["lock", "ns/op median", "spread", "runs"]);
+            t.rows = (s.recs.iter())
+                .map(|r| {
+                    let ns = r.uncontended_ns_per_op.unwrap_or(f64::NAN);
+                    let spread = format!("{:.0}%", r.spread * 100.0);
+                    vec![
+                        r.lock.clone(),
+                        format!("{ns:.2}"),
+                        spread,
+                        r.runs.to_string(),
+                    ]
+                })
+                .collect();
+            out.push(t);
         } else if s.rw {
             out.push(rw_table(&s));
         } else {
-            let t = &s.title;
-            let runs = first.runs;
-            out.push(grid(
-                format!("{t}: throughput, total Mops/s (median of {runs})"),
-                &s,
-                |r| fmt_mops(r.throughput_mops),
-            ));
-            out.push(grid(format!("{t}: ceiling fraction"), &s, |r| {
-                r.ceiling_fraction
-                    .map(|c| format!("{c:.2}"))
-                    .unwrap_or_else(|| "-".into())
-            }));
-            out.push(grid(
-                format!("{t}: fairness, per-thread ops max/min (inf = a thread starved)"),
-                &s,
-                |r| fmt_fair(r.fairness_max_min),
-            ));
-            out.push(grid(
-                format!("{t}: per-thread ops min / avg / max (median run)"),
-                &s,
-                |r| {
-                    format!(
-                        "{} / {} / {}",
-                        group_thousands(r.ops_per_thread.min),
-                        group_thousands(r.ops_per_thread.avg),
-                        group_thousands(r.ops_per_thread.max)
-                    )
-                },
-            ));
-            out.push(grid(
-                format!("{t}: acquisition latency p50 / p99 / p99.9 (sampled 1/64)"),
-                &s,
-                |r| {
-                    format!(
-                        "{} / {} / {}",
-                        fmt_ns(r.latency_ns.p50),
-                        fmt_ns(r.latency_ns.p99),
-                        fmt_ns(r.latency_ns.p999)
-                    )
-                },
-            ));
-            out.push(grid(
-                format!("{t}: CPU ns/op / voluntary csw / involuntary csw / spread"),
-                &s,
-                |r| {
-                    format!(
-                        "{:.0} / {} / {} / {:.0}%",
-                        r.cpu_ns_per_op,
-                        r.csw_voluntary,
-                        r.csw_involuntary,
-                        r.spread * 100.0
-                    )
-                },
-            ));
+            out.extend(mutex_tables(&s));
         }
         let notes = notes(&s);
         if !notes.rows.is_empty() {
@@ -399,6 +338,58 @@ pub fn tables(report: &Report) -> Vec<Table> {
         }
     }
     out
+}
+
+fn fmt_mam(m: &crate::stats::MinAvgMax) -> String {
+    let g = group_thousands;
+    format!("{} / {} / {}", g(m.min), g(m.avg), g(m.max))
+}
+
+fn fmt_ceiling(r: &Record) -> String {
+    r.ceiling_fraction
+        .map_or_else(|| "-".into(), |c| format!("{c:.2}"))
+}
+
+/// The lock × threads grids of a mutex series: throughput, ceiling, fairness,
+/// per-thread ops, latency, CPU and context switches.
+fn mutex_tables(s: &Series) -> Vec<Table> {
+    type Cell = fn(&Record) -> String;
+    let grids: [(String, Cell); 6] = [
+        (
+            format!("throughput, total Mops/s (median of {})", s.recs[0].runs),
+            |r| fmt_mops(r.throughput_mops),
+        ),
+        ("ceiling fraction".into(), fmt_ceiling),
+        (
+            "fairness, per-thread ops max/min (inf = a thread starved)".into(),
+            |r| fmt_fair(r.fairness_max_min),
+        ),
+        ("per-thread ops min / avg / max (median run)".into(), |r| {
+            fmt_mam(&r.ops_per_thread)
+        }),
+        (
+            "acquisition latency p50 / p99 / p99.9 (sampled 1/64)".into(),
+            |r| {
+                let q = r.latency_ns;
+                format!("{} / {} / {}", fmt_ns(q.p50), fmt_ns(q.p99), fmt_ns(q.p999))
+            },
+        ),
+        (
+            "CPU ns/op / voluntary csw / involuntary csw / spread".into(),
+            |r| {
+                format!(
+                    "{:.0} / {} / {} / {:.0}%",
+                    r.cpu_ns_per_op,
+                    r.csw_voluntary,
+                    r.csw_involuntary,
+                    r.spread * 100.0
+                )
+            },
+        ),
+    ];
+    (grids.into_iter())
+        .map(|(what, cell)| grid(format!("{}: {what}", s.title), s, cell))
+        .collect()
 }
 
 fn rw_table(s: &Series) -> Table {
@@ -421,21 +412,13 @@ fn rw_table(s: &Series) -> Table {
         let (Some(rd), Some(wr)) = (&r.readers, &r.writers) else {
             continue;
         };
-        let mam = |m: &crate::stats::MinAvgMax| {
-            format!(
-                "{} / {} / {}",
-                group_thousands(m.min),
-                group_thousands(m.avg),
-                group_thousands(m.max)
-            )
-        };
         rows.push(vec![
             r.lock.clone(),
             format!("{}+{}", rd.threads, wr.threads),
             fmt_mops(rd.throughput_mops),
             fmt_mops(wr.throughput_mops),
-            mam(&rd.ops_per_thread),
-            mam(&wr.ops_per_thread),
+            fmt_mam(&rd.ops_per_thread),
+            fmt_mam(&wr.ops_per_thread),
             format!("{:.1}%", wr.share_of_ops * 100.0),
             fmt_fair(wr.fairness_max_min),
             format!(
@@ -443,9 +426,7 @@ fn rw_table(s: &Series) -> Table {
                 fmt_ns(rd.latency_ns.p999),
                 fmt_ns(wr.latency_ns.p999)
             ),
-            r.ceiling_fraction
-                .map(|c| format!("{c:.2}"))
-                .unwrap_or_else(|| "-".into()),
+            fmt_ceiling(r),
         ]);
     }
     Table {
