@@ -942,72 +942,22 @@ fn run_points(a: &PreloadArgs, ws: &[Workload], lib: &Path, scratch: &Path) -> V
 /// The preload section from its records: per workload, glibc against the
 /// interposer with their ratio and verdict, and a chart of the ratios.
 pub fn section(recs: &[Record], note: &str) -> Section {
-    let title =
-        "preload: unmodified programs, glibc's locks against klock's interposer".to_string();
-    let mut tables = Vec::new();
-    let mut workloads: Vec<String> = Vec::new();
+    let mut workloads: Vec<&str> = Vec::new();
     for r in recs {
-        if !workloads.contains(&r.params.workload) {
-            workloads.push(r.params.workload.clone());
+        if !workloads.contains(&r.params.workload.as_str()) {
+            workloads.push(&r.params.workload);
         }
     }
-    let get = |w: &str, t: usize, side: &str| {
-        recs.iter()
-            .find(|r| r.params.workload == w && r.threads == t && r.lock == side)
-    };
-    let mut series = Vec::new();
     let mut ts: Vec<usize> = recs.iter().map(|r| r.threads).collect();
     ts.sort_unstable();
     ts.dedup();
+    let (mut tables, mut series) = (Vec::new(), Vec::new());
     for (wi, w) in workloads.iter().enumerate() {
-        let mut rows = Vec::new();
-        let mut points = Vec::new();
-        for (ti, &t) in ts.iter().enumerate() {
-            let (Some(g), Some(k)) = (get(w, t, GLIBC), get(w, t, KLOCK)) else {
-                continue;
-            };
-            let side = |r: &Record| Sample {
-                median: r.throughput_mops,
-                ..Sample::of_runs("", t, &r.lock, r.runs_mops.clone(), true, "")
-            };
-            let (ks, gs) = (side(k), side(g));
-            let (ratio, lo, hi, o) = crate::verdict::compare_samples(&ks, &gs);
-            rows.push(vec![
-                t.to_string(),
-                format!("{:.4}", g.throughput_mops),
-                format!("{:.4}", k.throughput_mops),
-                format!("{ratio:.2}x ({lo:.2}-{hi:.2})"),
-                o.word().to_string(),
-                format!("{:.1}% / {:.1}%", g.spread * 100.0, k.spread * 100.0),
-                format!("{} / {}", g.collapsed_runs, k.collapsed_runs),
-            ]);
-            points.push((
-                ti,
-                crate::chart::Value::Finite {
-                    y: ratio,
-                    lo: lo.min(ratio),
-                    hi: hi.max(ratio),
-                },
-            ));
-        }
-        tables.push(crate::table::Table {
-            title: format!("preload {w}: millions of the program's own metric per second, median"),
-            header: [
-                "T",
-                "glibc",
-                "klock_preload",
-                "klock / glibc (run range)",
-                "verdict",
-                "spread glibc / klock",
-                "failed runs glibc / klock",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows,
-        });
+        let (table, points) = workload_table(recs, w, &ts);
+        tables.push(table);
         if wi < crate::chart::MAX_SERIES {
             series.push(crate::chart::Series {
-                name: w.clone(),
+                name: w.to_string(),
                 points,
                 bold: false,
                 style: wi,
@@ -1024,13 +974,60 @@ pub fn section(recs: &[Record], note: &str) -> Section {
         reference: Some(1.0),
     })];
     Section {
-        title,
+        title: "preload: unmodified programs, glibc's locks against klock's interposer".into(),
         notes: vec![format!(
             "Each program runs with and without LD_PRELOAD=libklock_preload.so, interleaved; the programs' own metrics (events/s, lock ops/s, bogo ops/s, TPS) in millions. {note}"
         )],
         tables,
         charts,
     }
+}
+
+/// One workload's table (per thread count: both sides, their ratio with its range
+/// and verdict, spreads, failures) and the ratio's chart points.
+fn workload_table(
+    recs: &[Record],
+    w: &str,
+    ts: &[usize],
+) -> (Table, Vec<(usize, crate::chart::Value)>) {
+    let get = |t: usize, side: &str| {
+        (recs.iter()).find(|r| r.params.workload == w && r.threads == t && r.lock == side)
+    };
+    let mut table = Table::new(
+        format!("preload {w}: millions of the program's own metric per second, median"),
+        &[
+            "T",
+            "glibc",
+            "klock_preload",
+            "klock / glibc (run range)",
+            "verdict",
+            "spread glibc / klock",
+            "failed runs glibc / klock",
+        ],
+    );
+    let mut points = Vec::new();
+    for (ti, &t) in ts.iter().enumerate() {
+        let (Some(g), Some(k)) = (get(t, GLIBC), get(t, KLOCK)) else {
+            continue;
+        };
+        let side = |r: &Record| Sample {
+            median: r.throughput_mops,
+            ..Sample::of_runs("", t, &r.lock, r.runs_mops.clone(), true, "")
+        };
+        let (ratio, lo, hi, o) = crate::verdict::compare_samples(&side(k), &side(g));
+        table.rows.push(vec![
+            t.to_string(),
+            format!("{:.4}", g.throughput_mops),
+            format!("{:.4}", k.throughput_mops),
+            format!("{ratio:.2}x ({lo:.2}-{hi:.2})"),
+            o.word().to_string(),
+            format!("{:.1}% / {:.1}%", g.spread * 100.0, k.spread * 100.0),
+            format!("{} / {}", g.collapsed_runs, k.collapsed_runs),
+        ]);
+        let (lo, hi) = (lo.min(ratio), hi.max(ratio));
+        points.push((ti, crate::chart::Value::Finite { y: ratio, lo, hi }));
+    }
+    (table, points)
 }
 
 /// Runs `lockbench preload`; returns the exit status.

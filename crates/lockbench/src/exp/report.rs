@@ -588,6 +588,33 @@ fn closing(out: &Path, report: &Report, seed: &SeedResults, secs: f64) -> String
     )
 }
 
+/// Planned progress units: uncontended (~25 ns per op) and in all (with the series
+/// and the seeds).
+fn planned(
+    p: &Plan,
+    locks: usize,
+    plans: &[(String, Vec<Config>, usize)],
+    seeds: Option<&SeedPlan>,
+) -> (u64, u64) {
+    let (ops, runs) = p.uncontended;
+    let unc = (locks * runs) as u64 * (ops * 25 / 1_000_000 + 5);
+    let series: u64 = (plans.iter())
+        .map(|(_, c, r)| c.iter().map(|c| run_units(c.duration)).sum::<u64>() * *r as u64)
+        .sum();
+    (unc, unc + series + seeds.map_or(0, SeedPlan::units))
+}
+
+/// The uncontended step of the suite: every lock's lock+unlock cost.
+fn uncontended(reg: &[LockEntry], p: &Plan, units: u64, progress: bool) -> Vec<Record> {
+    let prog = Progress::new(units, progress);
+    prog.message("uncontended lock+unlock");
+    let (ops, runs) = p.uncontended;
+    let results = super::uncontended::measure(reg, ops, runs, false, &p.gate);
+    prog.inc(units, "uncontended lock+unlock");
+    prog.finish();
+    results
+}
+
 /// Runs the suite; returns the exit status.
 pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
     let t0 = Instant::now();
@@ -604,13 +631,7 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
     let seeds = (args.full).then(|| SeedPlan::full(scale, args.quiet, args.no_idle_gate));
     let plans = series(&p, &mutexes, &rws);
 
-    // Planned units: uncontended (~25 ns per op), the series, the seeds.
-    let unc_units = (reg.len() * p.uncontended.1) as u64 * (p.uncontended.0 * 25 / 1_000_000 + 5);
-    let total = unc_units
-        + (plans.iter())
-            .map(|(_, c, r)| c.iter().map(|c| run_units(c.duration)).sum::<u64>() * *r as u64)
-            .sum::<u64>()
-        + seeds.as_ref().map_or(0, SeedPlan::units);
+    let (unc_units, total) = planned(&p, reg.len(), &plans, seeds.as_ref());
     let suite = Suite::begin(total, !args.quiet);
     let chatty = !args.quiet && crate::sys::stderr_is_tty();
     let say = |s: &str| {
@@ -623,12 +644,7 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
 
     let mut machine = Machine::probe();
     say("uncontended lock+unlock");
-    let prog = Progress::new(unc_units, !args.quiet);
-    prog.message("uncontended lock+unlock");
-    let (ops, runs) = p.uncontended;
-    let mut results = super::uncontended::measure(&reg, ops, runs, false, &p.gate);
-    prog.inc(unc_units, "uncontended lock+unlock");
-    prog.finish();
+    let mut results = uncontended(&reg, &p, unc_units, !args.quiet);
     for (title, cfgs, runs) in &plans {
         say(title);
         let opts = RunOptions {
