@@ -100,11 +100,14 @@ pub const ALL: [Workload; 9] = [
 /// Default `--workloads`.
 pub const DEFAULT_WORKLOADS: &str = "sysbench-threads,sysbench-mutex,stress-mutex,memcached";
 
+/// (program, Debian package) pairs.
+type Programs = &'static [(&'static str, &'static str)];
+
 /// A workload's `--workloads` name, metric unit, whether a run is a fixed amount of
 /// work (`--kc-records`, `--mutex-ops`, a fixed input) rather than `--duration`
 /// seconds, and the (program, Debian package) pairs it needs; in [`ALL`]'s order.
 #[rustfmt::skip]
-const SPECS: [(&str, &str, bool, &[(&str, &str)]); 9] = [
+const SPECS: [(&str, &str, bool, Programs); 9] = [
     ("sysbench-threads", "events/s", false, &[("sysbench", "sysbench")]),
     ("sysbench-mutex", "lock ops/s", true, &[("sysbench", "sysbench")]),
     ("stress-mutex", "bogo ops/s", false, &[("stress-ng", "stress-ng")]),
@@ -130,7 +133,7 @@ impl Workload {
         SPECS[self as usize].2
     }
     /// (program, Debian package) pairs it needs.
-    pub fn programs(self) -> &'static [(&'static str, &'static str)] {
+    pub fn programs(self) -> Programs {
         SPECS[self as usize].3
     }
     /// Parses a `--workloads` name.
