@@ -158,11 +158,7 @@ fn worker<L: BenchLock>(
 ) {
     let ctx = L::Ctx::default();
     if spec.cs_sleep.is_some() {
-        // A sleeping critical section should sleep about as long as asked: drop this
-        // thread's timer slack from the default 50 µs to 1 ns.
-        // SAFETY: prctl(PR_SET_TIMERSLACK) takes plain integers and only affects the
-        // calling thread.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+        exact_sleeps();
     }
     let mask = (1u64 << spec.sample_shift.min(30)) - 1;
     let cap = (spec.duration.as_secs_f64() * 2e6) as usize >> spec.sample_shift.min(30);
@@ -220,20 +216,31 @@ fn worker<L: BenchLock>(
     }
     std::hint::black_box(acc);
     let usage = thread_usage().since(&u0);
-    let r = WorkerResult {
-        ops_final: n,
-        torn,
-        lat,
-        usage,
-    };
+    publish(
+        &ctl,
+        idx,
+        WorkerResult {
+            ops_final: n,
+            torn,
+            lat,
+            usage,
+        },
+    );
+}
+
+/// A sleeping critical section should sleep about as long as asked: drops this
+/// thread's timer slack from the default 50 µs to 1 ns.
+fn exact_sleeps() {
+    // SAFETY: prctl(PR_SET_TIMERSLACK) takes plain integers and only affects the
+    // calling thread.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+}
+
+/// Hands a worker's result to the main thread.
+fn publish(ctl: &Control, idx: usize, r: WorkerResult) {
     // A worker detached after a collapse finishes after the main thread took the
     // results: its slot is gone and its result is dropped.
-    if let Some(slot) = ctl
-        .results
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get_mut(idx)
-    {
+    if let Some(slot) = (ctl.results.lock().unwrap_or_else(|e| e.into_inner())).get_mut(idx) {
         *slot = Some(r);
     }
     // Release: publishes our result (and our counter writes) to the main thread's
