@@ -46,6 +46,7 @@ pub const SEED: &[(&str, f64)] = &[("patched 4.14", 2787.0), ("unpatched 4.14", 
 
 /// Arguments of `lockbench fio`.
 #[derive(clap::Args, Clone, Debug)]
+#[command(mut_arg("json", |a| a.help("Write every run and the medians as JSON to FILE")))]
 pub struct FioArgs {
     /// Comma-separated thread counts, each 1..=1024.
     #[arg(long, value_parser = parse_threads, default_value = "2,8,36")]
@@ -60,7 +61,7 @@ pub struct FioArgs {
     /// File size, MiB (1..=4096).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub file_mib: u32,
-    /// Window, repetitions, outputs, idle gate.
+    /// Window, repetitions, JSON, progress, idle gate.
     #[command(flatten)]
     pub run: RunArgs,
     /// CPU-hog threads running beside the workload (0..=256).

@@ -79,7 +79,7 @@ pub struct FserverArgs {
         default_value = "klock_mutex,klock_mutex_noqueue,klock_mutex_nospin,klock_mutex_pltree,parking_lot"
     )]
     pub locks: Vec<String>,
-    /// Window, repetitions, outputs, idle gate.
+    /// Window, repetitions, JSON, progress, idle gate.
     #[command(flatten)]
     pub run: RunArgs,
     /// Directories in the tree (1..=65536).

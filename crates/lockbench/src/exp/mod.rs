@@ -240,7 +240,7 @@ pub struct CommonArgs {
     /// Sleep inside the critical section, µs (overrides the preset).
     #[arg(long, value_parser = parse_nonneg, allow_hyphen_values = true)]
     pub cs_sleep_us: Option<f64>,
-    /// Window, repetitions, outputs, idle gate.
+    /// Window, repetitions, JSON, progress, idle gate.
     #[command(flatten)]
     pub run: RunArgs,
     /// CPU-hog threads running beside the workload (0..=256).

@@ -144,11 +144,19 @@ impl Workload {
 
 /// Arguments of `lockbench preload`.
 #[derive(clap::Args, Clone, Debug)]
-#[command(mut_arg("duration", |a| a.default_value("2").help(
-    "Length of each timed run, seconds (decimal, > 0, <= 3600); sysbench-mutex, the \
-     kc-* workloads and pigz do a fixed amount of work instead (--mutex-ops, \
-     --kc-records, a 20 MiB input)"
-)))]
+#[command(
+    mut_arg("duration", |a| a.default_value("2").help(
+        "Length of each timed run, seconds (decimal, > 0, <= 3600); sysbench-mutex, the \
+         kc-* workloads and pigz do a fixed amount of work instead (--mutex-ops, \
+         --kc-records, a 20 MiB input)"
+    )),
+    mut_arg("runs", |a| a.help(
+        "Repetitions per point and side, interleaved; the median is reported (1..=100)"
+    )),
+    mut_arg("json", |a| a.help(
+        "Write the records as a lockbench JSON report to FILE (`lockbench render` makes the HTML)"
+    ))
+)]
 pub struct PreloadArgs {
     /// Comma-separated thread counts (stressor instances for stress-ng), each 1..=1024.
     #[arg(long, value_parser = parse_threads, default_value = "2,4,8,16")]
@@ -158,8 +166,7 @@ pub struct PreloadArgs {
     /// pigz (condvars).
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_WORKLOADS)]
     pub workloads: Vec<String>,
-    /// Window (default 2 s), repetitions per point and side, the records as a
-    /// lockbench JSON report (`lockbench render` makes the HTML), idle gate.
+    /// Window, repetitions, JSON, progress, idle gate.
     #[command(flatten)]
     pub run: RunArgs,
     /// sysbench-mutex: lock operations per run, split evenly over the threads

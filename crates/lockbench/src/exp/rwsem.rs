@@ -52,6 +52,15 @@ pub const DEFAULT_LOCKS: &str =
 
 /// Arguments of `lockbench rwsem`.
 #[derive(clap::Args, Clone, Debug)]
+#[command(
+    mut_arg("duration", |a| a.help(
+        "Measurement window per run, seconds (decimal, > 0, <= 3600; the seed used 10)"
+    )),
+    mut_arg("json", |a| a.help(
+        "Write the results as JSON to FILE (a report `lockbench render` reads, plus the \
+         slow-path counts under `rwsem_slowpath`)"
+    ))
+)]
 pub struct RwsemArgs {
     /// Comma-separated pair counts N (N readers + N writers each), each 1..=512.
     #[arg(long, value_parser = parse_pairs, default_value = "4,18")]
@@ -69,8 +78,7 @@ pub struct RwsemArgs {
     /// Skip the all-writers configurations (and the % change table).
     #[arg(long)]
     pub no_all_writers: bool,
-    /// Window (the seed used 10 s), repetitions, outputs (`--json` adds the slow-path
-    /// counts under `rwsem_slowpath`), idle gate.
+    /// Window, repetitions, JSON, progress, idle gate.
     #[command(flatten)]
     pub run: RunArgs,
     /// CPU-hog threads running beside the workload (0..=256).
