@@ -162,12 +162,7 @@ pub fn flag(c: Change) -> &'static str {
 
 /// The comparison as tables, one per workload.
 pub fn tables(rows: &[Row], a_name: &str, b_name: &str, flagged_only: bool) -> Vec<Table> {
-    let mut scen: Vec<&str> = Vec::new();
-    for r in rows {
-        if !scen.contains(&r.scenario.as_str()) {
-            scen.push(&r.scenario);
-        }
-    }
+    let scen = crate::stats::first_seen(rows.iter().map(|r| r.scenario.as_str()));
     scen.iter()
         .filter_map(|sc| {
             let rs: Vec<Vec<String>> = rows

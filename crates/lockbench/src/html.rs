@@ -128,16 +128,6 @@ pub fn groups(locks: &[String]) -> Vec<Group> {
     out
 }
 
-fn locks_of(recs: &[&Record]) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    for r in recs {
-        if !v.contains(&r.lock) {
-            v.push(r.lock.clone());
-        }
-    }
-    v
-}
-
 /// Chart styles of a group: each klock default keeps its family's colour and
 /// marker in every chart (SpinLock blue circle, Mutex vermillion square, RwLock green
 /// triangle); the other locks take the rest in order.
@@ -197,7 +187,7 @@ pub fn series_charts(s: &Series) -> Vec<Chart> {
     if s.recs[0].experiment == "uncontended" {
         return vec![uncontended_chart(s)];
     }
-    let locks = locks_of(&s.recs);
+    let locks = crate::table::locks_of(&s.recs);
     let pts = points(s);
     let x_labels: Vec<String> = pts.iter().map(|p| p.1.clone()).collect();
     let find = |l: &str, p: &(usize, String)| {

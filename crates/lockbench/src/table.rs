@@ -275,21 +275,9 @@ pub fn series(report: &Report) -> Vec<Series<'_>> {
     out.into_iter().map(|(_, s)| s).collect()
 }
 
-fn locks_of(recs: &[&Record]) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    for r in recs {
-        if !v.contains(&r.lock) {
-            v.push(r.lock.clone());
-        }
-    }
-    v
-}
-
-fn threads_of(recs: &[&Record]) -> Vec<usize> {
-    let mut v: Vec<usize> = recs.iter().map(|r| r.threads).collect();
-    v.sort_unstable();
-    v.dedup();
-    v
+/// The locks of some records, in order of first appearance.
+pub fn locks_of(recs: &[&Record]) -> Vec<String> {
+    crate::stats::first_seen(recs.iter().map(|r| r.lock.clone()))
 }
 
 fn grid(title: String, s: &Series, cell: impl Fn(&Record) -> String) -> Table {
@@ -297,7 +285,7 @@ fn grid(title: String, s: &Series, cell: impl Fn(&Record) -> String) -> Table {
         title,
         "lock",
         &locks_of(&s.recs),
-        &threads_of(&s.recs),
+        &crate::stats::sorted_distinct(s.recs.iter().map(|r| r.threads)),
         |t| format!("T={t}"),
         |l, t| {
             s.recs

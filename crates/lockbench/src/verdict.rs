@@ -461,12 +461,7 @@ pub fn compare_full(k: &Sample, p: &Sample) -> (f64, f64, f64, Outcome, Option<u
 /// The verdict rows for every (scenario, point) where a klock default lock and at
 /// least one peer of its kind were measured, in family, scenario, point order.
 pub fn cells(samples: &[Sample]) -> Vec<Cell> {
-    let mut scenarios: Vec<&str> = Vec::new();
-    for s in samples {
-        if !scenarios.contains(&s.scenario.as_str()) {
-            scenarios.push(&s.scenario);
-        }
-    }
+    let scenarios = crate::stats::first_seen(samples.iter().map(|s| s.scenario.as_str()));
     let mut out = Vec::new();
     for fam in FAMILIES {
         for sc in &scenarios {

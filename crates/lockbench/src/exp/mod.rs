@@ -263,25 +263,24 @@ pub struct ThreadList(pub Vec<usize>);
 /// assert!(lockbench::exp::parse_threads("x").is_err());
 /// ```
 pub fn parse_threads(s: &str) -> Result<ThreadList, String> {
+    let allowed = "allowed are comma-separated integers 1..=1024, e.g. 1,2,4,8,32";
+    parse_counts(s, 1024, "thread", allowed)
+}
+
+/// Parses a comma-separated list of counts in 1..=`max` (at least one; duplicates
+/// dropped); errors name the `what` count and say what is `allowed`.
+pub fn parse_counts(s: &str, max: usize, what: &str, allowed: &str) -> Result<ThreadList, String> {
     let mut v = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match part.parse::<usize>() {
-            Ok(n) if (1..=1024).contains(&n) => {
-                if !v.contains(&n) {
-                    v.push(n)
-                }
-            }
-            _ => {
-                return Err(format!(
-                    "bad thread count '{part}': allowed are comma-separated integers 1..=1024, e.g. 1,2,4,8,32"
-                ));
-            }
+            Ok(n) if (1..=max).contains(&n) => v.push(n),
+            _ => return Err(format!("bad {what} count '{part}': {allowed}")),
         }
     }
     if v.is_empty() {
-        return Err("empty thread list: give comma-separated integers 1..=1024, e.g. 1,2,4".into());
+        return Err(format!("empty {what} list: {allowed}"));
     }
-    Ok(ThreadList(v))
+    Ok(ThreadList(crate::stats::first_seen(v)))
 }
 
 /// Parses a duration in seconds: finite, > 0, <= 3600.

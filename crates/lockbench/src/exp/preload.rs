@@ -48,7 +48,7 @@ use super::proc::{Finished, kill_group, run_captured, tail};
 use super::{CliError, RunArgs, Schedule, Step, ThreadList, interleave, parse_threads};
 use crate::progress::run_units;
 use crate::record::{Params, Record, Report};
-use crate::stats::{median, spread};
+use crate::stats::{first_seen, median, sorted_distinct, spread};
 use crate::sys::Machine;
 use crate::table::{Section, Table};
 use crate::verdict::Sample;
@@ -952,15 +952,8 @@ fn run_points(a: &PreloadArgs, ws: &[Workload], lib: &Path, scratch: &Path) -> V
 /// The preload section from its records: per workload, glibc against the
 /// interposer with their ratio and verdict, and a chart of the ratios.
 pub fn section(recs: &[Record], note: &str) -> Section {
-    let mut workloads: Vec<&str> = Vec::new();
-    for r in recs {
-        if !workloads.contains(&r.params.workload.as_str()) {
-            workloads.push(&r.params.workload);
-        }
-    }
-    let mut ts: Vec<usize> = recs.iter().map(|r| r.threads).collect();
-    ts.sort_unstable();
-    ts.dedup();
+    let workloads = first_seen(recs.iter().map(|r| r.params.workload.as_str()));
+    let ts = sorted_distinct(recs.iter().map(|r| r.threads));
     let (mut tables, mut series) = (Vec::new(), Vec::new());
     for (wi, w) in workloads.iter().enumerate() {
         let (table, points) = workload_table(recs, w, &ts);

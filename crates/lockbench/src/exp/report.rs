@@ -26,6 +26,7 @@ use crate::gate::GateConfig;
 use crate::locks::{LockEntry, LockKind};
 use crate::progress::{Progress, Suite, run_units};
 use crate::record::{Record, Report};
+use crate::stats::{first_seen, sorted_distinct};
 use crate::sys::Machine;
 use crate::table::Section;
 use crate::verdict::Sample;
@@ -234,25 +235,6 @@ impl SeedResults {
     }
 }
 
-/// Distinct values in order of first appearance.
-fn first_seen<T: PartialEq>(v: impl Iterator<Item = T>) -> Vec<T> {
-    let mut u = Vec::new();
-    for x in v {
-        if !u.contains(&x) {
-            u.push(x);
-        }
-    }
-    u
-}
-
-/// Distinct values, sorted.
-fn sorted(v: impl Iterator<Item = usize>) -> Vec<usize> {
-    let mut v: Vec<usize> = v.collect();
-    v.sort_unstable();
-    v.dedup();
-    v
-}
-
 // Each seed experiment's section and verdict samples, from its data alone (the
 // same whether it was just measured or read back from report.json).
 
@@ -262,14 +244,14 @@ fn spin_part(d: &spin::SpinData) -> (Section, Vec<Sample>) {
 
 fn fserver_part(fr: &fserver::FsReport) -> (Section, Vec<Sample>) {
     let locks = first_seen(fr.runs.iter().map(|r| r.lock.clone()));
-    let users = sorted(fr.runs.iter().map(|r| r.users));
+    let users = sorted_distinct(fr.runs.iter().map(|r| r.users));
     let samples = fserver::samples(fr, &locks, &users);
     (fserver::section(fr, &locks, &users), samples)
 }
 
 fn rwsem_part(recs: &[Record], slow: &[rwsem::SlowPath]) -> (Section, Vec<Sample>) {
     let locks = first_seen(recs.iter().map(|r| r.lock.clone()));
-    let pairs = sorted(
+    let pairs = sorted_distinct(
         recs.iter()
             .filter_map(|r| r.readers.as_ref().map(|c| c.threads)),
     );
@@ -293,7 +275,7 @@ fn rwsem_part(recs: &[Record], slow: &[rwsem::SlowPath]) -> (Section, Vec<Sample
 
 fn fio_part(runs: &[fio::FioRun], read_pct: u64, file_mib: u64) -> (Section, Vec<Sample>) {
     let locks = first_seen(runs.iter().map(|r| r.lock.clone()));
-    let threads = sorted(runs.iter().map(|r| r.threads));
+    let threads = sorted_distinct(runs.iter().map(|r| r.threads));
     let per = (runs.iter())
         .filter(|r| r.lock == locks[0] && r.threads == threads[0])
         .count()

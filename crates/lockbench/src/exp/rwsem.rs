@@ -179,21 +179,7 @@ pub fn parse_loads(s: &str) -> Result<LoadList, String> {
 pub fn parse_pairs(s: &str) -> Result<ThreadList, String> {
     let allowed =
         "allowed are comma-separated integers 1..=512 (N readers + N writers each), e.g. 4,18";
-    let mut v = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.parse::<usize>() {
-            Ok(n) if (1..=512).contains(&n) => {
-                if !v.contains(&n) {
-                    v.push(n)
-                }
-            }
-            _ => return Err(format!("bad pair count '{part}': {allowed}")),
-        }
-    }
-    if v.is_empty() {
-        return Err(format!("empty pair list: {allowed}"));
-    }
-    Ok(ThreadList(v))
+    super::parse_counts(s, 512, "pair", allowed)
 }
 
 /// Builds the configurations: per pair count N, load and lock, N readers + N writers,
