@@ -476,18 +476,8 @@ pub fn run(a: &FioArgs) -> Result<i32, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(clap::Parser, Debug)]
-    struct Wrap {
-        #[command(flatten)]
-        a: FioArgs,
-    }
-
     fn parse(args: &[&str]) -> Result<FioArgs, String> {
-        Wrap::try_parse_from(std::iter::once("fio").chain(args.iter().copied()))
-            .map(|w| w.a)
-            .map_err(|e| e.to_string())
+        super::super::parse_args(args)
     }
 
     #[test]

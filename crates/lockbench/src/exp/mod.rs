@@ -330,6 +330,25 @@ impl CommonArgs {
     }
 }
 
+/// Parses an experiment's arguments from `args` (without the program name), as its
+/// subcommand would: for the `report` suite's own settings and for tests.
+///
+/// ```
+/// let a: lockbench::exp::fio::FioArgs = lockbench::exp::parse_args(&["--runs", "2"]).unwrap();
+/// assert_eq!((a.run.runs, a.read_pct), (2, 50));
+/// ```
+pub fn parse_args<A: clap::Args>(args: &[&str]) -> Result<A, String> {
+    #[derive(clap::Parser)]
+    struct Wrap<A: clap::Args> {
+        #[command(flatten)]
+        a: A,
+    }
+    let argv = std::iter::once("lockbench").chain(args.iter().copied());
+    <Wrap<A> as clap::Parser>::try_parse_from(argv)
+        .map(|w| w.a)
+        .map_err(|e| e.to_string())
+}
+
 /// Resolves `--locks`: every name must be registered and allowed for `allowed` kinds;
 /// empty means every lock whose kind is in `default_kinds`.
 pub fn select_locks(

@@ -1099,18 +1099,8 @@ pub fn run(a: &PreloadArgs) -> Result<i32, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(clap::Parser, Debug)]
-    struct Wrap {
-        #[command(flatten)]
-        a: PreloadArgs,
-    }
-
     fn parse(args: &[&str]) -> Result<PreloadArgs, String> {
-        Wrap::try_parse_from(std::iter::once("preload").chain(args.iter().copied()))
-            .map(|w| w.a)
-            .map_err(|e| e.to_string())
+        super::super::parse_args(args)
     }
 
     #[test]

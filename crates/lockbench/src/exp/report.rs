@@ -151,15 +151,8 @@ pub struct SeedPlan {
 
 /// Parses an experiment's arguments from `args` (its defaults when empty).
 fn parse<A: clap::Args>(args: &[String]) -> A {
-    #[derive(clap::Parser)]
-    struct Wrap<A: clap::Args> {
-        #[command(flatten)]
-        a: A,
-    }
-    let argv = std::iter::once("lockbench").chain(args.iter().map(String::as_str));
-    <Wrap<A> as clap::Parser>::try_parse_from(argv)
-        .map(|w| w.a)
-        .expect("the report's own seed arguments parse")
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    super::parse_args(&args).expect("the report's own seed arguments parse")
 }
 
 impl SeedPlan {

@@ -683,18 +683,8 @@ pub fn run(a: &RwsemArgs) -> Result<i32, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(clap::Parser, Debug)]
-    struct Wrap {
-        #[command(flatten)]
-        a: RwsemArgs,
-    }
-
     fn parse(args: &[&str]) -> Result<RwsemArgs, String> {
-        Wrap::try_parse_from(std::iter::once("rwsem").chain(args.iter().copied()))
-            .map(|w| w.a)
-            .map_err(|e| e.to_string())
+        super::super::parse_args(args)
     }
 
     #[test]
