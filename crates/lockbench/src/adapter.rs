@@ -1,22 +1,9 @@
-//! The one adapter trait every competitor implements, and the registry entry type.
+//! The one adapter trait every competitor implements, [`BenchLock`], and the generic
+//! adapters for `lock_api` locks ([`LockApiMutex`], [`LockApiRwLock`],
+//! [`LockApiFairMutex`]), so any `lock_api` lock registers without writing one.
 //!
-//! A competitor is a type implementing [`BenchLock`]. Registering it is one line that
-//! builds a [`LockEntry`] with [`LockEntry::mutex`] or [`LockEntry::rwlock`]; those
-//! constructors instantiate the generic runner for that type (`fn` pointers to
-//! monomorphized code), so the hot loop never makes a `dyn` call per operation.
-//!
-//! Any `lock_api` lock registers without writing an adapter, through the generic
-//! [`LockApiMutex`] and [`LockApiRwLock`]:
-//!
-//! ```
-//! use lockbench::adapter::{LockApiMutex, LockApiRwLock, LockEntry};
-//! let m = LockEntry::mutex::<LockApiMutex<parking_lot::RawMutex>>("pl_demo", "parking_lot::Mutex");
-//! let rw = LockEntry::rwlock::<LockApiRwLock<parking_lot::RawRwLock>>("pl_rw_demo", "parking_lot::RwLock");
-//! assert_eq!(m.name, "pl_demo");
-//! assert_eq!(rw.kind, lockbench::adapter::LockKind::RwLock);
-//! ```
-
-use crate::runner::{self, RunOutput, RunSpec};
+//! This module is a leaf: the runner ([`crate::runner`]) is generic over
+//! [`BenchLock`], and the registry ([`crate::locks`]) instantiates the runner per type.
 
 /// A lock as the benchmark sees it: a critical section run under exclusive (or shared)
 /// ownership.
@@ -38,62 +25,6 @@ pub trait BenchLock: Send + Sync + 'static {
     #[inline]
     fn with_read<R>(&self, ctx: &Self::Ctx, f: impl FnOnce() -> R) -> R {
         self.with_lock(ctx, f)
-    }
-}
-
-/// Whether a competitor is a mutex or a reader/writer lock.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LockKind {
-    /// Exclusive lock only; usable in the `mutex` experiment.
-    Mutex,
-    /// Shared/exclusive lock; usable in both `rwlock` and `mutex` (writers only) experiments.
-    RwLock,
-}
-
-impl LockKind {
-    /// `"mutex"` or `"rwlock"`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LockKind::Mutex => "mutex",
-            LockKind::RwLock => "rwlock",
-        }
-    }
-}
-
-/// One registered competitor: name, description, kind and monomorphized entry points.
-#[derive(Clone, Copy, Debug)]
-pub struct LockEntry {
-    /// Name used on the command line and in reports (klock's start with `klock_`).
-    pub name: &'static str,
-    /// One-line description shown by `lockbench list`.
-    pub desc: &'static str,
-    /// Mutex or reader/writer lock.
-    pub kind: LockKind,
-    /// The contended runner instantiated for this lock type.
-    pub run: fn(&RunSpec) -> RunOutput,
-    /// Uncontended single-thread lock+unlock loop: `ops` iterations, returns ns/op;
-    /// `true` takes the shared (read) side.
-    pub uncontended: fn(u64, bool) -> f64,
-}
-
-impl LockEntry {
-    /// Registers a mutex-like lock type.
-    pub fn mutex<L: BenchLock>(name: &'static str, desc: &'static str) -> Self {
-        LockEntry {
-            name,
-            desc,
-            kind: LockKind::Mutex,
-            run: runner::run::<L>,
-            uncontended: runner::uncontended::<L>,
-        }
-    }
-    /// Registers a reader/writer lock type (its `with_read` must be shared).
-    pub fn rwlock<L: BenchLock>(name: &'static str, desc: &'static str) -> Self {
-        LockEntry {
-            kind: LockKind::RwLock,
-            ..Self::mutex::<L>(name, desc)
-        }
     }
 }
 

@@ -10,6 +10,9 @@
 //! use round ticks (1, 2, 5 × 10^k on linear axes, powers of ten on log axes) and
 //! switch to a log scale by themselves when the values span more than a decade
 //! ([`Scale::Auto`]).
+//!
+//! A leaf: it knows nothing of locks, records or the verdict; the renderers
+//! ([`crate::html`], the experiments' sections) decide what to draw.
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
@@ -406,6 +409,7 @@ impl Ranged for Ticked {
 }
 
 type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+type Ctx<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<Ticked, Ticked>>;
 type Res = Result<(), Box<dyn std::error::Error>>;
 
 fn style(i: usize) -> (RGBColor, Marker) {
@@ -536,6 +540,132 @@ pub fn line(c: &LineChart) -> Chart {
     }
 }
 
+/// A chart's plotting frame: caption, margins, label areas and the two ranges.
+fn frame<'a, 'b>(
+    plot: &'a Area<'b>,
+    title: &str,
+    (x, y): (Ticked, Ticked),
+    (label_w, margin_right): (u32, u32),
+) -> Result<Ctx<'a, 'b>, Box<dyn std::error::Error>> {
+    Ok(ChartBuilder::on(plot)
+        .caption(title, (FONT, 16, FontStyle::Bold))
+        .margin(12)
+        .margin_right(margin_right)
+        .x_label_area_size(42)
+        .y_label_area_size(label_w)
+        .build_cartesian_2d(x, y)?)
+}
+
+/// The grid and the axes: tick labels from `xl` and `yl`, the x description and, for
+/// a line chart, the y description with horizontal grid lines (a row chart has
+/// vertical ones).
+fn mesh(
+    chart: &mut Ctx,
+    (x_desc, y_desc): (String, Option<String>),
+    xl: &dyn Fn(&f64) -> String,
+    yl: &dyn Fn(&f64) -> String,
+) -> Res {
+    let mut m = chart.configure_mesh();
+    m.x_desc(x_desc)
+        .x_label_formatter(xl)
+        .y_label_formatter(yl)
+        .label_style((FONT, 13))
+        .axis_desc_style((FONT, 13))
+        .bold_line_style(RGBColor(0xE4, 0xE4, 0xE4))
+        .light_line_style(TRANSPARENT);
+    match y_desc {
+        Some(y) => m.y_desc(y).disable_x_mesh(),
+        None => m.disable_y_mesh(),
+    };
+    m.draw()?;
+    Ok(())
+}
+
+/// An axis description, with `(log scale)` on a log axis.
+fn desc(d: &str, axis: &Axis) -> String {
+    if axis.log {
+        format!("{d} (log scale)")
+    } else {
+        d.to_string()
+    }
+}
+
+/// A dashed horizontal line at `r` across the plot (a line chart's reference).
+fn draw_reference(root: &Area, chart: &Ctx, axis: &Axis, (r, top): (f64, f64), n: usize) -> Res {
+    let area = chart.plotting_area();
+    let y = axis.to_axis(r);
+    if y < axis.lo || y > top {
+        return Ok(());
+    }
+    let (x0, py) = area.map_coordinate(&(-0.4, y));
+    let (x1, _) = area.map_coordinate(&(n as f64 - 0.6, y));
+    let mut x = x0;
+    while x < x1 {
+        root.draw(&PathElement::new(
+            vec![(x, py), ((x + 6).min(x1), py)],
+            ShapeStyle::from(&RGBColor(0x66, 0x66, 0x66)).stroke_width(1),
+        ))?;
+        x += 10;
+    }
+    Ok(())
+}
+
+/// One `inf` row at the top of the axis (labels per point would overlap).
+fn draw_inf_row(root: &Area, chart: &Ctx, top: f64, n: usize) -> Res {
+    let area = chart.plotting_area();
+    let (x0, y) = area.map_coordinate(&(-0.4, top));
+    let (x1, _) = area.map_coordinate(&(n as f64 - 0.6, top));
+    root.draw(&PathElement::new(
+        vec![(x0, y), (x1, y)],
+        ShapeStyle::from(&RGBColor(0xBB, 0xBB, 0xBB)).stroke_width(1),
+    ))?;
+    let font = (FONT, 13).into_font().color(&BLACK);
+    root.draw(&Text::new("inf", (x0 - 28, y - 7), font))?;
+    Ok(())
+}
+
+/// Series `i` of `count`: its line, its error bars (runs' min-max) and its markers;
+/// infinite values sit at `top`.
+fn draw_series_line(
+    root: &Area,
+    chart: &mut Ctx,
+    (axis, top, n): (&Axis, f64, usize),
+    s: &Series,
+    (i, count): (usize, usize),
+) -> Res {
+    let (col, m) = style(s.style);
+    let pts: Vec<(f64, Value)> = (s.points.iter())
+        .filter(|(x, _)| *x < n)
+        .map(|(x, v)| (*x as f64, *v))
+        .collect();
+    let yv = |v: &Value| finite(v).map_or(top, |(y, _, _)| axis.to_axis(y));
+    let width = if s.bold { 3 } else { 2 };
+    // A small horizontal offset per series keeps overlapping error bars apart.
+    let off = (i as f64 - (count as f64 - 1.0) / 2.0) * 0.03;
+    chart.draw_series(LineSeries::new(
+        pts.iter().map(|(x, v)| (x + off, yv(v))),
+        ShapeStyle::from(&col).stroke_width(width),
+    ))?;
+    let area = chart.plotting_area();
+    let st = ShapeStyle::from(&col).stroke_width(1);
+    for (x, v) in &pts {
+        let x = x + off;
+        if let Some((_, lo, hi)) = finite(v)
+            && hi > lo
+        {
+            let (lo, hi) = (axis.to_axis(lo), axis.to_axis(hi));
+            area.draw(&PathElement::new(vec![(x, lo), (x, hi)], st))?;
+            for e in [lo, hi] {
+                area.draw(&PathElement::new(vec![(x - 0.05, e), (x + 0.05, e)], st))?;
+            }
+        }
+        // Markers are drawn in pixels (the same shape on every scale).
+        let p = area.map_coordinate(&(x, yv(v)));
+        draw_marker(root, m, col, p, 4)?;
+    }
+    Ok(())
+}
+
 fn draw_line(
     svg: &mut String,
     c: &LineChart,
@@ -545,139 +675,51 @@ fn draw_line(
     has_inf: bool,
 ) -> Res {
     let (w, h) = (960u32, 360u32);
-    {
-        let root = SVGBackend::with_string(svg, (w, h)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let (plot, legend) = root.split_horizontally(w - LEGEND_W);
-        let n = c.x_labels.len().max(1);
-        let xs: Vec<f64> = (0..n).map(|i| i as f64).collect();
-        let x_range = Ticked {
-            lo: -0.4,
-            hi: n as f64 - 0.6,
-            ticks: xs,
-        };
-        // Room above the top tick for `inf` markers.
-        let top = if has_inf {
-            axis.hi + (axis.hi - axis.lo) * 0.08
+    let root = SVGBackend::with_string(svg, (w, h)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (plot, legend) = root.split_horizontally(w - LEGEND_W);
+    let n = c.x_labels.len().max(1);
+    let x_range = Ticked {
+        lo: -0.4,
+        hi: n as f64 - 0.6,
+        ticks: (0..n).map(|i| i as f64).collect(),
+    };
+    // Room above the top tick for `inf` markers.
+    let top = if has_inf {
+        axis.hi + (axis.hi - axis.lo) * 0.08
+    } else {
+        axis.hi
+    };
+    let y_range = Ticked {
+        lo: axis.lo,
+        hi: top,
+        ticks: axis.tick_points(),
+    };
+    let mut chart = frame(&plot, title, (x_range, y_range), (64, 20))?;
+    let xl = |x: &f64| {
+        let i = x.round();
+        if (x - i).abs() < 1e-6 && i >= 0.0 {
+            c.x_labels.get(i as usize).cloned().unwrap_or_default()
         } else {
-            axis.hi
-        };
-        let y_range = Ticked {
-            lo: axis.lo,
-            hi: top,
-            ticks: axis.tick_points(),
-        };
-        let mut chart = ChartBuilder::on(&plot)
-            .caption(title, (FONT, 16, FontStyle::Bold))
-            .margin(12)
-            .margin_right(20)
-            .x_label_area_size(42)
-            .y_label_area_size(64)
-            .build_cartesian_2d(x_range, y_range)?;
-        let xl = |x: &f64| {
-            let i = x.round();
-            if (x - i).abs() < 1e-6 && i >= 0.0 {
-                c.x_labels.get(i as usize).cloned().unwrap_or_default()
-            } else {
-                String::new()
-            }
-        };
-        let yl = |y: &f64| axis.label(*y);
-        let y_desc = if axis.log {
-            format!("{} (log scale)", c.y_desc)
-        } else {
-            c.y_desc.clone()
-        };
-        chart
-            .configure_mesh()
-            .x_desc(c.x_desc.as_str())
-            .y_desc(y_desc)
-            .x_label_formatter(&xl)
-            .y_label_formatter(&yl)
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 13))
-            .bold_line_style(RGBColor(0xE4, 0xE4, 0xE4))
-            .light_line_style(TRANSPARENT)
-            .disable_x_mesh()
-            .draw()?;
-        if let Some(r) = c
-            .reference
-            .filter(|r| r.is_finite() && (!axis.log || *r > 0.0))
-        {
-            let area = chart.plotting_area();
-            let y = axis.to_axis(r);
-            if y >= axis.lo && y <= top {
-                let (x0, py) = area.map_coordinate(&(-0.4, y));
-                let (x1, _) = area.map_coordinate(&(n as f64 - 0.6, y));
-                let mut x = x0;
-                while x < x1 {
-                    root.draw(&PathElement::new(
-                        vec![(x, py), ((x + 6).min(x1), py)],
-                        ShapeStyle::from(&RGBColor(0x66, 0x66, 0x66)).stroke_width(1),
-                    ))?;
-                    x += 10;
-                }
-            }
+            String::new()
         }
-        if has_inf {
-            // One `inf` row at the top of the axis (labels per point would overlap).
-            let area = chart.plotting_area();
-            let (x0, y) = area.map_coordinate(&(-0.4, top));
-            let (x1, _) = area.map_coordinate(&(n as f64 - 0.6, top));
-            root.draw(&PathElement::new(
-                vec![(x0, y), (x1, y)],
-                ShapeStyle::from(&RGBColor(0xBB, 0xBB, 0xBB)).stroke_width(1),
-            ))?;
-            root.draw(&Text::new(
-                "inf",
-                (x0 - 28, y - 7),
-                (FONT, 13).into_font().color(&BLACK),
-            ))?;
-        }
-        for (i, s) in series.iter().enumerate() {
-            let (col, m) = style(s.style);
-            let pts: Vec<(f64, Value)> = s
-                .points
-                .iter()
-                .filter(|(x, _)| *x < n)
-                .map(|(x, v)| (*x as f64, *v))
-                .collect();
-            let yv = |v: &Value| match finite(v) {
-                Some((y, _, _)) => axis.to_axis(y),
-                None => top,
-            };
-            let width = if s.bold { 3 } else { 2 };
-            // A small horizontal offset per series keeps overlapping error bars apart.
-            let off = (i as f64 - (series.len() as f64 - 1.0) / 2.0) * 0.03;
-            chart.draw_series(LineSeries::new(
-                pts.iter().map(|(x, v)| (x + off, yv(v))),
-                ShapeStyle::from(&col).stroke_width(width),
-            ))?;
-            let area = chart.plotting_area();
-            let st = ShapeStyle::from(&col).stroke_width(1);
-            for (x, v) in &pts {
-                let x = x + off;
-                if let Some((_, lo, hi)) = finite(v)
-                    && hi > lo
-                {
-                    let (lo, hi) = (axis.to_axis(lo), axis.to_axis(hi));
-                    area.draw(&PathElement::new(vec![(x, lo), (x, hi)], st))?;
-                    for e in [lo, hi] {
-                        area.draw(&PathElement::new(vec![(x - 0.05, e), (x + 0.05, e)], st))?;
-                    }
-                }
-                // Markers are drawn in pixels (the same shape on every scale).
-                let p = area.map_coordinate(&(x, yv(v)));
-                draw_marker(&root, m, col, p, 4)?;
-            }
-        }
-        let names: Vec<(String, bool, usize)> = series
-            .iter()
-            .map(|s| (s.name.clone(), s.bold, s.style))
-            .collect();
-        draw_legend(&legend, &names, true)?;
-        root.present()?;
+    };
+    let descs = (c.x_desc.clone(), Some(desc(&c.y_desc, axis)));
+    mesh(&mut chart, descs, &xl, &|y| axis.label(*y))?;
+    if let Some(r) = (c.reference).filter(|r| r.is_finite() && (!axis.log || *r > 0.0)) {
+        draw_reference(&root, &chart, axis, (r, top), n)?;
     }
+    if has_inf {
+        draw_inf_row(&root, &chart, top, n)?;
+    }
+    for (i, s) in series.iter().enumerate() {
+        draw_series_line(&root, &mut chart, (axis, top, n), s, (i, series.len()))?;
+    }
+    let names: Vec<(String, bool, usize)> = (series.iter())
+        .map(|s| (s.name.clone(), s.bold, s.style))
+        .collect();
+    draw_legend(&legend, &names, true)?;
+    root.present()?;
     Ok(())
 }
 
@@ -722,182 +764,124 @@ fn draw_rows(svg: &mut String, c: &RowChart, ns: usize, axis: &Axis, title: &str
     let n = c.rows.len().max(1);
     let w = 960u32;
     let h = (90 + 24 * n as u32).max(160);
-    let label_w = c
-        .rows
-        .iter()
-        .map(|r| r.label.chars().count())
-        .max()
-        .unwrap_or(4) as u32
-        * 8
-        + 16;
-    {
-        let root = SVGBackend::with_string(svg, (w, h)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let (plot, legend) = root.split_horizontally(w - LEGEND_W);
-        let ys: Vec<f64> = (0..n).map(|i| i as f64).collect();
-        let y_range = Ticked {
-            lo: -0.5,
-            hi: n as f64 - 0.5,
-            ticks: ys,
-        };
-        let x_range = Ticked {
-            lo: axis.lo,
-            hi: axis.hi,
-            ticks: axis.tick_points(),
-        };
-        let mut chart = ChartBuilder::on(&plot)
-            .caption(title, (FONT, 16, FontStyle::Bold))
-            .margin(12)
-            .margin_right(24)
-            .x_label_area_size(42)
-            .y_label_area_size(label_w)
-            .build_cartesian_2d(x_range, y_range)?;
-        // Row i is drawn at y = n-1-i so the first row is at the top.
-        let yl = |y: &f64| {
-            let i = y.round();
-            if (y - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
-                let r = &c.rows[n - 1 - i as usize];
-                if r.bold {
-                    format!("{} *", r.label)
-                } else {
-                    r.label.clone()
-                }
-            } else {
-                String::new()
-            }
-        };
-        let xl = |x: &f64| axis.label(*x);
-        let x_desc = if axis.log {
-            format!("{} (log scale)", c.x_desc)
-        } else {
-            c.x_desc.clone()
-        };
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .x_label_formatter(&xl)
-            .y_label_formatter(&yl)
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 13))
-            .bold_line_style(RGBColor(0xE4, 0xE4, 0xE4))
-            .light_line_style(TRANSPARENT)
-            .disable_y_mesh()
-            .draw()?;
-        let area = chart.plotting_area();
-        for (ri, r) in c.rows.iter().enumerate() {
-            let yc = (n - 1 - ri) as f64;
+    let longest = c.rows.iter().map(|r| r.label.chars().count()).max();
+    let label_w = longest.unwrap_or(4) as u32 * 8 + 16;
+    let root = SVGBackend::with_string(svg, (w, h)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let (plot, legend) = root.split_horizontally(w - LEGEND_W);
+    let y_range = Ticked {
+        lo: -0.5,
+        hi: n as f64 - 0.5,
+        ticks: (0..n).map(|i| i as f64).collect(),
+    };
+    let x_range = Ticked {
+        lo: axis.lo,
+        hi: axis.hi,
+        ticks: axis.tick_points(),
+    };
+    let mut chart = frame(&plot, title, (x_range, y_range), (label_w, 24))?;
+    // Row i is drawn at y = n-1-i so the first row is at the top.
+    let yl = |y: &f64| {
+        let i = y.round();
+        if (y - i).abs() < 1e-6 && i >= 0.0 && (i as usize) < n {
+            let r = &c.rows[n - 1 - i as usize];
             if r.bold {
-                area.draw(&Rectangle::new(
-                    [(axis.lo, yc - 0.5), (axis.hi, yc + 0.5)],
-                    RGBColor(0xFF, 0xF4, 0xD6).filled(),
+                format!("{} *", r.label)
+            } else {
+                r.label.clone()
+            }
+        } else {
+            String::new()
+        }
+    };
+    mesh(
+        &mut chart,
+        (desc(&c.x_desc, axis), None),
+        &|x| axis.label(*x),
+        &yl,
+    )?;
+    for (ri, r) in c.rows.iter().enumerate() {
+        draw_row(&root, &chart, (axis, (n - 1 - ri) as f64), r, (ns, c.bars))?;
+    }
+    if ns > 1 || !c.bars {
+        let names: Vec<(String, bool, usize)> = (c.series.iter().take(ns).enumerate())
+            .map(|(i, s)| (s.clone(), false, i))
+            .collect();
+        draw_legend(&legend, &names, false)?;
+    }
+    root.present()?;
+    Ok(())
+}
+
+/// One row at height `yc`: its highlight (klock's default), then per series a bar or
+/// a marker with whiskers for the runs' min-max.
+fn draw_row(
+    root: &Area,
+    chart: &Ctx,
+    (axis, yc): (&Axis, f64),
+    r: &Row,
+    (ns, bars): (usize, bool),
+) -> Res {
+    let area = chart.plotting_area();
+    if r.bold {
+        area.draw(&Rectangle::new(
+            [(axis.lo, yc - 0.5), (axis.hi, yc + 0.5)],
+            RGBColor(0xFF, 0xF4, 0xD6).filled(),
+        ))?;
+    }
+    for (si, v) in r.values.iter().take(ns).enumerate() {
+        let Some((y, lo, hi)) = v.as_ref().and_then(finite) else {
+            continue;
+        };
+        let (col, m) = style(si);
+        let band = 0.8 / ns as f64;
+        let yy = yc - 0.4 + band * (si as f64 + 0.5);
+        let st = ShapeStyle::from(&col).stroke_width(1);
+        if bars {
+            area.draw(&Rectangle::new(
+                [
+                    (axis.origin(), yy - band * 0.4),
+                    (axis.to_axis(y), yy + band * 0.4),
+                ],
+                col.mix(0.85).filled(),
+            ))?;
+        }
+        if hi > lo {
+            let (lo, hi) = (axis.to_axis(lo), axis.to_axis(hi));
+            area.draw(&PathElement::new(vec![(lo, yy), (hi, yy)], st))?;
+            for e in [lo, hi] {
+                area.draw(&PathElement::new(
+                    vec![(e, yy - band * 0.3), (e, yy + band * 0.3)],
+                    st,
                 ))?;
             }
-            for (si, v) in r.values.iter().take(ns).enumerate() {
-                let Some((y, lo, hi)) = v.as_ref().and_then(finite) else {
-                    continue;
-                };
-                let (col, m) = style(si);
-                let band = 0.8 / ns as f64;
-                let yy = yc - 0.4 + band * (si as f64 + 0.5);
-                let st = ShapeStyle::from(&col).stroke_width(1);
-                if c.bars {
-                    area.draw(&Rectangle::new(
-                        [
-                            (axis.origin(), yy - band * 0.4),
-                            (axis.to_axis(y), yy + band * 0.4),
-                        ],
-                        col.mix(0.85).filled(),
-                    ))?;
-                }
-                if hi > lo {
-                    area.draw(&PathElement::new(
-                        vec![(axis.to_axis(lo), yy), (axis.to_axis(hi), yy)],
-                        st,
-                    ))?;
-                    for e in [lo, hi] {
-                        area.draw(&PathElement::new(
-                            vec![
-                                (axis.to_axis(e), yy - band * 0.3),
-                                (axis.to_axis(e), yy + band * 0.3),
-                            ],
-                            st,
-                        ))?;
-                    }
-                }
-                if !c.bars {
-                    let p = area.map_coordinate(&(axis.to_axis(y), yy));
-                    draw_marker(&root, m, col, p, 4)?;
-                }
-            }
         }
-        if ns > 1 || !c.bars {
-            let names: Vec<(String, bool, usize)> = c
-                .series
-                .iter()
-                .take(ns)
-                .enumerate()
-                .map(|(i, s)| (s.clone(), false, i))
-                .collect();
-            draw_legend(&legend, &names, false)?;
+        if !bars {
+            let p = area.map_coordinate(&(axis.to_axis(y), yy));
+            draw_marker(root, m, col, p, 4)?;
         }
-        root.present()?;
     }
     Ok(())
+}
+
+/// Escapes text for HTML/SVG.
+///
+/// ```
+/// assert_eq!(lockbench::chart::esc("a<b&\"c\""), "a&lt;b&amp;&quot;c&quot;");
+/// ```
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn error_svg(title: &str, e: &str) -> String {
     format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"600\" height=\"40\"><text x=\"4\" y=\"20\">{}: chart error: {}</text></svg>\n",
-        crate::html::esc(title),
-        crate::html::esc(e)
+        esc(title),
+        esc(e)
     )
-}
-
-/// One line chart per lock group ([`crate::html::groups`]) of verdict samples
-/// whose `order` is the x value: the seed experiments' "metric against threads"
-/// charts (fio, fserver). `title` prefixes each group's title.
-pub fn per_group_lines(
-    title: &str,
-    x_desc: &str,
-    y_desc: &str,
-    xs: &[usize],
-    locks: &[String],
-    samples: &[crate::verdict::Sample],
-) -> Vec<Chart> {
-    let x_labels: Vec<String> = xs.iter().map(|x| x.to_string()).collect();
-    crate::html::groups(locks)
-        .iter()
-        .map(|g| {
-            line(&LineChart {
-                title: format!("{title}: {}", g.title),
-                x_desc: x_desc.into(),
-                y_desc: y_desc.into(),
-                x_labels: x_labels.clone(),
-                series: g
-                    .locks
-                    .iter()
-                    .zip(crate::html::styles(&g.locks))
-                    .map(|(l, st)| Series {
-                        name: l.clone(),
-                        points: xs
-                            .iter()
-                            .enumerate()
-                            .filter_map(|(i, x)| {
-                                samples
-                                    .iter()
-                                    .find(|s| &s.lock == l && s.order == *x)
-                                    .map(|s| (i, Value::with_runs(s.median, &s.runs)))
-                            })
-                            .collect(),
-                        bold: crate::verdict::family_of_default(l).is_some(),
-                        style: st,
-                    })
-                    .collect(),
-                scale: Scale::Auto,
-                reference: None,
-            })
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::adapter::LockKind;
 use crate::exp::{self, CliError};
 
 /// Side-by-side lock benchmarks: klock, std, parking_lot, glibc and plain spinlocks.
@@ -54,7 +53,7 @@ pub enum Command {
     /// pigz) with glibc's locks vs under klock's LD_PRELOAD interposer, side by side.
     Preload(exp::preload::PreloadArgs),
     /// Single-thread lock+unlock cost, ns per op.
-    Uncontended(UncontendedArgs),
+    Uncontended(exp::uncontended::UncontendedArgs),
     /// Seed 001's experiment: time to finish a fixed build-like job per spinlock
     /// at 1x..16x the effective CPUs, with and without noise, plus a pinned row.
     Spin(exp::spin::SpinArgs),
@@ -80,32 +79,6 @@ pub struct RenderArgs {
     pub csv: Option<std::path::PathBuf>,
 }
 
-/// Arguments of `lockbench uncontended`.
-#[derive(clap::Args, Debug, Clone)]
-pub struct UncontendedArgs {
-    /// Comma-separated lock names; default: all.
-    #[arg(long, value_delimiter = ',')]
-    pub locks: Vec<String>,
-    /// Lock+unlock operations per run (1000..=1e9).
-    #[arg(long, default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1000..=1_000_000_000))]
-    pub ops: u64,
-    /// Repetitions (interleaved), 1..=100.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub runs: u32,
-    /// Write the results as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<std::path::PathBuf>,
-    /// Write the results as CSV to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub csv: Option<std::path::PathBuf>,
-    /// Disable the idle gate.
-    #[arg(long)]
-    pub no_idle_gate: bool,
-    /// Measure the shared (read) side: reader/writer locks only.
-    #[arg(long)]
-    pub read: bool,
-}
-
 /// Runs one parsed command; returns the exit status.
 pub fn dispatch(cmd: Command) -> Result<i32, CliError> {
     match cmd {
@@ -128,22 +101,7 @@ pub fn dispatch(cmd: Command) -> Result<i32, CliError> {
         Command::Rwsem(a) => exp::rwsem::run(&a),
         Command::Fio(a) => exp::fio::run(&a),
         Command::Preload(a) => exp::preload::run(&a),
-        Command::Uncontended(a) => {
-            let all = [LockKind::Mutex, LockKind::RwLock];
-            let kinds: &[LockKind] = if a.read { &all[1..] } else { &all };
-            let locks = exp::select_locks(&a.locks, kinds, kinds)?;
-            let mut gate = crate::gate::GateConfig::from_env();
-            if a.no_idle_gate {
-                gate.enabled = false;
-            }
-            let results = exp::uncontended::measure(&locks, a.ops, a.runs as usize, a.read, &gate);
-            let report = crate::record::Report {
-                machine: crate::sys::Machine::probe(),
-                command: exp::command_line(),
-                results,
-            };
-            exp::finish(&report, a.json.as_ref(), a.csv.as_ref())
-        }
+        Command::Uncontended(a) => exp::uncontended::run(&a),
         Command::Report(a) => exp::report::run(&a),
         Command::Spin(a) => exp::spin::run(&a),
         Command::Compare(a) => crate::compare::run(&a),

@@ -147,11 +147,7 @@ pub fn compare_lists(sa: &[Sample], sb: &[Sample], threshold: f64) -> (Vec<Row>,
 fn cell(s: &Sample) -> String {
     let (m, lo, hi) = s.range();
     let sp = if m != 0.0 { 100.0 * (hi - lo) / m } else { 0.0 };
-    format!(
-        "{} ±{:.0}%",
-        crate::verdict::fmt_value(m, &s.unit),
-        sp / 2.0
-    )
+    format!("{} ±{:.0}%", crate::table::fmt_value(m, &s.unit), sp / 2.0)
 }
 
 /// The flag column's text.
@@ -166,12 +162,7 @@ pub fn flag(c: Change) -> &'static str {
 
 /// The comparison as tables, one per workload.
 pub fn tables(rows: &[Row], a_name: &str, b_name: &str, flagged_only: bool) -> Vec<Table> {
-    let mut scen: Vec<&str> = Vec::new();
-    for r in rows {
-        if !scen.contains(&r.scenario.as_str()) {
-            scen.push(&r.scenario);
-        }
-    }
+    let scen = crate::stats::first_seen(rows.iter().map(|r| r.scenario.as_str()));
     scen.iter()
         .filter_map(|sc| {
             let rs: Vec<Vec<String>> = rows

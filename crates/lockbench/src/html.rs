@@ -12,22 +12,10 @@
 //! sections (the seed experiments of `report --full`) and all tables of the terminal
 //! output.
 
-use crate::chart::{self, Chart, LineChart, MAX_SERIES, Row, RowChart, Scale, Value};
+use crate::chart::{self, Chart, LineChart, MAX_SERIES, Row, RowChart, Scale, Value, esc};
 use crate::record::{Record, Report};
 use crate::table::{Section, Series, Table, series, tables};
 use crate::verdict::{self, Outcome};
-
-/// Escapes text for HTML/SVG.
-///
-/// ```
-/// assert_eq!(lockbench::html::esc("a<b&\"c\""), "a&lt;b&amp;&quot;c&quot;");
-/// ```
-pub fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// A chart group: a title and the locks it shows (defaults first, marked bold).
 #[derive(Clone, Debug, PartialEq)]
@@ -140,16 +128,6 @@ pub fn groups(locks: &[String]) -> Vec<Group> {
     out
 }
 
-fn locks_of(recs: &[&Record]) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    for r in recs {
-        if !v.contains(&r.lock) {
-            v.push(r.lock.clone());
-        }
-    }
-    v
-}
-
 /// Chart styles of a group: each klock default keeps its family's colour and
 /// marker in every chart (SpinLock blue circle, Mutex vermillion square, RwLock green
 /// triangle); the other locks take the rest in order.
@@ -202,102 +180,40 @@ fn points(s: &Series) -> Vec<(usize, String)> {
     v
 }
 
-/// The charts of one series of records.
+/// The charts of one series of records: throughput per lock group; fairness (lock
+/// series); reader against writer throughput (reader/writer series) and latency at
+/// the last point; or the uncontended ns/op bars.
 pub fn series_charts(s: &Series) -> Vec<Chart> {
-    let first = s.recs[0];
-    let locks = locks_of(&s.recs);
-    if first.experiment == "uncontended" {
-        let mut recs = s.recs.clone();
-        recs.sort_by(|a, b| {
-            a.uncontended_ns_per_op
-                .unwrap_or(f64::MAX)
-                .total_cmp(&b.uncontended_ns_per_op.unwrap_or(f64::MAX))
-        });
-        let rows = recs
-            .iter()
-            .map(|r| {
-                let ns = r.uncontended_ns_per_op.unwrap_or(0.0);
-                let runs: Vec<f64> = r.runs_mops.iter().map(|m| 1e3 / m.max(1e-12)).collect();
-                Row {
-                    label: r.lock.clone(),
-                    bold: bold(&r.lock),
-                    values: vec![Some(Value::with_runs(ns, &runs))],
-                }
-            })
-            .collect();
-        return vec![chart::rows(&RowChart {
-            title: "ns per lock+unlock, one thread (lower is better)".into(),
-            x_desc: "ns per lock+unlock".into(),
-            series: vec!["ns/op (whiskers: runs' min-max)".into()],
-            rows,
-            scale: Scale::Linear,
-            bars: true,
-        })];
+    if s.recs[0].experiment == "uncontended" {
+        return vec![uncontended_chart(s)];
     }
+    let locks = crate::table::locks_of(&s.recs);
     let pts = points(s);
     let x_labels: Vec<String> = pts.iter().map(|p| p.1.clone()).collect();
     let find = |l: &str, p: &(usize, String)| {
-        s.recs
-            .iter()
-            .copied()
+        (s.recs.iter().copied())
             .find(|r| r.lock == l && r.threads == p.0 && verdict::point_of(r) == p.1)
     };
-    let line_of = |l: &str, st: usize, f: &dyn Fn(&Record) -> Option<Value>| chart::Series {
-        name: l.to_string(),
-        style: st,
-        points: pts
-            .iter()
-            .enumerate()
-            .filter_map(|(i, p)| find(l, p).and_then(f).map(|v| (i, v)))
-            .collect(),
-        bold: bold(l),
-    };
     let x_desc = if s.rw { "readers+writers" } else { "threads" };
-    let mut out = Vec::new();
-    let gs = groups(&locks);
-    for g in &gs {
-        out.push(chart::line(&LineChart {
-            title: format!("{}: total throughput", g.title),
-            x_desc: x_desc.into(),
-            y_desc: "Mops/s (median, bars: runs' min-max)".into(),
-            x_labels: x_labels.clone(),
-            series: g
-                .locks
-                .iter()
-                .zip(styles(&g.locks))
-                .map(|(l, st)| {
-                    line_of(l, st, &|r| {
-                        Some(Value::with_runs(r.throughput_mops, &r.runs_mops))
-                    })
-                })
-                .collect(),
-            scale: Scale::Auto,
-            reference: None,
-        }));
-    }
-    let main: Vec<String> = gs
-        .iter()
-        .find(|g| g.peers)
-        .map(|g| g.locks.clone())
-        .unwrap_or_else(|| locks.iter().take(MAX_SERIES).cloned().collect());
+    let axes = (x_desc, "Mops/s (median, bars: runs' min-max)");
+    let title = |g: &Group| format!("{}: total throughput", g.title);
+    let mut out = lines(title, axes, &x_labels, &locks, |l, i| {
+        find(l, &pts[i]).map(|r| Value::with_runs(r.throughput_mops, &r.runs_mops))
+    });
     if !s.rw && pts.len() > 1 {
+        // The defaults-vs-peers locks.
+        let main: Vec<String> = (groups(&locks).into_iter())
+            .find(|g| g.peers)
+            .map(|g| g.locks)
+            .unwrap_or_else(|| locks.iter().take(MAX_SERIES).cloned().collect());
         out.push(chart::line(&LineChart {
             title: "fairness: per-thread ops max/min (1 = fair; inf = a thread starved)".into(),
             x_desc: x_desc.into(),
             y_desc: "max/min".into(),
             x_labels: x_labels.clone(),
-            series: main
-                .iter()
-                .zip(styles(&main))
-                .map(|(l, st)| {
-                    line_of(l, st, &|r| {
-                        Some(match r.fairness_max_min {
-                            Some(f) => Value::at(f),
-                            None => Value::Inf,
-                        })
-                    })
-                })
-                .collect(),
+            series: series_of(&main, pts.len(), |l, i| {
+                find(l, &pts[i]).map(|r| r.fairness_max_min.map_or(Value::Inf, Value::at))
+            }),
             scale: Scale::Log,
             reference: None,
         }));
@@ -311,55 +227,143 @@ pub fn series_charts(s: &Series) -> Vec<Chart> {
             title: format!("reader and writer throughput at {} (median runs)", last.1),
             x_desc: "Mops/s".into(),
             series: vec!["readers".into(), "writers".into()],
-            rows: at_last
-                .iter()
-                .map(|r| Row {
-                    label: r.lock.clone(),
-                    bold: bold(&r.lock),
-                    values: vec![
-                        r.readers.as_ref().map(|c| Value::at(c.throughput_mops)),
-                        r.writers.as_ref().map(|c| Value::at(c.throughput_mops)),
-                    ],
+            rows: (at_last.iter())
+                .map(|r| {
+                    let class = |c: &Option<crate::record::ClassMetrics>| {
+                        c.as_ref().map(|c| Value::at(c.throughput_mops))
+                    };
+                    row(r, vec![class(&r.readers), class(&r.writers)])
                 })
                 .collect(),
             scale: Scale::Auto,
             bars: false,
         }));
     }
-    let lat_rows: Vec<Row> = at_last
-        .iter()
+    let at = if s.rw {
+        last.1.clone()
+    } else {
+        format!("T={}", last.0)
+    };
+    out.extend(latency_chart(&at_last, &at));
+    out
+}
+
+fn row(r: &Record, values: Vec<Option<Value>>) -> Row {
+    Row {
+        label: r.lock.clone(),
+        bold: bold(&r.lock),
+        values,
+    }
+}
+
+/// ns per lock+unlock, one bar per lock, fastest first.
+fn uncontended_chart(s: &Series) -> Chart {
+    let mut recs = s.recs.clone();
+    let ns = |r: &Record| r.uncontended_ns_per_op.unwrap_or(f64::MAX);
+    recs.sort_by(|a, b| ns(a).total_cmp(&ns(b)));
+    let rows = (recs.iter())
+        .map(|r| {
+            let runs: Vec<f64> = r.runs_mops.iter().map(|m| 1e3 / m.max(1e-12)).collect();
+            let ns = r.uncontended_ns_per_op.unwrap_or(0.0);
+            row(r, vec![Some(Value::with_runs(ns, &runs))])
+        })
+        .collect();
+    chart::rows(&RowChart {
+        title: "ns per lock+unlock, one thread (lower is better)".into(),
+        x_desc: "ns per lock+unlock".into(),
+        series: vec!["ns/op (whiskers: runs' min-max)".into()],
+        rows,
+        scale: Scale::Linear,
+        bars: true,
+    })
+}
+
+/// Acquisition latency percentiles per lock at one point (`at`), if any were sampled.
+fn latency_chart(recs: &[&Record], at: &str) -> Option<Chart> {
+    let rows: Vec<Row> = (recs.iter())
         .filter(|r| r.latency_ns.samples > 0)
         .map(|r| {
             let q = r.latency_ns;
-            Row {
-                label: r.lock.clone(),
-                bold: bold(&r.lock),
-                values: [q.p50, q.p99, q.p999]
-                    .iter()
-                    .map(|v| Some(Value::at(*v.max(&1) as f64)))
-                    .collect(),
-            }
+            let v = |x: u64| Some(Value::at(x.max(1) as f64));
+            row(r, vec![v(q.p50), v(q.p99), v(q.p999)])
         })
         .collect();
-    if !lat_rows.is_empty() {
-        out.push(chart::rows(&RowChart {
-            title: format!(
-                "acquisition latency at {}{} (sampled 1 in 64)",
-                if s.rw { "" } else { "T=" },
-                if s.rw {
-                    last.1.clone()
-                } else {
-                    last.0.to_string()
-                }
-            ),
+    (!rows.is_empty()).then(|| {
+        chart::rows(&RowChart {
+            title: format!("acquisition latency at {at} (sampled 1 in 64)"),
             x_desc: "ns".into(),
             series: vec!["p50".into(), "p99".into(), "p99.9".into()],
-            rows: lat_rows,
+            rows,
             scale: Scale::Log,
             bars: false,
-        }));
-    }
-    out
+        })
+    })
+}
+
+/// One line per lock (in its group style, klock's defaults bold), with its value at
+/// each of `n` x positions from `value(lock, i)`.
+fn series_of(
+    locks: &[String],
+    n: usize,
+    value: impl Fn(&str, usize) -> Option<Value>,
+) -> Vec<chart::Series> {
+    (locks.iter().zip(styles(locks)))
+        .map(|(l, style)| chart::Series {
+            name: l.clone(),
+            points: (0..n).filter_map(|i| value(l, i).map(|v| (i, v))).collect(),
+            bold: bold(l),
+            style,
+        })
+        .collect()
+}
+
+/// One line chart per lock group of `locks` ([`groups`]): captioned `title(group)`,
+/// x positions `x_labels`, each lock's value at x index `i` from `value(lock, i)`.
+pub fn lines(
+    title: impl Fn(&Group) -> String,
+    (x_desc, y_desc): (&str, &str),
+    x_labels: &[String],
+    locks: &[String],
+    value: impl Fn(&str, usize) -> Option<Value>,
+) -> Vec<Chart> {
+    groups(locks)
+        .iter()
+        .map(|g| {
+            chart::line(&LineChart {
+                title: title(g),
+                x_desc: x_desc.into(),
+                y_desc: y_desc.into(),
+                x_labels: x_labels.to_vec(),
+                series: series_of(&g.locks, x_labels.len(), &value),
+                scale: Scale::Auto,
+                reference: None,
+            })
+        })
+        .collect()
+}
+
+/// [`lines`] of verdict samples whose `order` is the x value: the seed experiments'
+/// "metric against threads" charts (fio, fserver). `title` prefixes each group's.
+pub fn per_group_lines(
+    title: &str,
+    axes: (&str, &str),
+    xs: &[usize],
+    locks: &[String],
+    samples: &[verdict::Sample],
+) -> Vec<Chart> {
+    let labels: Vec<String> = xs.iter().map(|x| x.to_string()).collect();
+    lines(
+        |g| format!("{title}: {}", g.title),
+        axes,
+        &labels,
+        locks,
+        |l, i| {
+            samples
+                .iter()
+                .find(|s| s.lock == l && s.order == xs[i])
+                .map(|s| Value::with_runs(s.median, &s.runs))
+        },
+    )
 }
 
 const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:1240px;color:#222}\
@@ -416,7 +420,7 @@ pub fn verdict_html(report: &Report, extra: &[verdict::Sample]) -> String {
         s.push_str("<p>No klock default lock was measured beside a peer in this report, so there is no verdict.</p>\n");
         return s;
     }
-    let fams = verdict::by_family(&cells);
+    let fams = crate::table::verdict_by_family(&cells);
     s.push_str("<ul class=\"picks\">\n");
     for (sm, _, _) in &fams {
         s.push_str(&format!(

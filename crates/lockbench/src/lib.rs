@@ -1,14 +1,19 @@
 //! lockbench: side-by-side lock benchmarks for klock and its competitors.
 //!
-//! Layers (each reusable by new experiments under [`exp`]):
-//! * [`work`] calibrated busy work; [`adapter`] the one lock trait + registry entry;
-//!   [`locks`] the registry; [`runner`] the generic contended runner;
-//! * [`gate`] idle gate; [`noise`] CPU-hog threads; [`sys`] rusage, /proc, machine;
-//! * [`stats`] statistics; [`record`] the JSON/CSV record; [`table`] terminal tables;
-//!   [`html`] the HTML report, [`chart`] its plotters charts; [`verdict`] klock's
-//!   defaults against the best peer; [`compare`] two reports side by side;
-//!   [`progress`] the progress bar; [`exp`] experiments (mutex, rwlock, uncontended,
-//!   spin, fserver, rwsem, fio, preload, report); [`cli`] the command line.
+//! Layers (each reusable by new experiments under [`exp`]); a module only uses modules
+//! listed before it (no import circles):
+//! * [`work`] calibrated busy work; [`sys`] rusage, /proc, machine; [`adapter`] the one
+//!   lock trait; [`runner`] the generic contended runner over it; [`locks`] the registry
+//!   (entries instantiate the runner per lock type);
+//! * [`gate`] idle gate; [`noise`] CPU-hog threads; [`quota`] CPU quota cgroups;
+//!   [`progress`] the progress bar;
+//! * [`stats`] statistics; [`record`] the JSON/CSV record; [`verdict`] klock's defaults
+//!   against the best peer (data only); [`chart`] plotters charts (a leaf: it knows no
+//!   locks or records); [`table`] terminal tables and the verdict's table; [`html`] the
+//!   HTML report and its chart groups;
+//! * [`exp`] experiments (mutex, rwlock, uncontended, spin, fserver, rwsem, fio,
+//!   preload, report) and their shared path; [`compare`] two reports side by side;
+//!   [`cli`] the command line.
 
 pub mod adapter;
 pub mod chart;

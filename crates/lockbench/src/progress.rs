@@ -81,6 +81,13 @@ impl Progress {
             b.inc(units);
         }
     }
+    /// Prints a line on stderr above the bar (or plainly, without one).
+    pub fn println(&self, line: &str) {
+        match &self.bar {
+            Some(b) => b.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
     /// Shows `msg` without advancing.
     pub fn message(&self, msg: &str) {
         if let Some(b) = &self.bar {

@@ -158,11 +158,7 @@ fn worker<L: BenchLock>(
 ) {
     let ctx = L::Ctx::default();
     if spec.cs_sleep.is_some() {
-        // A sleeping critical section should sleep about as long as asked: drop this
-        // thread's timer slack from the default 50 µs to 1 ns.
-        // SAFETY: prctl(PR_SET_TIMERSLACK) takes plain integers and only affects the
-        // calling thread.
-        unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+        exact_sleeps();
     }
     let mask = (1u64 << spec.sample_shift.min(30)) - 1;
     let cap = (spec.duration.as_secs_f64() * 2e6) as usize >> spec.sample_shift.min(30);
@@ -220,20 +216,31 @@ fn worker<L: BenchLock>(
     }
     std::hint::black_box(acc);
     let usage = thread_usage().since(&u0);
-    let r = WorkerResult {
-        ops_final: n,
-        torn,
-        lat,
-        usage,
-    };
+    publish(
+        &ctl,
+        idx,
+        WorkerResult {
+            ops_final: n,
+            torn,
+            lat,
+            usage,
+        },
+    );
+}
+
+/// A sleeping critical section should sleep about as long as asked: drops this
+/// thread's timer slack from the default 50 µs to 1 ns.
+fn exact_sleeps() {
+    // SAFETY: prctl(PR_SET_TIMERSLACK) takes plain integers and only affects the
+    // calling thread.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+}
+
+/// Hands a worker's result to the main thread.
+fn publish(ctl: &Control, idx: usize, r: WorkerResult) {
     // A worker detached after a collapse finishes after the main thread took the
     // results: its slot is gone and its result is dropped.
-    if let Some(slot) = ctl
-        .results
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .get_mut(idx)
-    {
+    if let Some(slot) = (ctl.results.lock().unwrap_or_else(|e| e.into_inner())).get_mut(idx) {
         *slot = Some(r);
     }
     // Release: publishes our result (and our counter writes) to the main thread's
@@ -242,7 +249,7 @@ fn worker<L: BenchLock>(
 }
 
 /// Runs one contended run of lock type `L` (the entry point a [`LockEntry`]
-/// (crate::adapter::LockEntry) stores).
+/// (crate::locks::LockEntry) stores).
 pub fn run<L: BenchLock>(spec: &RunSpec) -> RunOutput {
     crate::sys::leave_single_threaded_mode();
     let t = spec.threads.max(1);
@@ -260,15 +267,15 @@ pub fn run<L: BenchLock>(spec: &RunSpec) -> RunOutput {
         slots: (0..t).map(|_| Slot(AtomicU64::new(0))).collect(),
         results: Mutex::new((0..t).map(|_| None).collect()),
     });
-    let mut handles = Vec::with_capacity(t);
-    for i in 0..t {
-        let (sh, c, sp) = (shared.clone(), ctl.clone(), spec.clone());
-        let h = std::thread::Builder::new()
-            .name(format!("lb-worker-{i}"))
-            .spawn(move || worker::<L>(i, i < readers, sp, sh, c))
-            .expect("spawning a worker thread");
-        handles.push(h);
-    }
+    let handles: Vec<_> = (0..t)
+        .map(|i| {
+            let (sh, c, sp) = (shared.clone(), ctl.clone(), spec.clone());
+            std::thread::Builder::new()
+                .name(format!("lb-worker-{i}"))
+                .spawn(move || worker::<L>(i, i < readers, sp, sh, c))
+                .expect("spawning a worker thread")
+        })
+        .collect();
     // Relaxed: only a count; the workers wait on `go` for the real hand-off.
     while ctl.ready.load(Ordering::Relaxed) < t {
         std::thread::yield_now();
@@ -281,38 +288,63 @@ pub fn run<L: BenchLock>(spec: &RunSpec) -> RunOutput {
     ctl.stop.store(true, Ordering::Relaxed);
     let elapsed_ns = start.elapsed().as_nanos() as u64;
     // Relaxed: a snapshot of independent counters; each is exact for its own thread.
-    let ops: Vec<u64> = ctl
-        .slots
-        .iter()
+    let ops: Vec<u64> = (ctl.slots.iter())
         .map(|s| s.0.load(Ordering::Relaxed))
         .collect();
+    let (collapsed, drain_ns) = drain(&ctl, handles, spec.drain_timeout);
+    let results: Vec<Option<WorkerResult>> =
+        std::mem::take(&mut *ctl.results.lock().unwrap_or_else(|e| e.into_inner()));
+    let mut out = collect(&results, ops, readers);
+    out.elapsed_ns = elapsed_ns;
+    out.collapsed = collapsed;
+    out.drain_ns = drain_ns;
+    if !collapsed {
+        // Relaxed: every worker's writes happen-before our Acquire of `done == t`.
+        let a = shared.a.load(Ordering::Relaxed);
+        let b = shared.b.load(Ordering::Relaxed);
+        let writer_final: u64 = results[readers..]
+            .iter()
+            .flatten()
+            .map(|r| r.ops_final)
+            .sum();
+        out.violations += a.abs_diff(writer_final) + b.abs_diff(writer_final);
+    }
+    out
+}
+
+/// Waits up to `timeout` for the workers to finish their last acquisition; returns
+/// whether the run collapsed (some did not) and how long the drain took. A collapsed
+/// run's workers are detached: they hold their own `Arc`s of the lock and counters,
+/// which stay alive until they finish.
+fn drain(
+    ctl: &Control,
+    handles: Vec<std::thread::JoinHandle<()>>,
+    timeout: Duration,
+) -> (bool, u64) {
+    let t = handles.len();
     let stop_t = Instant::now();
     // Acquire: pairs with each worker's Release increment of `done`.
-    while ctl.done.load(Ordering::Acquire) < t && stop_t.elapsed() < spec.drain_timeout {
+    while ctl.done.load(Ordering::Acquire) < t && stop_t.elapsed() < timeout {
         std::thread::sleep(Duration::from_micros(200));
     }
     // Acquire: as above; pairs with the workers' Release increments.
     let collapsed = ctl.done.load(Ordering::Acquire) < t;
     let drain_ns = stop_t.elapsed().as_nanos() as u64;
-    if collapsed {
-        // Detach: stuck workers hold their own Arc clones of `shared` and `ctl`, so the
-        // lock and counters stay alive until they finish.
-        drop(handles);
-    } else {
+    if !collapsed {
         for h in handles {
             let _ = h.join();
         }
     }
-    let results: Vec<Option<WorkerResult>> =
-        std::mem::take(&mut *ctl.results.lock().unwrap_or_else(|e| e.into_inner()));
+    (collapsed, drain_ns)
+}
+
+/// The run's output from the workers' results and the ops counted in the window:
+/// per class ops and (sorted) latencies, CPU time and context switches, torn reads.
+fn collect(results: &[Option<WorkerResult>], ops: Vec<u64>, readers: usize) -> RunOutput {
     let mut out = RunOutput {
-        elapsed_ns,
         ops: ops.clone(),
-        collapsed,
-        drain_ns,
         ..RunOutput::default()
     };
-    let mut writer_final = 0u64;
     for (i, r) in results.iter().enumerate() {
         let class = if i < readers {
             &mut out.readers
@@ -327,20 +359,11 @@ pub fn run<L: BenchLock>(spec: &RunSpec) -> RunOutput {
             out.usage.nivcsw += r.usage.nivcsw;
             out.total_ops_final += r.ops_final;
             out.torn_reads += r.torn;
-            if i >= readers {
-                writer_final += r.ops_final;
-            }
         }
     }
     out.readers.latencies.sort_unstable();
     out.writers.latencies.sort_unstable();
     out.violations = out.torn_reads;
-    if !collapsed {
-        // Relaxed: every worker's writes happen-before our Acquire of `done == t`.
-        let a = shared.a.load(Ordering::Relaxed);
-        let b = shared.b.load(Ordering::Relaxed);
-        out.violations += a.abs_diff(writer_final) + b.abs_diff(writer_final);
-    }
     out
 }
 

@@ -1,6 +1,30 @@
-//! Small statistics helpers: median, percentiles, min/avg/max, fairness, spread.
+//! Small statistics helpers: median, percentiles, min/avg/max, fairness, spread, the
+//! distinct values of a list.
 
 use serde::{Deserialize, Serialize};
+
+/// The distinct values of `v`, in order of first appearance.
+///
+/// ```
+/// assert_eq!(lockbench::stats::first_seen([3, 1, 3, 2, 1]), vec![3, 1, 2]);
+/// ```
+pub fn first_seen<T: PartialEq>(v: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut u = Vec::new();
+    for x in v {
+        if !u.contains(&x) {
+            u.push(x);
+        }
+    }
+    u
+}
+
+/// The distinct values of `v`, sorted.
+pub fn sorted_distinct<T: Ord>(v: impl IntoIterator<Item = T>) -> Vec<T> {
+    let mut v: Vec<T> = v.into_iter().collect();
+    v.sort_unstable();
+    v.dedup();
+    v
+}
 
 /// Median of `v` (mean of the two middle values for even lengths); `NaN` when empty.
 ///

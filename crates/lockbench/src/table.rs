@@ -1,7 +1,9 @@
 //! Tables for the terminal (markdown-style, like the anchor measurements and seeds) and
-//! for the HTML report: locks as rows, thread counts as columns.
+//! for the HTML report: locks as rows, thread counts as columns; and the rendering of
+//! the verdict's data ([`crate::verdict`] computes, this module lays it out).
 
 use crate::record::{Record, Report};
+use crate::verdict::{self, Cell, Family, Summary};
 
 /// A titled table of strings.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -15,6 +17,53 @@ pub struct Table {
 }
 
 impl Table {
+    /// A table with these column headers and no rows yet.
+    pub fn new(title: impl Into<String>, header: &[&str]) -> Table {
+        Table {
+            title: title.into(),
+            header: header.iter().map(|h| h.to_string()).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// A grid: one row per label in `rows`, one column per `cols` headed
+    /// `col_head(col)` (after a first column headed `corner`), each cell
+    /// `cell(row, col)` or `-`.
+    ///
+    /// ```
+    /// let t = lockbench::table::Table::grid("x", "lock", &["a".to_string()], &[1, 2],
+    ///     |t| format!("T={t}"), |_, t| (*t == 2).then(|| "5".to_string()));
+    /// assert_eq!(t.header, ["lock", "T=1", "T=2"]);
+    /// assert_eq!(t.rows, [["a", "-", "5"]]);
+    /// ```
+    pub fn grid<C>(
+        title: impl Into<String>,
+        corner: &str,
+        rows: &[String],
+        cols: &[C],
+        col_head: impl Fn(&C) -> String,
+        cell: impl Fn(&str, &C) -> Option<String>,
+    ) -> Table {
+        let mut header = vec![corner.to_string()];
+        header.extend(cols.iter().map(col_head));
+        let rows = rows
+            .iter()
+            .map(|r| {
+                let mut row = vec![r.clone()];
+                row.extend(
+                    cols.iter()
+                        .map(|c| cell(r, c).unwrap_or_else(|| "-".into())),
+                );
+                row
+            })
+            .collect();
+        Table {
+            title: title.into(),
+            header,
+            rows,
+        }
+    }
+
     /// Renders as an aligned markdown table.
     ///
     /// ```
@@ -226,135 +275,50 @@ pub fn series(report: &Report) -> Vec<Series<'_>> {
     out.into_iter().map(|(_, s)| s).collect()
 }
 
-fn locks_of(recs: &[&Record]) -> Vec<String> {
-    let mut v: Vec<String> = Vec::new();
-    for r in recs {
-        if !v.contains(&r.lock) {
-            v.push(r.lock.clone());
-        }
-    }
-    v
-}
-
-fn threads_of(recs: &[&Record]) -> Vec<usize> {
-    let mut v: Vec<usize> = recs.iter().map(|r| r.threads).collect();
-    v.sort_unstable();
-    v.dedup();
-    v
+/// The locks of some records, in order of first appearance.
+pub fn locks_of(recs: &[&Record]) -> Vec<String> {
+    crate::stats::first_seen(recs.iter().map(|r| r.lock.clone()))
 }
 
 fn grid(title: String, s: &Series, cell: impl Fn(&Record) -> String) -> Table {
-    let locks = locks_of(&s.recs);
-    let ts = threads_of(&s.recs);
-    let mut header = vec!["lock".to_string()];
-    header.extend(ts.iter().map(|t| format!("T={t}")));
-    let rows = locks
-        .iter()
-        .map(|l| {
-            let mut row = vec![l.clone()];
-            for t in &ts {
-                row.push(
-                    s.recs
-                        .iter()
-                        .find(|r| &r.lock == l && r.threads == *t)
-                        .map(|r| cell(r))
-                        .unwrap_or_else(|| "-".into()),
-                );
-            }
-            row
-        })
-        .collect();
-    Table {
+    Table::grid(
         title,
-        header,
-        rows,
-    }
+        "lock",
+        &locks_of(&s.recs),
+        &crate::stats::sorted_distinct(s.recs.iter().map(|r| r.threads)),
+        |t| format!("T={t}"),
+        |l, t| {
+            s.recs
+                .iter()
+                .find(|r| r.lock == l && r.threads == *t)
+                .map(|r| cell(r))
+        },
+    )
 }
 
 /// All tables of a report, in order.
 pub fn tables(report: &Report) -> Vec<Table> {
     let mut out = Vec::new();
     for s in series(report) {
-        let first = s.recs[0];
-        if first.experiment == "uncontended" {
-            out.push(Table {
-                title: s.title.clone(),
-                header: vec![
-                    "lock".into(),
-                    "ns/op median".into(),
-                    "spread".into(),
-                    "runs".into(),
-                ],
-                rows: s
-                    .recs
-                    .iter()
-                    .map(|r| {
-                        vec![
-                            r.lock.clone(),
-                            format!("{:.2}", r.uncontended_ns_per_op.unwrap_or(f64::NAN)),
-                            format!("{:.0}%", r.spread * 100.0),
-                            r.runs.to_string(),
-                        ]
-                    })
-                    .collect(),
-            });
+        if s.recs[0].experiment == "uncontended" {
+            let mut t = Table::new(&s.title, &["lock", "ns/op median", "spread", "runs"]);
+            t.rows = (s.recs.iter())
+                .map(|r| {
+                    let ns = r.uncontended_ns_per_op.unwrap_or(f64::NAN);
+                    let spread = format!("{:.0}%", r.spread * 100.0);
+                    vec![
+                        r.lock.clone(),
+                        format!("{ns:.2}"),
+                        spread,
+                        r.runs.to_string(),
+                    ]
+                })
+                .collect();
+            out.push(t);
         } else if s.rw {
             out.push(rw_table(&s));
         } else {
-            let t = &s.title;
-            let runs = first.runs;
-            out.push(grid(
-                format!("{t}: throughput, total Mops/s (median of {runs})"),
-                &s,
-                |r| fmt_mops(r.throughput_mops),
-            ));
-            out.push(grid(format!("{t}: ceiling fraction"), &s, |r| {
-                r.ceiling_fraction
-                    .map(|c| format!("{c:.2}"))
-                    .unwrap_or_else(|| "-".into())
-            }));
-            out.push(grid(
-                format!("{t}: fairness, per-thread ops max/min (inf = a thread starved)"),
-                &s,
-                |r| fmt_fair(r.fairness_max_min),
-            ));
-            out.push(grid(
-                format!("{t}: per-thread ops min / avg / max (median run)"),
-                &s,
-                |r| {
-                    format!(
-                        "{} / {} / {}",
-                        group_thousands(r.ops_per_thread.min),
-                        group_thousands(r.ops_per_thread.avg),
-                        group_thousands(r.ops_per_thread.max)
-                    )
-                },
-            ));
-            out.push(grid(
-                format!("{t}: acquisition latency p50 / p99 / p99.9 (sampled 1/64)"),
-                &s,
-                |r| {
-                    format!(
-                        "{} / {} / {}",
-                        fmt_ns(r.latency_ns.p50),
-                        fmt_ns(r.latency_ns.p99),
-                        fmt_ns(r.latency_ns.p999)
-                    )
-                },
-            ));
-            out.push(grid(
-                format!("{t}: CPU ns/op / voluntary csw / involuntary csw / spread"),
-                &s,
-                |r| {
-                    format!(
-                        "{:.0} / {} / {} / {:.0}%",
-                        r.cpu_ns_per_op,
-                        r.csw_voluntary,
-                        r.csw_involuntary,
-                        r.spread * 100.0
-                    )
-                },
-            ));
+            out.extend(mutex_tables(&s));
         }
         let notes = notes(&s);
         if !notes.rows.is_empty() {
@@ -362,6 +326,58 @@ pub fn tables(report: &Report) -> Vec<Table> {
         }
     }
     out
+}
+
+fn fmt_mam(m: &crate::stats::MinAvgMax) -> String {
+    let g = group_thousands;
+    format!("{} / {} / {}", g(m.min), g(m.avg), g(m.max))
+}
+
+fn fmt_ceiling(r: &Record) -> String {
+    r.ceiling_fraction
+        .map_or_else(|| "-".into(), |c| format!("{c:.2}"))
+}
+
+/// The lock × threads grids of a mutex series: throughput, ceiling, fairness,
+/// per-thread ops, latency, CPU and context switches.
+fn mutex_tables(s: &Series) -> Vec<Table> {
+    type Cell = fn(&Record) -> String;
+    let grids: [(String, Cell); 6] = [
+        (
+            format!("throughput, total Mops/s (median of {})", s.recs[0].runs),
+            |r| fmt_mops(r.throughput_mops),
+        ),
+        ("ceiling fraction".into(), fmt_ceiling),
+        (
+            "fairness, per-thread ops max/min (inf = a thread starved)".into(),
+            |r| fmt_fair(r.fairness_max_min),
+        ),
+        ("per-thread ops min / avg / max (median run)".into(), |r| {
+            fmt_mam(&r.ops_per_thread)
+        }),
+        (
+            "acquisition latency p50 / p99 / p99.9 (sampled 1/64)".into(),
+            |r| {
+                let q = r.latency_ns;
+                format!("{} / {} / {}", fmt_ns(q.p50), fmt_ns(q.p99), fmt_ns(q.p999))
+            },
+        ),
+        (
+            "CPU ns/op / voluntary csw / involuntary csw / spread".into(),
+            |r| {
+                format!(
+                    "{:.0} / {} / {} / {:.0}%",
+                    r.cpu_ns_per_op,
+                    r.csw_voluntary,
+                    r.csw_involuntary,
+                    r.spread * 100.0
+                )
+            },
+        ),
+    ];
+    (grids.into_iter())
+        .map(|(what, cell)| grid(format!("{}: {what}", s.title), s, cell))
+        .collect()
 }
 
 fn rw_table(s: &Series) -> Table {
@@ -384,21 +400,13 @@ fn rw_table(s: &Series) -> Table {
         let (Some(rd), Some(wr)) = (&r.readers, &r.writers) else {
             continue;
         };
-        let mam = |m: &crate::stats::MinAvgMax| {
-            format!(
-                "{} / {} / {}",
-                group_thousands(m.min),
-                group_thousands(m.avg),
-                group_thousands(m.max)
-            )
-        };
         rows.push(vec![
             r.lock.clone(),
             format!("{}+{}", rd.threads, wr.threads),
             fmt_mops(rd.throughput_mops),
             fmt_mops(wr.throughput_mops),
-            mam(&rd.ops_per_thread),
-            mam(&wr.ops_per_thread),
+            fmt_mam(&rd.ops_per_thread),
+            fmt_mam(&wr.ops_per_thread),
             format!("{:.1}%", wr.share_of_ops * 100.0),
             fmt_fair(wr.fairness_max_min),
             format!(
@@ -406,9 +414,7 @@ fn rw_table(s: &Series) -> Table {
                 fmt_ns(rd.latency_ns.p999),
                 fmt_ns(wr.latency_ns.p999)
             ),
-            r.ceiling_fraction
-                .map(|c| format!("{c:.2}"))
-                .unwrap_or_else(|| "-".into()),
+            fmt_ceiling(r),
         ]);
     }
     Table {
@@ -461,6 +467,101 @@ fn notes(s: &Series) -> Table {
     }
 }
 
+/// Formats a value in its unit with sensible precision (`k`/`M` from 10^4).
+///
+/// ```
+/// assert_eq!(lockbench::table::fmt_value(55_260_820.0, "jobs/min"), "55.3 M jobs/min");
+/// assert_eq!(lockbench::table::fmt_value(3.456, "Mops/s"), "3.46 Mops/s");
+/// ```
+pub fn fmt_value(v: f64, unit: &str) -> String {
+    let num = if v.abs() >= 1e6 {
+        format!("{:.1} M", v / 1e6)
+    } else if v.abs() >= 1e4 {
+        format!("{:.1} k", v / 1e3)
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else if v.abs() >= 0.01 || v == 0.0 {
+        format!("{v:.2}")
+    } else {
+        format!("{v:.4}")
+    };
+    format!("{num} {unit}")
+}
+
+/// Formats a ratio and its range: `1.32x (1.20-1.45)`.
+pub fn fmt_ratio(c: &Cell) -> String {
+    let f = |x: f64| {
+        if x.is_finite() {
+            format!("{x:.2}")
+        } else {
+            "inf".into()
+        }
+    };
+    format!("{}x ({}-{})", f(c.ratio), f(c.ratio_lo), f(c.ratio_hi))
+}
+
+/// The verdict column: the outcome, and why (klock ruled out) or how many
+/// more runs would decide (inconclusive).
+pub fn outcome_text(c: &Cell) -> String {
+    match (&c.note, c.more_runs) {
+        (Some(n), _) => format!("{} ({n})", c.outcome.word()),
+        (None, Some(m)) if m <= verdict::MORE_RUNS_SHOWN => {
+            format!("{} (~{m} more runs)", c.outcome.word())
+        }
+        (None, Some(_)) => format!("{} (too noisy to decide)", c.outcome.word()),
+        _ => c.outcome.word().to_string(),
+    }
+}
+
+/// The verdict table of one family (plain cells; the terminal and HTML renderers
+/// colour the last two columns by [`Cell::outcome`]).
+pub fn verdict_table(fam: &Family, cells: &[&Cell]) -> Table {
+    let rows = cells
+        .iter()
+        .map(|c| {
+            vec![
+                c.scenario.clone(),
+                c.point.clone(),
+                fmt_value(c.klock.median, &c.klock.unit),
+                format!("{} {}", c.peer.lock, fmt_value(c.peer.median, &c.peer.unit)),
+                fmt_ratio(c),
+                outcome_text(c),
+            ]
+        })
+        .collect();
+    Table {
+        title: format!(
+            "{} ({}, lockbench name {}) against the best other lock in the same run",
+            fam.name, fam.api, fam.default
+        ),
+        header: [
+            "workload",
+            "threads",
+            "klock (median)",
+            "best peer (median)",
+            "klock vs peer (95% CI)",
+            "verdict",
+        ]
+        .map(String::from)
+        .to_vec(),
+        rows,
+    }
+}
+
+/// Per family with cases: its summary, its cells and its table.
+pub fn verdict_by_family(cells: &[Cell]) -> Vec<(Summary, Vec<&Cell>, Table)> {
+    verdict::summarize(cells)
+        .into_iter()
+        .map(|sm| {
+            let cs: Vec<&Cell> = cells.iter().filter(|c| c.family == sm.family).collect();
+            let t = verdict_table(sm.family, &cs);
+            (sm, cs, t)
+        })
+        .collect()
+}
+
 /// Whether stdout gets ANSI colours: a terminal, and `NO_COLOR` unset.
 pub fn color_stdout() -> bool {
     // SAFETY: isatty has no memory-safety preconditions.
@@ -470,7 +571,7 @@ pub fn color_stdout() -> bool {
 /// The verdict as terminal text: the table (outcome coloured when `color`), how to
 /// read it, and one sentence per family. Empty if nothing to compare.
 pub fn verdict_text(samples: &[crate::verdict::Sample], color: bool) -> String {
-    use crate::verdict::{self, Outcome};
+    use crate::verdict::Outcome;
     let cells = verdict::cells(samples);
     if cells.is_empty() {
         return String::new();
@@ -481,7 +582,7 @@ pub fn verdict_text(samples: &[crate::verdict::Sample], color: bool) -> String {
         ("", "")
     };
     let mut s = format!("\n## {b}Verdict: which lock, and by how much{off}\n\n");
-    let fams = verdict::by_family(&cells);
+    let fams = verdict_by_family(&cells);
     for (sm, _, _) in &fams {
         s.push_str(&format!("* {b}{}{off} {}\n", sm.headline, sm.detail));
     }
@@ -533,14 +634,15 @@ pub fn render_with(
     for sec in sections {
         s.push_str(&sec.to_text());
     }
-    let v = report.violations();
-    s.push_str(&format!(
-        "\nMutual exclusion: {}\n",
-        if v == 0 {
-            "OK in every run".to_string()
-        } else {
-            format!("{v} VIOLATIONS")
-        }
-    ));
+    s.push_str(&exclusion_line(report.violations()));
     s
+}
+
+/// `Mutual exclusion: OK in every run` or the number of violations, on its own line.
+pub fn exclusion_line(violations: u64) -> String {
+    if violations == 0 {
+        "\nMutual exclusion: OK in every run\n".into()
+    } else {
+        format!("\nMutual exclusion: {violations} VIOLATIONS\n")
+    }
 }

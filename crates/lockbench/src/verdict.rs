@@ -22,7 +22,7 @@
 //!
 //! [`summarize`] turns a family's cases into one sentence naming the lock to pick.
 
-use crate::adapter::LockKind;
+use crate::locks::LockKind;
 use crate::record::{Record, Report};
 
 /// A family of klock locks: its default lock and its variants (seed reproductions
@@ -210,6 +210,50 @@ fn starved_class(r: &Record) -> Option<&'static str> {
 }
 
 impl Sample {
+    /// A sample of `runs` (their median; `point` is `T={order}`): what the seed
+    /// experiments report per lock and thread count.
+    pub fn of_runs(
+        scenario: &str,
+        order: usize,
+        lock: &str,
+        runs: Vec<f64>,
+        higher_better: bool,
+        unit: &str,
+    ) -> Sample {
+        Sample {
+            scenario: scenario.into(),
+            point: format!("T={order}"),
+            order,
+            lock: lock.into(),
+            median: crate::stats::median(&runs),
+            runs,
+            higher_better,
+            unit: unit.into(),
+            starves: None,
+            tail_ns: None,
+        }
+    }
+    /// Samples per `lock` × `x` (`x` a thread count), from each cell's runs
+    /// (`runs(lock, x)`; an empty cell is left out).
+    pub fn grid(
+        scenario: &str,
+        unit: &str,
+        higher_better: bool,
+        locks: &[String],
+        xs: &[usize],
+        runs: impl Fn(&str, usize) -> Vec<f64>,
+    ) -> Vec<Sample> {
+        let mut v = Vec::new();
+        for l in locks {
+            for &x in xs {
+                let r = runs(l, x);
+                if !r.is_empty() {
+                    v.push(Sample::of_runs(scenario, x, l, r, higher_better, unit));
+                }
+            }
+        }
+        v
+    }
     /// (median, min, max) over runs.
     pub fn range(&self) -> (f64, f64, f64) {
         let lo = self.runs.iter().copied().fold(self.median, f64::min);
@@ -417,91 +461,96 @@ pub fn compare_full(k: &Sample, p: &Sample) -> (f64, f64, f64, Outcome, Option<u
 /// The verdict rows for every (scenario, point) where a klock default lock and at
 /// least one peer of its kind were measured, in family, scenario, point order.
 pub fn cells(samples: &[Sample]) -> Vec<Cell> {
-    let mut scenarios: Vec<&str> = Vec::new();
-    for s in samples {
-        if !scenarios.contains(&s.scenario.as_str()) {
-            scenarios.push(&s.scenario);
-        }
-    }
+    let scenarios = crate::stats::first_seen(samples.iter().map(|s| s.scenario.as_str()));
     let mut out = Vec::new();
     for fam in FAMILIES {
         for sc in &scenarios {
-            let mut points: Vec<(usize, &str)> = samples
-                .iter()
+            let mut points: Vec<(usize, &str)> = (samples.iter())
                 .filter(|s| s.scenario == *sc && s.lock == fam.default)
                 .map(|s| (s.order, s.point.as_str()))
                 .collect();
             points.sort();
             points.dedup();
             for (order, pt) in points {
-                let here = samples
-                    .iter()
-                    .filter(|s| s.scenario == *sc && s.point == pt && s.order == order);
-                let Some(k) = here.clone().find(|s| s.lock == fam.default) else {
-                    continue;
-                };
-                let peers: Vec<&Sample> = here
-                    .filter(|s| !is_klock(&s.lock))
-                    .filter(|s| fam.spinning_peers || !is_spinning_peer(&s.lock))
-                    .filter(|s| match (fam.kind, kind_of(&s.lock)) {
-                        (Some(want), Some(have)) => want == have,
-                        _ => true,
-                    })
-                    .filter(|s| s.median.is_finite() && s.median > 0.0)
-                    .filter(|s| s.starves.is_none())
+                let here: Vec<&Sample> = (samples.iter())
+                    .filter(|s| s.scenario == *sc && s.point == pt && s.order == order)
                     .collect();
-                // Tail: the best (lowest) p99.9 among the non-starving peers.
-                let best_tail = peers.iter().filter_map(|s| s.tail_ns).min();
-                let tail_ok = |s: &Sample| match (s.tail_ns, best_tail) {
-                    (Some(t), Some(b)) => t as f64 <= TAIL_MAX_X * b as f64,
-                    _ => true,
-                };
-                let peers: Vec<&Sample> = peers.into_iter().filter(|s| tail_ok(s)).collect();
-                let peer = peers.iter().copied().max_by(|a, b| {
-                    if k.higher_better {
-                        a.median.total_cmp(&b.median)
-                    } else {
-                        b.median.total_cmp(&a.median)
-                    }
-                });
-                let Some(p) = peer else {
-                    continue;
-                };
-                let (ratio, ratio_lo, ratio_hi, mut outcome, more_runs) = compare_full(k, p);
-                let note = match (k.starves, k.tail_ns, best_tail) {
-                    (Some(who), _, _) => Some(format!("klock starved {who}")),
-                    (None, Some(t), Some(b)) if !tail_ok(k) => Some(format!(
-                        "klock's p99.9 {:.1}x the best peer's",
-                        t as f64 / b.max(1) as f64
-                    )),
-                    _ => None,
-                };
-                if note.is_some() {
-                    outcome = Outcome::Worse;
-                }
-                out.push(Cell {
-                    family: fam,
-                    scenario: sc.to_string(),
-                    point: pt.to_string(),
-                    order,
-                    klock: k.clone(),
-                    peer: p.clone(),
-                    peers: peers.iter().map(|s| (*s).clone()).collect(),
-                    ratio,
-                    ratio_lo,
-                    ratio_hi,
-                    outcome,
-                    more_runs: if outcome == Outcome::Inconclusive {
-                        more_runs
-                    } else {
-                        None
-                    },
-                    note,
-                });
+                out.extend(cell(fam, &here));
             }
         }
     }
     out
+}
+
+/// The eligible peers of `fam`'s default among `here` (one case's samples): not
+/// klock's, of the family's kind, spinning only if the family admits spinlocks,
+/// measured, not starving a thread, and with a p99.9 within [`TAIL_MAX_X`] of the
+/// best such peer's (returned too).
+fn eligible<'a>(fam: &Family, here: &[&'a Sample]) -> (Vec<&'a Sample>, Option<u64>) {
+    let peers: Vec<&Sample> = (here.iter().copied())
+        .filter(|s| !is_klock(&s.lock))
+        .filter(|s| fam.spinning_peers || !is_spinning_peer(&s.lock))
+        .filter(|s| match (fam.kind, kind_of(&s.lock)) {
+            (Some(want), Some(have)) => want == have,
+            _ => true,
+        })
+        .filter(|s| s.median.is_finite() && s.median > 0.0)
+        .filter(|s| s.starves.is_none())
+        .collect();
+    // Tail: the best (lowest) p99.9 among the non-starving peers.
+    let best_tail = peers.iter().filter_map(|s| s.tail_ns).min();
+    let peers = (peers.into_iter())
+        .filter(|s| tail_ok(s, best_tail))
+        .collect();
+    (peers, best_tail)
+}
+
+fn tail_ok(s: &Sample, best_tail: Option<u64>) -> bool {
+    match (s.tail_ns, best_tail) {
+        (Some(t), Some(b)) => t as f64 <= TAIL_MAX_X * b as f64,
+        _ => true,
+    }
+}
+
+/// The verdict row of one case (`here`: its samples), if `fam`'s default and an
+/// eligible peer were measured in it.
+fn cell(fam: &'static Family, here: &[&Sample]) -> Option<Cell> {
+    let k = here.iter().find(|s| s.lock == fam.default)?;
+    let (peers, best_tail) = eligible(fam, here);
+    let p = peers.iter().copied().max_by(|a, b| {
+        if k.higher_better {
+            a.median.total_cmp(&b.median)
+        } else {
+            b.median.total_cmp(&a.median)
+        }
+    })?;
+    let (ratio, ratio_lo, ratio_hi, mut outcome, more_runs) = compare_full(k, p);
+    let note = match (k.starves, k.tail_ns, best_tail) {
+        (Some(who), _, _) => Some(format!("klock starved {who}")),
+        (None, Some(t), Some(b)) if !tail_ok(k, best_tail) => Some(format!(
+            "klock's p99.9 {:.1}x the best peer's",
+            t as f64 / b.max(1) as f64
+        )),
+        _ => None,
+    };
+    if note.is_some() {
+        outcome = Outcome::Worse;
+    }
+    Some(Cell {
+        family: fam,
+        scenario: k.scenario.clone(),
+        point: k.point.clone(),
+        order: k.order,
+        klock: (*k).clone(),
+        peer: p.clone(),
+        peers: peers.iter().map(|s| (*s).clone()).collect(),
+        ratio,
+        ratio_lo,
+        ratio_hi,
+        outcome,
+        more_runs: more_runs.filter(|_| outcome == Outcome::Inconclusive),
+        note,
+    })
 }
 
 /// A family's verdict in one sentence, with its counts.
@@ -569,262 +618,180 @@ fn most_common_peer(cs: &[&Cell]) -> String {
 
 /// One summary per family that has verdict rows.
 pub fn summarize(cells: &[Cell]) -> Vec<Summary> {
-    let mut out = Vec::new();
-    for fam in FAMILIES {
-        let cs: Vec<&Cell> = cells.iter().filter(|c| c.family == fam).collect();
-        if cs.is_empty() {
-            continue;
-        }
-        let by = |o: Outcome| cs.iter().copied().filter(|c| c.outcome == o).collect();
-        let (b, s, w): (Vec<&Cell>, Vec<&Cell>, Vec<&Cell>) =
-            (by(Outcome::Better), by(Outcome::Same), by(Outcome::Worse));
-        let n = cs.len();
-        let best = |v: &[&Cell]| {
-            v.iter()
-                .copied()
-                .max_by(|x, y| x.ratio.total_cmp(&y.ratio))
-                .map(|c| format!("{:.2}x at {}", c.ratio, case(c)))
-                .unwrap_or_default()
-        };
-        let worst = |v: &[&Cell]| {
-            v.iter()
-                .copied()
-                .min_by(|x, y| x.ratio.total_cmp(&y.ratio))
-                .map(|c| format!("{:.2}x at {}, against {}", c.ratio, case(c), c.peer.lock))
-                .unwrap_or_default()
-        };
-        let api = fam.api;
-        let name = fam.name;
-        // klock against one peer in every case where both were measured.
-        let h2h = |peer: &str| {
-            let mut ahead: Vec<(&Cell, f64)> = Vec::new();
-            let mut behind: Vec<(&Cell, f64)> = Vec::new();
-            for c in &cs {
-                if let Some(p) = c.peers.iter().find(|p| p.lock == peer) {
-                    let (r, _, _, o) = compare_samples(&c.klock, p);
-                    match o {
-                        Outcome::Better => ahead.push((c, r)),
-                        Outcome::Worse => behind.push((c, r)),
-                        Outcome::Same | Outcome::Inconclusive => {}
-                    }
-                }
-            }
-            (ahead, behind)
-        };
-        fn cells_of<'a>(v: &[(&'a Cell, f64)]) -> Vec<&'a Cell> {
-            v.iter().map(|x| x.0).collect()
-        }
-        let (pick, headline, detail) = if w.is_empty() && !b.is_empty() {
-            (
-                api.to_string(),
-                format!("{name}: pick {api}."),
-                format!(
-                    "It beats the best peer in {} of {n} cases (up to {}) and is within noise in the other {}.",
-                    b.len(),
-                    best(&b),
-                    s.len()
-                ),
-            )
-        } else if w.is_empty() {
-            let p = most_common_peer(&cs);
-            let (ahead, _) = h2h(&p);
-            if ahead.is_empty() {
-                (
-                    format!("{api} or {p}"),
-                    format!("{name}: pick {api} or {p}."),
-                    format!(
-                        "{api} is within noise of the best peer in all {n} cases, and of {p} wherever both ran."
-                    ),
-                )
-            } else {
-                (
-                    api.to_string(),
-                    format!("{name}: pick {api}."),
-                    format!(
-                        "It is within noise of the best peer in all {n} cases, and no single other lock keeps up everywhere: {p}, the most frequent best peer, is behind {api} at {}.",
-                        list(&cells_of(&ahead))
-                    ),
-                )
-            }
-        } else {
-            let p = most_common_peer(&w);
-            let (ahead, behind) = h2h(&p);
-            if ahead.is_empty() {
-                (
-                    p.clone(),
-                    format!("{name}: pick {p}."),
-                    format!(
-                        "{api} is behind the best peer in {} of {n} cases (down to {}), within noise in {}{}, and never ahead of {p}.",
-                        w.len(),
-                        worst(&w),
-                        s.len(),
-                        if b.is_empty() {
-                            String::new()
-                        } else {
-                            format!(", ahead in {}", b.len())
-                        }
-                    ),
-                )
-            } else {
-                let up = ahead.iter().map(|x| x.1).fold(f64::NEG_INFINITY, f64::max);
-                let down = behind.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
-                (
-                    format!("{api} or {p}, by load"),
-                    format!("{name}: it depends on the load."),
-                    format!(
-                        "Against {p}: pick {api} for {} (up to {up:.2}x), {p} for {}{}. Against the best peer of each case: {} better, {} within noise, {} worse of {n}.",
-                        list(&cells_of(&ahead)),
-                        if behind.is_empty() {
-                            "none".to_string()
-                        } else {
-                            list(&cells_of(&behind))
-                        },
-                        if behind.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" ({api} down to {down:.2}x)")
-                        },
-                        b.len(),
-                        s.len(),
-                        w.len()
-                    ),
-                )
-            }
-        };
-        let inc: Vec<&Cell> = by(Outcome::Inconclusive);
-        let mut detail = detail;
-        if !inc.is_empty() {
-            let more = inc.iter().filter_map(|c| c.more_runs).max().unwrap_or(0);
-            detail.push_str(&format!(
-                " {} of {n} cases are inconclusive ({}){}.",
-                inc.len(),
-                list(&inc),
-                if more > MORE_RUNS_SHOWN {
-                    ": the runs are too noisy to decide; rerun on a quieter machine".to_string()
-                } else if more == 0 {
-                    String::new()
-                } else {
-                    format!(": about {more} more runs per lock would decide them")
-                }
-            ));
-        }
-        let starved: Vec<&Cell> = cs.iter().copied().filter(|c| c.note.is_some()).collect();
-        if !starved.is_empty() {
-            detail.push_str(&format!(
-                " Fairness or tail ruled klock out at {} ({}).",
-                list(&starved),
-                starved[0].note.as_deref().unwrap_or_default()
-            ));
-        }
-        let sentence = format!("{headline} {detail}");
-        out.push(Summary {
-            family: fam,
-            better: b.len(),
-            same: s.len(),
-            worse: w.len(),
-            inconclusive: inc.len(),
-            pick,
-            headline,
-            detail,
-            sentence,
-        });
-    }
-    out
-}
-
-/// Formats a value in its unit with sensible precision (`k`/`M` from 10^4).
-///
-/// ```
-/// assert_eq!(lockbench::verdict::fmt_value(55_260_820.0, "jobs/min"), "55.3 M jobs/min");
-/// assert_eq!(lockbench::verdict::fmt_value(3.456, "Mops/s"), "3.46 Mops/s");
-/// ```
-pub fn fmt_value(v: f64, unit: &str) -> String {
-    let num = if v.abs() >= 1e6 {
-        format!("{:.1} M", v / 1e6)
-    } else if v.abs() >= 1e4 {
-        format!("{:.1} k", v / 1e3)
-    } else if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
-        format!("{v:.1}")
-    } else if v.abs() >= 0.01 || v == 0.0 {
-        format!("{v:.2}")
-    } else {
-        format!("{v:.4}")
-    };
-    format!("{num} {unit}")
-}
-
-/// Formats a ratio and its range: `1.32x (1.20-1.45)`.
-pub fn fmt_ratio(c: &Cell) -> String {
-    let f = |x: f64| {
-        if x.is_finite() {
-            format!("{x:.2}")
-        } else {
-            "inf".into()
-        }
-    };
-    format!("{}x ({}-{})", f(c.ratio), f(c.ratio_lo), f(c.ratio_hi))
-}
-
-/// The verdict column: the outcome, and why (klock ruled out) or how many
-/// more runs would decide (inconclusive).
-pub fn outcome_text(c: &Cell) -> String {
-    match (&c.note, c.more_runs) {
-        (Some(n), _) => format!("{} ({n})", c.outcome.word()),
-        (None, Some(m)) if m <= MORE_RUNS_SHOWN => {
-            format!("{} (~{m} more runs)", c.outcome.word())
-        }
-        (None, Some(_)) => format!("{} (too noisy to decide)", c.outcome.word()),
-        _ => c.outcome.word().to_string(),
-    }
-}
-
-/// The verdict table of one family (plain cells; the terminal and HTML renderers
-/// colour the last two columns by [`Cell::outcome`]).
-pub fn table(fam: &Family, cells: &[&Cell]) -> crate::table::Table {
-    let rows = cells
-        .iter()
-        .map(|c| {
-            vec![
-                c.scenario.clone(),
-                c.point.clone(),
-                fmt_value(c.klock.median, &c.klock.unit),
-                format!("{} {}", c.peer.lock, fmt_value(c.peer.median, &c.peer.unit)),
-                fmt_ratio(c),
-                outcome_text(c),
-            ]
-        })
-        .collect();
-    crate::table::Table {
-        title: format!(
-            "{} ({}, lockbench name {}) against the best other lock in the same run",
-            fam.name, fam.api, fam.default
-        ),
-        header: [
-            "workload",
-            "threads",
-            "klock (median)",
-            "best peer (median)",
-            "klock vs peer (95% CI)",
-            "verdict",
-        ]
-        .map(String::from)
-        .to_vec(),
-        rows,
-    }
-}
-
-/// Per family with cases: its summary, its cells and its table.
-pub fn by_family(cells: &[Cell]) -> Vec<(Summary, Vec<&Cell>, crate::table::Table)> {
-    summarize(cells)
-        .into_iter()
-        .map(|sm| {
-            let cs: Vec<&Cell> = cells.iter().filter(|c| c.family == sm.family).collect();
-            let t = table(sm.family, &cs);
-            (sm, cs, t)
+    (FAMILIES.iter())
+        .filter_map(|fam| {
+            let cs: Vec<&Cell> = cells.iter().filter(|c| c.family == fam).collect();
+            (!cs.is_empty()).then(|| summary(fam, &cs))
         })
         .collect()
+}
+
+/// A pick: the lock, the headline and the evidence.
+type Pick = (String, String, String);
+
+fn summary(fam: &'static Family, cs: &[&Cell]) -> Summary {
+    let by = |o: Outcome| {
+        cs.iter()
+            .copied()
+            .filter(|c| c.outcome == o)
+            .collect::<Vec<_>>()
+    };
+    let (b, s, w) = (by(Outcome::Better), by(Outcome::Same), by(Outcome::Worse));
+    let inc = by(Outcome::Inconclusive);
+    let (pick, headline, mut detail) = if w.is_empty() {
+        pick_never_worse(fam, cs, &b, &s)
+    } else {
+        pick_sometimes_worse(fam, cs, &b, &s, &w)
+    };
+    detail.push_str(&caveats(cs, &inc));
+    Summary {
+        family: fam,
+        better: b.len(),
+        same: s.len(),
+        worse: w.len(),
+        inconclusive: inc.len(),
+        sentence: format!("{headline} {detail}"),
+        pick,
+        headline,
+        detail,
+    }
+}
+
+/// klock against one peer in every case where both were measured: the cases (with
+/// the ratio) where klock is ahead, and where it is behind.
+fn head_to_head<'a>(cs: &[&'a Cell], peer: &str) -> [Vec<(&'a Cell, f64)>; 2] {
+    let mut v = [Vec::new(), Vec::new()];
+    for c in cs {
+        if let Some(p) = c.peers.iter().find(|p| p.lock == peer) {
+            match compare_samples(&c.klock, p) {
+                (r, _, _, Outcome::Better) => v[0].push((*c, r)),
+                (r, _, _, Outcome::Worse) => v[1].push((*c, r)),
+                _ => {}
+            }
+        }
+    }
+    v
+}
+
+fn cells_of<'a>(v: &[(&'a Cell, f64)]) -> Vec<&'a Cell> {
+    v.iter().map(|x| x.0).collect()
+}
+
+/// The pick when klock is never behind the best peer: klock when it beats it
+/// somewhere, or when the most frequent best peer falls behind klock somewhere;
+/// otherwise either.
+fn pick_never_worse(fam: &Family, cs: &[&Cell], b: &[&Cell], s: &[&Cell]) -> Pick {
+    let (api, name, n) = (fam.api, fam.name, cs.len());
+    if let Some(c) = b.iter().max_by(|x, y| x.ratio.total_cmp(&y.ratio)) {
+        let best = format!("{:.2}x at {}", c.ratio, case(c));
+        return (
+            api.to_string(),
+            format!("{name}: pick {api}."),
+            format!(
+                "It beats the best peer in {} of {n} cases (up to {best}) and is within noise in the other {}.",
+                b.len(),
+                s.len()
+            ),
+        );
+    }
+    let p = most_common_peer(cs);
+    let [ahead, _] = head_to_head(cs, &p);
+    if ahead.is_empty() {
+        return (
+            format!("{api} or {p}"),
+            format!("{name}: pick {api} or {p}."),
+            format!(
+                "{api} is within noise of the best peer in all {n} cases, and of {p} wherever both ran."
+            ),
+        );
+    }
+    (
+        api.to_string(),
+        format!("{name}: pick {api}."),
+        format!(
+            "It is within noise of the best peer in all {n} cases, and no single other lock keeps up everywhere: {p}, the most frequent best peer, is behind {api} at {}.",
+            list(&cells_of(&ahead))
+        ),
+    )
+}
+
+/// The pick when klock is behind the best peer somewhere: the peer that most often
+/// beats it, unless klock is ahead of that peer somewhere (then it depends).
+fn pick_sometimes_worse(fam: &Family, cs: &[&Cell], b: &[&Cell], s: &[&Cell], w: &[&Cell]) -> Pick {
+    let (api, name, n) = (fam.api, fam.name, cs.len());
+    let p = most_common_peer(w);
+    let [ahead, behind] = head_to_head(cs, &p);
+    if ahead.is_empty() {
+        let worst = (w.iter().min_by(|x, y| x.ratio.total_cmp(&y.ratio)))
+            .map(|c| format!("{:.2}x at {}, against {}", c.ratio, case(c), c.peer.lock))
+            .unwrap_or_default();
+        let also = if b.is_empty() {
+            String::new()
+        } else {
+            format!(", ahead in {}", b.len())
+        };
+        return (
+            p.clone(),
+            format!("{name}: pick {p}."),
+            format!(
+                "{api} is behind the best peer in {} of {n} cases (down to {worst}), within noise in {}{also}, and never ahead of {p}.",
+                w.len(),
+                s.len(),
+            ),
+        );
+    }
+    let up = ahead.iter().map(|x| x.1).fold(f64::NEG_INFINITY, f64::max);
+    let down = behind.iter().map(|x| x.1).fold(f64::INFINITY, f64::min);
+    let (lose, by) = if behind.is_empty() {
+        ("none".to_string(), String::new())
+    } else {
+        (
+            list(&cells_of(&behind)),
+            format!(" ({api} down to {down:.2}x)"),
+        )
+    };
+    (
+        format!("{api} or {p}, by load"),
+        format!("{name}: it depends on the load."),
+        format!(
+            "Against {p}: pick {api} for {} (up to {up:.2}x), {p} for {lose}{by}. Against the best peer of each case: {} better, {} within noise, {} worse of {n}.",
+            list(&cells_of(&ahead)),
+            b.len(),
+            s.len(),
+            w.len()
+        ),
+    )
+}
+
+/// The inconclusive cases (and how many more runs would decide them), and the cases
+/// where fairness or tail ruled klock out.
+fn caveats(cs: &[&Cell], inc: &[&Cell]) -> String {
+    let mut s = String::new();
+    if !inc.is_empty() {
+        let more = inc.iter().filter_map(|c| c.more_runs).max().unwrap_or(0);
+        s.push_str(&format!(
+            " {} of {} cases are inconclusive ({}){}.",
+            inc.len(),
+            cs.len(),
+            list(inc),
+            if more > MORE_RUNS_SHOWN {
+                ": the runs are too noisy to decide; rerun on a quieter machine".to_string()
+            } else if more == 0 {
+                String::new()
+            } else {
+                format!(": about {more} more runs per lock would decide them")
+            }
+        ));
+    }
+    let starved: Vec<&Cell> = cs.iter().copied().filter(|c| c.note.is_some()).collect();
+    if let Some(first) = starved.first() {
+        s.push_str(&format!(
+            " Fairness or tail ruled klock out at {} ({}).",
+            list(&starved),
+            first.note.as_deref().unwrap_or_default()
+        ));
+    }
+    s
 }
 
 /// How to read the verdict, one line.
@@ -977,7 +944,11 @@ mod tests {
         assert_eq!(c.outcome, Outcome::Inconclusive, "{c:?}");
         let more = c.more_runs.expect("a number of runs");
         assert!((1..1000).contains(&more), "{more}");
-        assert!(outcome_text(c).contains("more runs"), "{}", outcome_text(c));
+        assert!(
+            crate::table::outcome_text(c).contains("more runs"),
+            "{}",
+            crate::table::outcome_text(c)
+        );
         let sm = summarize(&cs).remove(0);
         assert_eq!(sm.inconclusive, 1);
         assert!(sm.detail.contains("inconclusive"), "{}", sm.detail);
@@ -1062,9 +1033,9 @@ mod tests {
         let c = cs.iter().find(|c| c.family.name == "Mutex").unwrap();
         assert_eq!(c.outcome, Outcome::Worse);
         assert!(
-            outcome_text(c).contains("starved a thread"),
+            crate::table::outcome_text(c).contains("starved a thread"),
             "{}",
-            outcome_text(c)
+            crate::table::outcome_text(c)
         );
         // klock faster but with 5x the tail: worse.
         let cs = cells(&samples(&Report {
@@ -1077,9 +1048,9 @@ mod tests {
         let c = cs.iter().find(|c| c.family.name == "Mutex").unwrap();
         assert_eq!(c.outcome, Outcome::Worse);
         assert!(
-            outcome_text(c).contains("p99.9 5.0x"),
+            crate::table::outcome_text(c).contains("p99.9 5.0x"),
             "{}",
-            outcome_text(c)
+            crate::table::outcome_text(c)
         );
     }
 
@@ -1203,7 +1174,7 @@ mod tests {
     #[test]
     fn verdict_table_has_a_row_per_cell() {
         let cs = cells(&samples(&synthetic()));
-        let fams = by_family(&cs);
+        let fams = crate::table::verdict_by_family(&cs);
         assert_eq!(fams.iter().map(|f| f.2.rows.len()).sum::<usize>(), cs.len());
         for (_, c, t) in &fams {
             assert_eq!(t.rows.len(), c.len());

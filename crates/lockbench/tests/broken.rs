@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
-use lockbench::adapter::{BenchLock, LockEntry};
+use lockbench::adapter::BenchLock;
 use lockbench::exp::{Config, RunOptions, Workload, exit_status, run_configs};
 use lockbench::gate::GateConfig;
+use lockbench::locks::LockEntry;
 use lockbench::record::Report;
 
 /// "Locks" by doing nothing.

@@ -48,7 +48,7 @@ fn synthetic() -> Report {
     for (i, e) in reg.iter().enumerate() {
         let f = 1.0 + (i % 7) as f64 * 0.1;
         match e.kind {
-            lockbench::adapter::LockKind::Mutex => {
+            lockbench::locks::LockKind::Mutex => {
                 for t in [1, 2, 4, 8] {
                     let m = if e.desc.contains("never sleeps") && t > 2 {
                         0.01 * f
@@ -58,7 +58,7 @@ fn synthetic() -> Report {
                     results.push(rec("mutex", "balanced", e.name, t, &[m * 0.9, m, m * 1.1]));
                 }
             }
-            lockbench::adapter::LockKind::RwLock => {
+            lockbench::locks::LockKind::RwLock => {
                 for n in [2usize, 8] {
                     let mut r = rec("rwlock", "balanced", e.name, 2 * n, &[2.0 * f, 2.2 * f]);
                     let cls = |mops: f64| ClassMetrics {

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use lockbench::adapter::LockKind;
 use lockbench::exp::{Config, RunOptions, Workload, add_single_thread_refs, run_configs};
 use lockbench::gate::GateConfig;
+use lockbench::locks::LockKind;
 use lockbench::locks::registry;
 use lockbench::runner::{RunOutput, RunSpec};
 
@@ -12,7 +12,7 @@ use lockbench::runner::{RunOutput, RunSpec};
 /// window from 5 ms up to ~1.3 s: a busy CI machine may not schedule every
 /// thread in a few milliseconds. Mutual exclusion must hold in *every* attempt,
 /// and a lock that never makes progress in nine attempts fails the test.
-fn run_until_progress(e: &lockbench::adapter::LockEntry, spec: &mut RunSpec) -> RunOutput {
+fn run_until_progress(e: &lockbench::locks::LockEntry, spec: &mut RunSpec) -> RunOutput {
     for attempt in 0..9u32 {
         spec.duration = Duration::from_millis(5 << attempt);
         let out = (e.run)(spec);

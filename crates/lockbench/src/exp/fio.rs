@@ -24,14 +24,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{CliError, ThreadList, parse_duration, parse_threads};
+use super::{CliError, RunArgs, Step, ThreadList, interleave, out, parse_threads};
 use crate::adapter::{BenchLock, LockApiRwLock};
-use crate::gate::{GateConfig, wait_idle};
 use crate::locks::pthread::{PthreadRwLock, RW_DEFAULT, RW_PREFER_WRITER_NONRECURSIVE};
 use crate::locks::stdlib::StdRwLock;
-use crate::noise::Noise;
-use crate::stats::{median, spread};
+use crate::progress::{Progress, run_units};
+use crate::stats::spread;
 use crate::table::Table;
+use crate::verdict::Sample;
 
 /// Bytes per I/O.
 pub const BLOCK: usize = 4096;
@@ -46,6 +46,7 @@ pub const SEED: &[(&str, f64)] = &[("patched 4.14", 2787.0), ("unpatched 4.14", 
 
 /// Arguments of `lockbench fio`.
 #[derive(clap::Args, Clone, Debug)]
+#[command(mut_arg("json", |a| a.help("Write every run and the medians as JSON to FILE")))]
 pub struct FioArgs {
     /// Comma-separated thread counts, each 1..=1024.
     #[arg(long, value_parser = parse_threads, default_value = "2,8,36")]
@@ -60,27 +61,15 @@ pub struct FioArgs {
     /// File size, MiB (1..=4096).
     #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=4096))]
     pub file_mib: u32,
-    /// Measurement window per run, seconds (decimal, > 0, <= 3600).
-    #[arg(long, value_parser = parse_duration, default_value = "1", allow_hyphen_values = true)]
-    pub duration: f64,
-    /// Repetitions per configuration, interleaved; the median is reported (1..=100).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub runs: u32,
+    /// Window, repetitions, JSON, progress, idle gate.
+    #[command(flatten)]
+    pub run: RunArgs,
     /// CPU-hog threads running beside the workload (0..=256).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=256))]
     pub noise: u32,
-    /// Write every run and the medians as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
     /// Write every run as CSV to FILE.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// No progress output.
-    #[arg(long)]
-    pub quiet: bool,
-    /// Disable the idle gate (same as LOCKBENCH_NO_IDLE_GATE=1).
-    #[arg(long)]
-    pub no_idle_gate: bool,
 }
 
 /// One run's parameters.
@@ -130,9 +119,6 @@ impl FileBuf {
     }
 }
 
-#[repr(align(128))]
-struct Slot(AtomicU64, AtomicU64);
-
 type FioFn = fn(&FioSpec, &Arc<FileBuf>) -> FioRun;
 
 /// The locks `fio` runs: name and job runner (descriptions come from the registry).
@@ -165,100 +151,111 @@ fn xorshift(x: &mut u64) -> u64 {
     x.wrapping_mul(0x2545_f491_4f6c_dd1d)
 }
 
+/// What the workers of one run share.
+struct Shared<L> {
+    lock: L,
+    file: Arc<FileBuf>,
+    /// Per worker: (reads, writes) so far, snapshotted at the stop instant.
+    counts: Vec<Slot>,
+    ready: AtomicUsize,
+    go: AtomicBool,
+    stop: AtomicBool,
+}
+
+#[repr(align(128))]
+struct Slot(AtomicU64, AtomicU64);
+
+/// One worker: random 4 KiB reads (shared) and writes (exclusive) until stopped;
+/// returns the torn blocks it read.
+fn worker<L: BenchLock>(i: usize, sh: &Shared<L>, read_pct: u64) -> u64 {
+    let ctx = L::Ctx::default();
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ ((i as u64 + 1) << 20);
+    let mut buf = [0u64; WORDS];
+    let nblocks = sh.file.blocks() as u64;
+    let (mut reads, mut writes, mut torn) = (0u64, 0u64, 0u64);
+    let mut stamp = (i as u64 + 1) << 40;
+    // Relaxed: a count; `go` is the real gate.
+    sh.ready.fetch_add(1, Ordering::Relaxed);
+    // Acquire: pairs with the main thread's Release store of `go`.
+    while !sh.go.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+    // Relaxed: the stop flag publishes nothing; join does.
+    while !sh.stop.load(Ordering::Relaxed) {
+        let r = xorshift(&mut rng);
+        let base = ((r >> 8) % nblocks) as usize * WORDS;
+        let words = &sh.file.0[base..base + WORDS];
+        if r % 100 < read_pct {
+            sh.lock.with_read(&ctx, || {
+                for (b, w) in buf.iter_mut().zip(words) {
+                    // Relaxed: ordering comes from the lock under test.
+                    *b = w.load(Ordering::Relaxed);
+                }
+            });
+            // Check the copy outside the lock, like a reader using its data.
+            let s0 = buf[0];
+            torn += buf
+                .iter()
+                .enumerate()
+                .any(|(k, &b)| b != s0.wrapping_add(k as u64)) as u64;
+            reads += 1;
+            // Relaxed: counters the main thread snapshots at stop.
+            sh.counts[i].0.store(reads, Ordering::Relaxed);
+        } else {
+            stamp += WORDS as u64;
+            for (k, b) in buf.iter_mut().enumerate() {
+                *b = stamp.wrapping_add(k as u64);
+            }
+            sh.lock.with_lock(&ctx, || {
+                for (b, w) in buf.iter().zip(words) {
+                    // Relaxed: ordering comes from the lock under test.
+                    w.store(*b, Ordering::Relaxed);
+                }
+            });
+            writes += 1;
+            // Relaxed: as above.
+            sh.counts[i].1.store(writes, Ordering::Relaxed);
+        }
+    }
+    std::hint::black_box(&buf);
+    torn
+}
+
 /// Runs one randrw run of lock type `L` on `file`.
 pub fn job<L: BenchLock>(spec: &FioSpec, file: &Arc<FileBuf>) -> FioRun {
     crate::sys::leave_single_threaded_mode();
     let t = spec.threads.max(1);
-    let lock = Arc::new(L::new());
-    let slots: Arc<Vec<Slot>> = Arc::new(
-        (0..t)
+    let sh = Arc::new(Shared {
+        lock: L::new(),
+        file: file.clone(),
+        counts: (0..t)
             .map(|_| Slot(AtomicU64::new(0), AtomicU64::new(0)))
             .collect(),
-    );
-    let ready = Arc::new(AtomicUsize::new(0));
-    let go = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
+        ready: AtomicUsize::new(0),
+        go: AtomicBool::new(false),
+        stop: AtomicBool::new(false),
+    });
+    let read_pct = spec.read_pct as u64;
     let hs: Vec<_> = (0..t)
         .map(|i| {
-            let (lock, slots, ready, go, stop, file) = (
-                lock.clone(),
-                slots.clone(),
-                ready.clone(),
-                go.clone(),
-                stop.clone(),
-                file.clone(),
-            );
-            let read_pct = spec.read_pct as u64;
-            std::thread::spawn(move || {
-                let ctx = L::Ctx::default();
-                let mut rng = 0x9e37_79b9_7f4a_7c15u64 ^ ((i as u64 + 1) << 20);
-                let mut buf = [0u64; WORDS];
-                let nblocks = file.blocks() as u64;
-                let (mut reads, mut writes, mut torn) = (0u64, 0u64, 0u64);
-                let mut stamp = (i as u64 + 1) << 40;
-                // Relaxed: a count; `go` is the real gate.
-                ready.fetch_add(1, Ordering::Relaxed);
-                // Acquire: pairs with the main thread's Release store of `go`.
-                while !go.load(Ordering::Acquire) {
-                    std::thread::yield_now();
-                }
-                // Relaxed: the stop flag publishes nothing; join does.
-                while !stop.load(Ordering::Relaxed) {
-                    let r = xorshift(&mut rng);
-                    let base = ((r >> 8) % nblocks) as usize * WORDS;
-                    let words = &file.0[base..base + WORDS];
-                    if r % 100 < read_pct {
-                        lock.with_read(&ctx, || {
-                            for (b, w) in buf.iter_mut().zip(words) {
-                                // Relaxed: ordering comes from the lock under test.
-                                *b = w.load(Ordering::Relaxed);
-                            }
-                        });
-                        // Check the copy outside the lock, like a reader using its data.
-                        let s0 = buf[0];
-                        torn += buf
-                            .iter()
-                            .enumerate()
-                            .any(|(k, &b)| b != s0.wrapping_add(k as u64))
-                            as u64;
-                        reads += 1;
-                        // Relaxed: counters the main thread snapshots at stop.
-                        slots[i].0.store(reads, Ordering::Relaxed);
-                    } else {
-                        stamp += WORDS as u64;
-                        for (k, b) in buf.iter_mut().enumerate() {
-                            *b = stamp.wrapping_add(k as u64);
-                        }
-                        lock.with_lock(&ctx, || {
-                            for (b, w) in buf.iter().zip(words) {
-                                // Relaxed: ordering comes from the lock under test.
-                                w.store(*b, Ordering::Relaxed);
-                            }
-                        });
-                        writes += 1;
-                        // Relaxed: as above.
-                        slots[i].1.store(writes, Ordering::Relaxed);
-                    }
-                }
-                std::hint::black_box(&buf);
-                torn
-            })
+            let sh = sh.clone();
+            std::thread::spawn(move || worker(i, &*sh, read_pct))
         })
         .collect();
     // Relaxed: only a count.
-    while ready.load(Ordering::Relaxed) < t {
+    while sh.ready.load(Ordering::Relaxed) < t {
         std::thread::yield_now();
     }
     let t0 = Instant::now();
     // Release: pairs with the workers' Acquire loads.
-    go.store(true, Ordering::Release);
+    sh.go.store(true, Ordering::Release);
     std::thread::sleep(spec.duration);
     // Relaxed: see the workers' loop.
-    stop.store(true, Ordering::Relaxed);
+    sh.stop.store(true, Ordering::Relaxed);
     let secs = t0.elapsed().as_secs_f64();
     // Relaxed: a snapshot of per-thread counters at the stop instant.
-    let reads: u64 = slots.iter().map(|s| s.0.load(Ordering::Relaxed)).sum();
-    let writes: u64 = slots.iter().map(|s| s.1.load(Ordering::Relaxed)).sum();
+    let reads: u64 = sh.counts.iter().map(|s| s.0.load(Ordering::Relaxed)).sum();
+    let writes: u64 = sh.counts.iter().map(|s| s.1.load(Ordering::Relaxed)).sum();
     let violations: u64 = hs
         .into_iter()
         .map(|h| h.join().expect("fio worker panicked"))
@@ -289,29 +286,25 @@ pub struct FioCell {
     pub runs: usize,
 }
 
+fn mbps_of(runs: &[FioRun], lock: &str, threads: usize) -> Vec<f64> {
+    runs.iter()
+        .filter(|r| r.lock == lock && r.threads == threads)
+        .map(|r| r.mbps)
+        .collect()
+}
+
 /// Medians of `runs` per (lock, threads), in `locks` × `threads` order.
 pub fn cells(runs: &[FioRun], locks: &[String], threads: &[usize]) -> Vec<FioCell> {
-    let mut v = Vec::new();
-    for l in locks {
-        for &t in threads {
-            let m: Vec<f64> = runs
-                .iter()
-                .filter(|r| &r.lock == l && r.threads == t)
-                .map(|r| r.mbps)
-                .collect();
-            if m.is_empty() {
-                continue;
-            }
-            v.push(FioCell {
-                lock: l.clone(),
-                threads: t,
-                mbps: median(&m),
-                spread: spread(&m),
-                runs: m.len(),
-            });
-        }
-    }
-    v
+    Sample::grid("", "", true, locks, threads, |l, t| mbps_of(runs, l, t))
+        .into_iter()
+        .map(|s| FioCell {
+            spread: spread(&s.runs),
+            runs: s.runs.len(),
+            lock: s.lock,
+            threads: s.order,
+            mbps: s.median,
+        })
+        .collect()
 }
 
 /// The tables as terminal text: MB/s (median) per lock × threads, the spread, and
@@ -325,44 +318,34 @@ pub fn render(cells: &[FioCell], locks: &[String], threads: &[usize], a: &FioArg
 
 /// The tables of [`render`].
 pub fn tables(cells: &[FioCell], locks: &[String], threads: &[usize], a: &FioArgs) -> Vec<Table> {
-    let mut header = vec!["lock".to_string()];
-    header.extend(threads.iter().map(|t| format!("T={t}")));
-    let get = |l: &str, t: usize| cells.iter().find(|c| c.lock == l && c.threads == t);
-    let mut bw = Table {
-        title: format!(
-            "fio randrw (user space): aggregated MB/s, {} KiB I/Os, {}% reads, {} MiB file, median of {} runs",
-            BLOCK / 1024,
-            a.read_pct,
-            a.file_mib,
-            a.runs
-        ),
-        header: header.clone(),
-        rows: Vec::new(),
-    };
-    let mut sp = Table {
-        title: "fio randrw: spread of the runs, (max - min) / median".into(),
-        header,
-        rows: Vec::new(),
-    };
-    for l in locks {
-        let mut r1 = vec![l.clone()];
-        let mut r2 = vec![l.clone()];
-        for &t in threads {
-            let c = get(l, t);
-            r1.push(c.map_or("-".into(), |c| format!("{:.0}", c.mbps)));
-            r2.push(c.map_or("-".into(), |c| format!("{:.1}%", 100.0 * c.spread)));
-        }
-        bw.rows.push(r1);
-        sp.rows.push(r2);
-    }
-    let mut seed = Table {
-        title: "seed 003, 2-socket 36-core, 4.14: fio randrw, 36 threads, xfs on a ramdisk (quoted for shape, not measured here)".into(),
-        header: vec!["kernel".into(), "MB/s".into()],
-        rows: SEED
-            .iter()
-            .map(|(k, m)| vec![k.to_string(), format!("{m:.0}")])
-            .collect(),
-    };
+    let get = |l: &str, t: &usize| cells.iter().find(|c| c.lock == l && c.threads == *t);
+    let col = |t: &usize| format!("T={t}");
+    let title = format!(
+        "fio randrw (user space): aggregated MB/s, {} KiB I/Os, {}% reads, {} MiB file, median of {} runs",
+        BLOCK / 1024,
+        a.read_pct,
+        a.file_mib,
+        a.run.runs
+    );
+    let bw = Table::grid(title, "lock", locks, threads, col, |l, t| {
+        get(l, t).map(|c| format!("{:.0}", c.mbps))
+    });
+    let sp = Table::grid(
+        "fio randrw: spread of the runs, (max - min) / median",
+        "lock",
+        locks,
+        threads,
+        col,
+        |l, t| get(l, t).map(|c| format!("{:.1}%", 100.0 * c.spread)),
+    );
+    let mut seed = Table::new(
+        "seed 003, 2-socket 36-core, 4.14: fio randrw, 36 threads, xfs on a ramdisk (quoted for shape, not measured here)",
+        &["kernel", "MB/s"],
+    );
+    seed.rows = SEED
+        .iter()
+        .map(|(k, m)| vec![k.to_string(), format!("{m:.0}")])
+        .collect();
     seed.rows.push(vec![
         "patched / unpatched".into(),
         format!("{:.1}x", SEED[0].1 / SEED[1].1),
@@ -383,117 +366,58 @@ fn to_csv(runs: &[FioRun]) -> String {
 
 /// Resolves `--locks` against [`lock_table`].
 pub fn select(names: &[String]) -> Result<Vec<(&'static str, FioFn)>, CliError> {
-    let table = lock_table();
-    let allowed = || table.iter().map(|t| t.0).collect::<Vec<_>>().join(", ");
-    let mut v: Vec<(&'static str, FioFn)> = Vec::new();
-    for n in names.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
-        match table.iter().find(|t| t.0 == n) {
-            Some(t) => {
-                if !v.iter().any(|x| x.0 == t.0) {
-                    v.push(*t)
-                }
-            }
-            None => {
-                return Err(CliError(format!(
-                    "unknown lock '{n}' for `fio`; allowed: {}",
-                    allowed()
-                )));
-            }
-        }
-    }
-    if v.is_empty() {
-        return Err(CliError(format!("empty --locks; allowed: {}", allowed())));
-    }
-    Ok(v)
+    super::pick(names, &lock_table(), "lock")
 }
 
 /// Planned progress units of a whole `fio` run.
 pub fn planned_units(a: &FioArgs) -> u64 {
-    (a.runs as usize * a.threads.0.len() * a.locks.len()) as u64
-        * crate::progress::run_units(Duration::from_secs_f64(a.duration))
+    (a.run.runs as usize * a.threads.0.len() * a.locks.len()) as u64 * run_units(a.run.window())
 }
 
 /// Runs every (lock, threads) `--runs` times, interleaved; progress on `prog`.
-pub fn measure(a: &FioArgs, prog: &crate::progress::Progress) -> Result<Vec<FioRun>, CliError> {
+pub fn measure(a: &FioArgs, prog: &Progress) -> Result<Vec<FioRun>, CliError> {
     let locks = select(&a.locks)?;
-    let mut gate = GateConfig::from_env();
-    if a.no_idle_gate {
-        gate.enabled = false;
-    }
     let file = Arc::new(FileBuf::new(a.file_mib as usize));
-    let mut runs: Vec<FioRun> = Vec::new();
-    for rep in 0..a.runs {
-        for &t in &a.threads.0 {
-            for (name, f) in &locks {
-                wait_idle(&gate);
-                let noise = Noise::start(a.noise as usize);
-                let mut r = f(
-                    &FioSpec {
-                        threads: t,
-                        read_pct: a.read_pct,
-                        duration: Duration::from_secs_f64(a.duration),
-                    },
-                    &file,
-                );
-                noise.stop();
-                r.lock = name.to_string();
-                runs.push(r);
-                prog.inc(
-                    crate::progress::run_units(Duration::from_secs_f64(a.duration)),
-                    &format!("fio {name} T={t} run {}/{}", rep + 1, a.runs),
-                );
+    let points: Vec<(usize, (&str, FioFn))> = (a.threads.0.iter())
+        .flat_map(|&t| locks.iter().map(move |&l| (t, l)))
+        .collect();
+    let step = |(t, (name, _)): &(usize, (&str, FioFn))| Step {
+        label: format!("fio {name} T={t}"),
+        units: run_units(a.run.window()),
+        noise: a.noise as usize,
+    };
+    let done = interleave(
+        &points,
+        &a.run.schedule(),
+        prog,
+        step,
+        |_, (t, (name, f))| {
+            let spec = FioSpec {
+                threads: *t,
+                read_pct: a.read_pct,
+                duration: a.run.window(),
+            };
+            FioRun {
+                lock: name.to_string(),
+                ..f(&spec, &file)
             }
-        }
-    }
-    Ok(runs)
+        },
+    );
+    Ok(done.into_iter().map(|d| d.out).collect())
 }
 
 /// Verdict samples: MB/s per lock and thread count.
-pub fn samples(
-    runs: &[FioRun],
-    locks: &[String],
-    threads: &[usize],
-) -> Vec<crate::verdict::Sample> {
-    let mut v = Vec::new();
-    for l in locks {
-        for &t in threads {
-            let m: Vec<f64> = runs
-                .iter()
-                .filter(|r| &r.lock == l && r.threads == t)
-                .map(|r| r.mbps)
-                .collect();
-            if m.is_empty() {
-                continue;
-            }
-            v.push(crate::verdict::Sample {
-                scenario: "fio randrw".into(),
-                point: format!("T={t}"),
-                order: t,
-                lock: l.clone(),
-                median: median(&m),
-                runs: m,
-                higher_better: true,
-                unit: "MB/s".into(),
-                starves: None,
-                tail_ns: None,
-            });
-        }
-    }
-    v
+pub fn samples(runs: &[FioRun], locks: &[String], threads: &[usize]) -> Vec<Sample> {
+    Sample::grid("fio randrw", "MB/s", true, locks, threads, |l, t| {
+        mbps_of(runs, l, t)
+    })
 }
 
 /// The report section: the tables (with the seed's result) and MB/s against threads.
 pub fn section(runs: &[FioRun], locks: &[String], a: &FioArgs) -> crate::table::Section {
     let threads = &a.threads.0;
+    let axes = ("threads", "MB/s (median, bars: runs' min-max)");
     let ss = samples(runs, locks, threads);
-    let charts = crate::chart::per_group_lines(
-        "fio randrw",
-        "threads",
-        "MB/s (median, bars: runs' min-max)",
-        threads,
-        locks,
-        &ss,
-    );
     crate::table::Section {
         title: "fio (seed 003): randrw on an in-memory file behind one rw lock".into(),
         notes: vec![format!(
@@ -501,33 +425,25 @@ pub fn section(runs: &[FioRun], locks: &[String], a: &FioArgs) -> crate::table::
             BLOCK / 1024,
             a.read_pct,
             a.file_mib,
-            a.duration
+            a.run.duration
         )],
         tables: tables(&cells(runs, locks, threads), locks, threads, a),
-        charts,
+        charts: crate::html::per_group_lines("fio randrw", axes, threads, locks, &ss),
     }
 }
 
 /// Runs `lockbench fio`; returns the exit status.
 pub fn run(a: &FioArgs) -> Result<i32, CliError> {
     let names: Vec<String> = select(&a.locks)?.iter().map(|l| l.0.to_string()).collect();
-    let prog = crate::progress::Progress::new(planned_units(a), !a.quiet);
+    let prog = a.run.progress(planned_units(a));
     let runs = measure(a, &prog)?;
     prog.finish();
     let cs = cells(&runs, &names, &a.threads.0);
     let m = crate::sys::Machine::probe();
-    super::out(&format!(
-        "\nlockbench fio: {} | effective CPUs {} | kernel {}{} | {} runs per configuration, interleaved | KLOCK_RWSEM_READER={}\n",
-        m.cpu_model,
-        m.effective_cpus,
-        m.kernel,
-        if m.hypervisor { " (VM)" } else { "" },
-        a.runs,
-        crate::locks::klock::rwsem_reader_mode(),
-    ));
-    super::out(&render(&cs, &names, &a.threads.0, a));
+    out(&super::header_line("fio", &m, a.run.runs));
+    out(&render(&cs, &names, &a.threads.0, a));
     let bad: u64 = runs.iter().map(|r| r.violations).sum();
-    super::out(&format!(
+    out(&format!(
         "\nMutual exclusion: {}\n",
         if bad == 0 {
             "OK in every run (no torn block)".to_string()
@@ -535,20 +451,18 @@ pub fn run(a: &FioArgs) -> Result<i32, CliError> {
             format!("{bad} TORN BLOCKS")
         }
     ));
-    if let Some(p) = &a.json {
-        let j = serde_json::json!({
-            "experiment": "fio",
-            "command": super::command_line(),
-            "machine": m,
-            "block_bytes": BLOCK,
-            "file_mib": a.file_mib,
-            "read_pct": a.read_pct,
-            "seed_mbps": SEED,
-            "cells": cs,
-            "runs": runs,
-        });
-        super::write_file(p, &serde_json::to_string_pretty(&j).unwrap_or_default())?;
-    }
+    let j = serde_json::json!({
+        "experiment": "fio",
+        "command": super::command_line(),
+        "machine": m,
+        "block_bytes": BLOCK,
+        "file_mib": a.file_mib,
+        "read_pct": a.read_pct,
+        "seed_mbps": SEED,
+        "cells": cs,
+        "runs": runs,
+    });
+    super::write_json(a.run.json.as_ref(), &j)?;
     if let Some(p) = &a.csv {
         super::write_file(p, &to_csv(&runs))?;
     }
@@ -562,18 +476,8 @@ pub fn run(a: &FioArgs) -> Result<i32, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(clap::Parser, Debug)]
-    struct Wrap {
-        #[command(flatten)]
-        a: FioArgs,
-    }
-
     fn parse(args: &[&str]) -> Result<FioArgs, String> {
-        Wrap::try_parse_from(std::iter::once("fio").chain(args.iter().copied()))
-            .map(|w| w.a)
-            .map_err(|e| e.to_string())
+        super::super::parse_args(args)
     }
 
     #[test]
@@ -585,7 +489,7 @@ mod tests {
         // Every fio lock is a registered rwlock (descriptions come from there).
         for (n, _) in lock_table() {
             let e = crate::locks::find(n).unwrap();
-            assert_eq!(e.kind, crate::adapter::LockKind::RwLock, "{n}");
+            assert_eq!(e.kind, crate::locks::LockKind::RwLock, "{n}");
         }
         let e = parse(&["--read-pct", "101"]).unwrap_err();
         assert!(e.contains("0..=100"), "{e}");

@@ -1,22 +1,28 @@
-//! Experiments and the plumbing they share.
+//! Experiments and the path they share.
 //!
-//! An experiment turns its CLI arguments into a list of [`Config`]s and hands them to
-//! [`run_configs`], which does everything common: interleaved repetitions (A B C A B C
-//! …), the idle gate with bounded discard-and-retry, noise threads, progress lines,
-//! aggregation into [`Record`]s (medians, spread) and the ceiling fraction. Printing is
-//! in [`crate::table`], files in [`crate::record`] and [`crate::html`].
+//! Every experiment goes through the same pieces:
+//! * flags: [`RunArgs`] (window, repetitions, JSON, progress, idle gate), flattened into
+//!   each experiment's clap `Args`; the lock experiments flatten [`CommonArgs`] (which
+//!   holds it); [`select_locks`] and [`pick`] resolve `--locks`-like lists;
+//! * running: [`interleave`] is the one loop: repetitions round-robin over the points
+//!   (A B C A B C …), the idle gate before each run (with bounded discard-and-retry when
+//!   asked), noise threads, klock's event counters and steal around each run, progress.
+//!   [`run_configs`] runs [`Config`]s of the generic runner through it and aggregates
+//!   them into [`Record`]s (medians, spread, ceiling fraction);
+//! * output: tables are built with [`crate::table::Table`]'s helpers, charts with
+//!   [`crate::html::lines`], verdict samples with [`crate::verdict::Sample::of_runs`];
+//!   [`finish`] prints a report's tables and writes `--json`/`--csv`.
 //!
 //! Adding an experiment (say `spin`): create `exp/spin.rs` with a clap `Args` struct and
 //! `pub fn run(args: &SpinArgs) -> Result<i32, CliError>`, add `pub mod spin;` below, and
 //! add one variant `Spin(exp::spin::SpinArgs)` to [`crate::cli::Command`] with one match
-//! arm in [`crate::cli::dispatch`]. Reuse [`CommonArgs`] (flatten it) for the usual
-//! options, [`select_locks`] for `--locks`, [`run_configs`] to run, and
-//! [`finish`] to print tables, write `--json/--csv` and compute the exit status.
+//! arm in [`crate::cli::dispatch`].
 
 pub mod fio;
 pub mod fserver;
 pub mod mutex;
 pub mod preload;
+pub mod proc;
 pub mod report;
 pub mod rwlock;
 pub mod rwsem;
@@ -26,9 +32,10 @@ pub mod uncontended;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::adapter::{LockEntry, LockKind};
 use crate::gate::{GateConfig, Window, wait_idle};
+use crate::locks::{LockEntry, LockKind};
 use crate::noise::Noise;
+use crate::progress::Progress;
 use crate::record::{ClassMetrics, Latency, Params, Record, Report};
 use crate::runner::{ClassOutput, RunOutput, RunSpec};
 use crate::stats::{fairness, median, median_opt, min_avg_max, percentile_sorted, spread};
@@ -160,7 +167,59 @@ pub struct RunOptions {
     pub progress: bool,
 }
 
-/// Options most experiments share; `#[command(flatten)]` it into an experiment's args.
+/// The flags every measuring experiment shares; `#[command(flatten)]` it into an
+/// experiment's args.
+#[derive(clap::Args, Clone, Debug)]
+pub struct RunArgs {
+    /// Measurement window per run, seconds (decimal, > 0, <= 3600).
+    #[arg(long, value_parser = parse_duration, default_value = "1", allow_hyphen_values = true)]
+    pub duration: f64,
+    /// Repetitions per configuration, interleaved; the median is reported (1..=100).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub runs: u32,
+    /// Write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// No progress output.
+    #[arg(long)]
+    pub quiet: bool,
+    /// Disable the idle gate (same as LOCKBENCH_NO_IDLE_GATE=1).
+    #[arg(long)]
+    pub no_idle_gate: bool,
+}
+
+impl RunArgs {
+    /// The measurement window.
+    pub fn window(&self) -> Duration {
+        Duration::from_secs_f64(self.duration)
+    }
+    /// The idle gate: from the environment, off with `--no-idle-gate`.
+    pub fn gate(&self) -> GateConfig {
+        let mut gate = GateConfig::from_env();
+        if self.no_idle_gate {
+            gate.enabled = false;
+        }
+        gate
+    }
+    /// Run options from these arguments.
+    pub fn options(&self) -> RunOptions {
+        RunOptions {
+            runs: self.runs as usize,
+            gate: self.gate(),
+            progress: !self.quiet,
+        }
+    }
+    /// A progress bar for `units` planned units (hidden with `--quiet`).
+    pub fn progress(&self, units: u64) -> Progress {
+        Progress::new(units, !self.quiet)
+    }
+    /// The schedule of these arguments: `--runs` repetitions, the idle gate, no retry.
+    pub fn schedule(&self) -> Schedule {
+        Schedule::new(self.runs as usize, self.gate())
+    }
+}
+
+/// The lock experiments' options (`mutex`, `rwlock`); `#[command(flatten)]` it.
 #[derive(clap::Args, Clone, Debug)]
 pub struct CommonArgs {
     /// Comma-separated lock names (see `lockbench list`); default: all of the right kind.
@@ -181,27 +240,15 @@ pub struct CommonArgs {
     /// Sleep inside the critical section, µs (overrides the preset).
     #[arg(long, value_parser = parse_nonneg, allow_hyphen_values = true)]
     pub cs_sleep_us: Option<f64>,
-    /// Measurement window per run, seconds (decimal, > 0, <= 3600).
-    #[arg(long, value_parser = parse_duration, default_value = "1", allow_hyphen_values = true)]
-    pub duration: f64,
-    /// Repetitions per configuration, interleaved (1..=100).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub runs: u32,
+    /// Window, repetitions, JSON, progress, idle gate.
+    #[command(flatten)]
+    pub run: RunArgs,
     /// CPU-hog threads running beside the workload (0..=256).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=256))]
     pub noise: u32,
-    /// Write the results as JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
     /// Write the results as CSV to FILE.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// No progress output.
-    #[arg(long)]
-    pub quiet: bool,
-    /// Disable the idle gate (same as LOCKBENCH_NO_IDLE_GATE=1).
-    #[arg(long)]
-    pub no_idle_gate: bool,
 }
 
 /// A parsed `--threads` list.
@@ -216,25 +263,24 @@ pub struct ThreadList(pub Vec<usize>);
 /// assert!(lockbench::exp::parse_threads("x").is_err());
 /// ```
 pub fn parse_threads(s: &str) -> Result<ThreadList, String> {
+    let allowed = "allowed are comma-separated integers 1..=1024, e.g. 1,2,4,8,32";
+    parse_counts(s, 1024, "thread", allowed)
+}
+
+/// Parses a comma-separated list of counts in 1..=`max` (at least one; duplicates
+/// dropped); errors name the `what` count and say what is `allowed`.
+pub fn parse_counts(s: &str, max: usize, what: &str, allowed: &str) -> Result<ThreadList, String> {
     let mut v = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         match part.parse::<usize>() {
-            Ok(n) if (1..=1024).contains(&n) => {
-                if !v.contains(&n) {
-                    v.push(n)
-                }
-            }
-            _ => {
-                return Err(format!(
-                    "bad thread count '{part}': allowed are comma-separated integers 1..=1024, e.g. 1,2,4,8,32"
-                ));
-            }
+            Ok(n) if (1..=max).contains(&n) => v.push(n),
+            _ => return Err(format!("bad {what} count '{part}': {allowed}")),
         }
     }
     if v.is_empty() {
-        return Err("empty thread list: give comma-separated integers 1..=1024, e.g. 1,2,4".into());
+        return Err(format!("empty {what} list: {allowed}"));
     }
-    Ok(ThreadList(v))
+    Ok(ThreadList(crate::stats::first_seen(v)))
 }
 
 /// Parses a duration in seconds: finite, > 0, <= 3600.
@@ -282,18 +328,25 @@ impl CommonArgs {
         }
         Ok(w)
     }
-    /// Run options from these arguments.
-    pub fn options(&self) -> RunOptions {
-        let mut gate = GateConfig::from_env();
-        if self.no_idle_gate {
-            gate.enabled = false;
-        }
-        RunOptions {
-            runs: self.runs as usize,
-            gate,
-            progress: !self.quiet,
-        }
+}
+
+/// Parses an experiment's arguments from `args` (without the program name), as its
+/// subcommand would: for the `report` suite's own settings and for tests.
+///
+/// ```
+/// let a: lockbench::exp::fio::FioArgs = lockbench::exp::parse_args(&["--runs", "2"]).unwrap();
+/// assert_eq!((a.run.runs, a.read_pct), (2, 50));
+/// ```
+pub fn parse_args<A: clap::Args>(args: &[&str]) -> Result<A, String> {
+    #[derive(clap::Parser)]
+    struct Wrap<A: clap::Args> {
+        #[command(flatten)]
+        a: A,
     }
+    let argv = std::iter::once("lockbench").chain(args.iter().copied());
+    <Wrap<A> as clap::Parser>::try_parse_from(argv)
+        .map(|w| w.a)
+        .map_err(|e| e.to_string())
 }
 
 /// Resolves `--locks`: every name must be registered and allowed for `allowed` kinds;
@@ -349,6 +402,40 @@ pub fn select_locks(
     Ok(out)
 }
 
+/// Resolves a list of names against `all` (name, value) pairs, in the given order,
+/// duplicates dropped; `what` names the list in errors (`lock`, `workload`).
+///
+/// ```
+/// let all = [("a", 1), ("b", 2)];
+/// let v = lockbench::exp::pick(&[" b".into(), "a".into(), "b".into()], &all, "lock").unwrap();
+/// assert_eq!(v, vec![("b", 2), ("a", 1)]);
+/// assert!(lockbench::exp::pick(&["c".into()], &all, "lock").unwrap_err().0.contains("allowed: a, b"));
+/// ```
+pub fn pick<T: Copy>(
+    names: &[String],
+    all: &[(&'static str, T)],
+    what: &str,
+) -> Result<Vec<(&'static str, T)>, CliError> {
+    let allowed = || all.iter().map(|x| x.0).collect::<Vec<_>>().join(", ");
+    let mut v: Vec<(&'static str, T)> = Vec::new();
+    for n in names.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        match all.iter().find(|x| x.0 == n) {
+            Some(x) if !v.iter().any(|y| y.0 == x.0) => v.push(*x),
+            Some(_) => {}
+            None => {
+                return Err(CliError(format!(
+                    "unknown {what} '{n}'; allowed: {}",
+                    allowed()
+                )));
+            }
+        }
+    }
+    if v.is_empty() {
+        return Err(CliError(format!("no {what} given; allowed: {}", allowed())));
+    }
+    Ok(v)
+}
+
 /// Adds, for every (experiment, lock, workload) without a T=1 configuration, an implicit
 /// single-thread configuration (writer only) used as the ceiling reference.
 pub fn add_single_thread_refs(configs: &mut Vec<Config>) {
@@ -378,14 +465,127 @@ fn same_series(a: &Config, b: &Config) -> bool {
         && a.noise == b.noise
 }
 
-struct Collected {
-    kept: Vec<RunOutput>,
-    discarded: usize,
-    flagged: usize,
-    violations: u64,
-    steal_ns: u64,
-    /// klock event-counter deltas of each kept run (all zero without `stats`).
-    events: Vec<klock::stat::Snapshot>,
+/// How [`interleave`] repeats and gates runs.
+#[derive(Clone, Copy, Debug)]
+pub struct Schedule {
+    /// Repetitions of the whole list of points.
+    pub runs: usize,
+    /// The idle gate: wait for quiet before each run.
+    pub gate: GateConfig,
+    /// Discard and retry a run the gate finds polluted (at most `gate.max_retries`
+    /// times, within the gate's budget); without it such a run is only marked.
+    pub retry: bool,
+    /// On odd repetitions run each adjacent pair of points in reverse order (two sides
+    /// of a comparison, so that neither always goes second).
+    pub swap_pairs: bool,
+}
+
+impl Schedule {
+    /// `runs` repetitions behind `gate`, no retry, in list order.
+    pub fn new(runs: usize, gate: GateConfig) -> Schedule {
+        Schedule {
+            runs,
+            gate,
+            retry: false,
+            swap_pairs: false,
+        }
+    }
+}
+
+/// What [`interleave`] needs to know about a point: its progress label, planned
+/// progress units and noise threads.
+pub struct Step {
+    /// Progress label (`fio klock_rwsem T=8`).
+    pub label: String,
+    /// Planned progress units of one run ([`crate::progress::run_units`]).
+    pub units: u64,
+    /// CPU-hog threads running during the run.
+    pub noise: usize,
+}
+
+/// One kept run, in the order the runs happened.
+#[derive(Clone, Debug)]
+pub struct Done<R> {
+    /// Index of the point.
+    pub point: usize,
+    /// What the run returned.
+    pub out: R,
+    /// The idle gate reached quiet before the run.
+    pub quiet: bool,
+    /// Foreign CPU use during the run exceeded the gate's threshold (gate enabled).
+    pub polluted: bool,
+    /// Steal time during the run, ns.
+    pub steal_ns: u64,
+    /// Polluted runs of this point discarded (and retried) before this one.
+    pub discarded: usize,
+    /// klock's event-counter delta around the run (process-wide; all zero unless built
+    /// with `--features stats`).
+    pub events: klock::stat::Snapshot,
+}
+
+/// The one interleaved loop: `s.runs` repetitions over `points` (A B C A B C …), each
+/// run behind the idle gate, with its noise threads, timed by a [`Window`] for foreign
+/// CPU use and steal, between two snapshots of klock's counters; progress on `prog`.
+/// Returns every kept run in the order they ran.
+pub fn interleave<P, R>(
+    points: &[P],
+    s: &Schedule,
+    prog: &Progress,
+    step: impl Fn(&P) -> Step,
+    mut run: impl FnMut(usize, &P) -> R,
+) -> Vec<Done<R>> {
+    let runs = s.runs.max(1);
+    let mut done = Vec::with_capacity(points.len() * runs);
+    for rep in 0..runs {
+        for i in 0..points.len() {
+            let i = if s.swap_pairs && rep % 2 == 1 && (i ^ 1) < points.len() {
+                i ^ 1
+            } else {
+                i
+            };
+            let st = step(&points[i]);
+            let msg = format!("{} run {}/{runs}", st.label, rep + 1);
+            prog.message(&msg);
+            let mut discarded = 0;
+            loop {
+                let quiet = wait_idle(&s.gate);
+                let noise = Noise::start(st.noise);
+                let w = Window::begin();
+                let ev0 = klock::stat::snapshot();
+                let out = run(i, &points[i]);
+                let events = klock::stat::snapshot().delta(&ev0);
+                let wr = w.end();
+                noise.stop();
+                let polluted = s.gate.enabled && wr.polluted(&s.gate);
+                if polluted
+                    && s.retry
+                    && discarded < s.gate.max_retries as usize
+                    && crate::gate::budget_left(&s.gate)
+                {
+                    crate::gate::charge(Duration::from_nanos(wr.elapsed_ns));
+                    discarded += 1;
+                    continue;
+                }
+                done.push(Done {
+                    point: i,
+                    out,
+                    quiet,
+                    polluted,
+                    steal_ns: wr.steal_ns,
+                    discarded,
+                    events,
+                });
+                break;
+            }
+            let note = if discarded > 0 {
+                format!(" ({discarded} discarded)")
+            } else {
+                String::new()
+            };
+            prog.inc(st.units, &format!("{msg} done{note}"));
+        }
+    }
+    done
 }
 
 /// Runs every configuration `opts.runs` times, interleaved, and returns one record per
@@ -397,73 +597,55 @@ pub fn run_configs(configs: &[Config], opts: &RunOptions, machine: &mut Machine)
 }
 
 /// [`run_configs`], also returning, per configuration, the klock event-counter delta of
-/// every kept run (`klock::stat`, process-wide, taken around the run; all zero unless
-/// built with `--features stats`). Used by `rwsem` for the slow-path counts.
+/// every kept run. Used by `rwsem` for the slow-path counts.
 pub fn run_configs_with_events(
     configs: &[Config],
     opts: &RunOptions,
     machine: &mut Machine,
 ) -> (Vec<Record>, Vec<Vec<klock::stat::Snapshot>>) {
-    let runs = opts.runs.max(1);
-    let mut col: Vec<Collected> = (0..configs.len())
-        .map(|_| Collected {
-            kept: Vec::new(),
-            discarded: 0,
-            flagged: 0,
-            violations: 0,
-            steal_ns: 0,
-            events: Vec::new(),
-        })
-        .collect();
     let total: u64 = configs
         .iter()
         .map(|c| crate::progress::run_units(c.duration))
         .sum::<u64>()
-        * runs as u64;
-    let prog = crate::progress::Progress::new(total, opts.progress);
-    for rep in 0..runs {
-        for (i, c) in configs.iter().enumerate() {
-            let spec = c.spec();
-            let mut tries = 0u32;
-            prog.message(&format!("{} run {}/{runs}", c.label(), rep + 1));
-            loop {
-                let quiet = wait_idle(&opts.gate);
-                let noise = Noise::start(c.noise);
-                let w = Window::begin();
-                let ev0 = klock::stat::snapshot();
-                let out = (c.entry.run)(&spec);
-                let ev = klock::stat::snapshot().delta(&ev0);
-                let wr = w.end();
-                noise.stop();
-                col[i].violations += out.violations;
-                let polluted = opts.gate.enabled && wr.polluted(&opts.gate);
-                if polluted && tries < opts.gate.max_retries && crate::gate::budget_left(&opts.gate)
-                {
-                    crate::gate::charge(Duration::from_nanos(wr.elapsed_ns));
-                    tries += 1;
-                    col[i].discarded += 1;
-                    continue;
-                }
-                if opts.gate.enabled && (polluted || !quiet) {
-                    col[i].flagged += 1;
-                }
-                col[i].steal_ns += wr.steal_ns;
-                col[i].kept.push(out);
-                col[i].events.push(ev);
-                break;
-            }
-            let note = if tries > 0 {
-                format!(" ({tries} discarded)")
-            } else {
-                String::new()
-            };
-            prog.inc(
-                crate::progress::run_units(c.duration),
-                &format!("{} run {}/{runs} done{note}", c.label(), rep + 1),
-            );
-        }
-    }
+        * opts.runs.max(1) as u64;
+    let prog = Progress::new(total, opts.progress);
+    let sched = Schedule {
+        retry: true,
+        ..Schedule::new(opts.runs, opts.gate)
+    };
+    // Violations count in discarded runs too.
+    let mut violations = vec![0u64; configs.len()];
+    let done = interleave(
+        configs,
+        &sched,
+        &prog,
+        |c| Step {
+            label: c.label(),
+            units: crate::progress::run_units(c.duration),
+            noise: c.noise,
+        },
+        |i, c| {
+            let out = (c.entry.run)(&c.spec());
+            violations[i] += out.violations;
+            out
+        },
+    );
     prog.finish();
+    let mut col: Vec<Collected> = violations
+        .into_iter()
+        .map(|violations| Collected {
+            violations,
+            ..Collected::default()
+        })
+        .collect();
+    for d in done {
+        let k = &mut col[d.point];
+        k.discarded += d.discarded;
+        k.flagged += (opts.gate.enabled && (d.polluted || !d.quiet)) as usize;
+        k.steal_ns += d.steal_ns;
+        k.events.push(d.events);
+        k.kept.push(d.out);
+    }
     let mut events = Vec::with_capacity(col.len());
     let mut recs: Vec<Record> = configs
         .iter()
@@ -476,6 +658,16 @@ pub fn run_configs_with_events(
         .collect();
     fill_ceiling(configs, &mut recs, machine.effective_cpus);
     (recs, events)
+}
+
+#[derive(Default)]
+struct Collected {
+    kept: Vec<RunOutput>,
+    discarded: usize,
+    flagged: usize,
+    violations: u64,
+    steal_ns: u64,
+    events: Vec<klock::stat::Snapshot>,
 }
 
 fn mops(ops: &[u64], elapsed_ns: u64) -> f64 {
@@ -650,13 +842,13 @@ pub fn fill_ceiling(configs: &[Config], recs: &mut [Record], cpus: usize) {
 /// [`finish`]es: the whole body of a plain `mutex`/`rwlock` experiment.
 pub fn run_and_finish(cfgs: &[Config], c: &CommonArgs) -> Result<i32, CliError> {
     let mut machine = Machine::probe();
-    let results = run_configs(cfgs, &c.options(), &mut machine);
+    let results = run_configs(cfgs, &c.run.options(), &mut machine);
     let report = Report {
         machine,
         command: command_line(),
         results,
     };
-    finish(&report, c.json.as_ref(), c.csv.as_ref())
+    finish(&report, c.run.json.as_ref(), c.csv.as_ref())
 }
 
 /// Common ending of an experiment: print tables (unless `quiet` and no terminal is
@@ -706,6 +898,28 @@ pub fn write_file(path: &PathBuf, contents: &str) -> Result<(), CliError> {
     }
     std::fs::write(path, contents)
         .map_err(|e| CliError(format!("cannot write {}: {e}", path.display())))
+}
+
+/// Writes `v` as pretty JSON to `path`, if given.
+pub fn write_json<T: serde::Serialize>(path: Option<&PathBuf>, v: &T) -> Result<(), CliError> {
+    let Some(p) = path else {
+        return Ok(());
+    };
+    let text = serde_json::to_string_pretty(v)
+        .map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
+    write_file(p, &text)
+}
+
+/// The first line of a seed experiment's output: the machine and the settings.
+pub fn header_line(name: &str, m: &Machine, runs: u32) -> String {
+    format!(
+        "\nlockbench {name}: {} | effective CPUs {} | kernel {}{} | {runs} runs per configuration, interleaved | KLOCK_RWSEM_READER={}\n",
+        m.cpu_model,
+        m.effective_cpus,
+        m.kernel,
+        if m.hypervisor { " (VM)" } else { "" },
+        crate::locks::klock::rwsem_reader_mode(),
+    )
 }
 
 /// The command line as one string, for reports.

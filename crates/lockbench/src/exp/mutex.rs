@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use super::{CliError, CommonArgs, Config, add_single_thread_refs, select_locks};
-use crate::adapter::{LockEntry, LockKind};
+use crate::locks::{LockEntry, LockKind};
 
 /// Arguments of `lockbench mutex`.
 #[derive(clap::Args, Clone, Debug)]
@@ -56,7 +56,7 @@ pub fn run(args: &MutexArgs) -> Result<i32, CliError> {
         &locks,
         &c.threads.0,
         &w,
-        Duration::from_secs_f64(c.duration),
+        c.run.window(),
         c.noise as usize,
     );
     super::run_and_finish(&cfgs, c)

@@ -39,17 +39,19 @@
 //! ```
 
 use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::{CliError, ThreadList, parse_duration, parse_threads};
-use crate::gate::{GateConfig, Window, wait_idle};
+use super::proc::{Finished, kill_group, run_captured, tail};
+use super::{CliError, RunArgs, Schedule, Step, ThreadList, interleave, parse_threads};
+use crate::progress::run_units;
 use crate::record::{Params, Record, Report};
-use crate::stats::{median, spread};
+use crate::stats::{first_seen, median, sorted_distinct, spread};
 use crate::sys::Machine;
-use crate::table::Table;
+use crate::table::{Section, Table};
+use crate::verdict::Sample;
 
 /// The preload library's file name.
 pub const LIB: &str = "libklock_preload.so";
@@ -98,58 +100,41 @@ pub const ALL: [Workload; 9] = [
 /// Default `--workloads`.
 pub const DEFAULT_WORKLOADS: &str = "sysbench-threads,sysbench-mutex,stress-mutex,memcached";
 
+/// (program, Debian package) pairs.
+type Programs = &'static [(&'static str, &'static str)];
+
+/// A workload's `--workloads` name, metric unit, whether a run is a fixed amount of
+/// work (`--kc-records`, `--mutex-ops`, a fixed input) rather than `--duration`
+/// seconds, and the (program, Debian package) pairs it needs; in [`ALL`]'s order.
+#[rustfmt::skip]
+const SPECS: [(&str, &str, bool, Programs); 9] = [
+    ("sysbench-threads", "events/s", false, &[("sysbench", "sysbench")]),
+    ("sysbench-mutex", "lock ops/s", true, &[("sysbench", "sysbench")]),
+    ("stress-mutex", "bogo ops/s", false, &[("stress-ng", "stress-ng")]),
+    ("stress-pthread", "bogo ops/s", false, &[("stress-ng", "stress-ng")]),
+    ("memcached", "TPS", false, &[("memcached", "memcached"), ("memcaslap", "libmemcached-tools")]),
+    ("kc-stash", "record ops/s", true, &[("kcstashtest", "kyotocabinet-utils")]),
+    ("kc-cache", "record ops/s", true, &[("kccachetest", "kyotocabinet-utils")]),
+    ("kc-tree", "record ops/s", true, &[("kctreetest", "kyotocabinet-utils")]),
+    ("pigz", "MB/s", true, &[("pigz", "pigz")]),
+];
+
 impl Workload {
     /// The `--workloads` name.
     pub fn name(self) -> &'static str {
-        match self {
-            Workload::SysbenchThreads => "sysbench-threads",
-            Workload::SysbenchMutex => "sysbench-mutex",
-            Workload::StressMutex => "stress-mutex",
-            Workload::StressPthread => "stress-pthread",
-            Workload::Memcached => "memcached",
-            Workload::KcStash => "kc-stash",
-            Workload::KcCache => "kc-cache",
-            Workload::KcTree => "kc-tree",
-            Workload::Pigz => "pigz",
-        }
+        SPECS[self as usize].0
     }
     /// The metric's unit.
     pub fn unit(self) -> &'static str {
-        match self {
-            Workload::SysbenchThreads => "events/s",
-            Workload::SysbenchMutex => "lock ops/s",
-            Workload::StressMutex | Workload::StressPthread => "bogo ops/s",
-            Workload::Memcached => "TPS",
-            Workload::KcStash | Workload::KcCache | Workload::KcTree => "record ops/s",
-            Workload::Pigz => "MB/s",
-        }
+        SPECS[self as usize].1
     }
-    /// Whether a run is a fixed amount of work (`--kc-records`, `--mutex-ops`, a
-    /// fixed input) rather than `--duration` seconds.
+    /// Whether a run is a fixed amount of work rather than `--duration` seconds.
     pub fn fixed_work(self) -> bool {
-        matches!(
-            self,
-            Workload::SysbenchMutex
-                | Workload::KcStash
-                | Workload::KcCache
-                | Workload::KcTree
-                | Workload::Pigz
-        )
+        SPECS[self as usize].2
     }
     /// (program, Debian package) pairs it needs.
-    pub fn programs(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            Workload::SysbenchThreads | Workload::SysbenchMutex => &[("sysbench", "sysbench")],
-            Workload::StressMutex | Workload::StressPthread => &[("stress-ng", "stress-ng")],
-            Workload::Memcached => &[
-                ("memcached", "memcached"),
-                ("memcaslap", "libmemcached-tools"),
-            ],
-            Workload::KcStash => &[("kcstashtest", "kyotocabinet-utils")],
-            Workload::KcCache => &[("kccachetest", "kyotocabinet-utils")],
-            Workload::KcTree => &[("kctreetest", "kyotocabinet-utils")],
-            Workload::Pigz => &[("pigz", "pigz")],
-        }
+    pub fn programs(self) -> Programs {
+        SPECS[self as usize].3
     }
     /// Parses a `--workloads` name.
     pub fn parse(s: &str) -> Option<Workload> {
@@ -159,6 +144,19 @@ impl Workload {
 
 /// Arguments of `lockbench preload`.
 #[derive(clap::Args, Clone, Debug)]
+#[command(
+    mut_arg("duration", |a| a.default_value("2").help(
+        "Length of each timed run, seconds (decimal, > 0, <= 3600); sysbench-mutex, the \
+         kc-* workloads and pigz do a fixed amount of work instead (--mutex-ops, \
+         --kc-records, a 20 MiB input)"
+    )),
+    mut_arg("runs", |a| a.help(
+        "Repetitions per point and side, interleaved; the median is reported (1..=100)"
+    )),
+    mut_arg("json", |a| a.help(
+        "Write the records as a lockbench JSON report to FILE (`lockbench render` makes the HTML)"
+    ))
+)]
 pub struct PreloadArgs {
     /// Comma-separated thread counts (stressor instances for stress-ng), each 1..=1024.
     #[arg(long, value_parser = parse_threads, default_value = "2,4,8,16")]
@@ -168,11 +166,9 @@ pub struct PreloadArgs {
     /// pigz (condvars).
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_WORKLOADS)]
     pub workloads: Vec<String>,
-    /// Length of each timed run, seconds (decimal, > 0, <= 3600); sysbench-mutex, the
-    /// kc-* workloads and pigz do a fixed amount of work instead (--mutex-ops,
-    /// --kc-records, a 20 MiB input).
-    #[arg(long, value_parser = parse_duration, default_value = "2", allow_hyphen_values = true)]
-    pub duration: f64,
+    /// Window, repetitions, JSON, progress, idle gate.
+    #[command(flatten)]
+    pub run: RunArgs,
     /// sysbench-mutex: lock operations per run, split evenly over the threads
     /// (1000..=1e10).
     #[arg(long, default_value_t = 20_000_000, value_parser = clap::value_parser!(u64).range(1000..=10_000_000_000))]
@@ -181,55 +177,23 @@ pub struct PreloadArgs {
     /// (1000..=1e9).
     #[arg(long, default_value_t = 1_000_000, value_parser = clap::value_parser!(u64).range(1000..=1_000_000_000))]
     pub kc_records: u64,
-    /// Repetitions per point and side, interleaved; the median is reported (1..=100).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub runs: u32,
     /// The interposer; default: $KLOCK_PRELOAD_LIB, else libklock_preload.so next to
     /// lockbench (or in its deps/, the newer), else built with
     /// `cargo build --release -p klock-preload`.
     #[arg(long, value_name = "PATH")]
     pub lib: Option<PathBuf>,
-    /// Write the records as a lockbench JSON report to FILE (`lockbench render` makes
-    /// the HTML).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
     /// Write the records as CSV to FILE.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// No progress output.
-    #[arg(long)]
-    pub quiet: bool,
-    /// Disable the idle gate (same as LOCKBENCH_NO_IDLE_GATE=1).
-    #[arg(long)]
-    pub no_idle_gate: bool,
 }
 
 /// Resolves `--workloads`.
 pub fn select(names: &[String]) -> Result<Vec<Workload>, CliError> {
-    let allowed = || ALL.map(Workload::name).join(", ");
-    let mut v = Vec::new();
-    for n in names.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
-        match Workload::parse(n) {
-            Some(w) => {
-                if !v.contains(&w) {
-                    v.push(w)
-                }
-            }
-            None => {
-                return Err(CliError(format!(
-                    "unknown workload '{n}'; allowed: {}",
-                    allowed()
-                )));
-            }
-        }
-    }
-    if v.is_empty() {
-        return Err(CliError(format!(
-            "empty --workloads; allowed: {}",
-            allowed()
-        )));
-    }
-    Ok(v)
+    let all = ALL.map(|w| (w.name(), w));
+    Ok(super::pick(names, &all, "workload")?
+        .into_iter()
+        .map(|x| x.1)
+        .collect())
 }
 
 /// `prog` found in the directories of `path` (a `$PATH` value).
@@ -249,25 +213,22 @@ pub fn check_programs_in(ws: &[Workload], path: &std::ffi::OsStr) -> Result<(), 
     let mut missing = Vec::new();
     for w in ws {
         for (prog, pkg) in w.programs() {
-            if in_path(prog, path).is_none() {
-                let m = format!(
-                    "{prog} (for {}; Debian package {pkg}: apt-get install {pkg})",
-                    w.name()
-                );
-                if !missing.contains(&m) {
-                    missing.push(m);
-                }
+            let m = format!(
+                "{prog} (for {}; Debian package {pkg}: apt-get install {pkg})",
+                w.name()
+            );
+            if in_path(prog, path).is_none() && !missing.contains(&m) {
+                missing.push(m);
             }
         }
     }
     if missing.is_empty() {
-        Ok(())
-    } else {
-        Err(CliError(format!(
-            "not found in PATH: {}; or leave those workloads out with --workloads",
-            missing.join(", ")
-        )))
+        return Ok(());
     }
+    Err(CliError(format!(
+        "not found in PATH: {}; or leave those workloads out with --workloads",
+        missing.join(", ")
+    )))
 }
 
 /// The workspace root (from this crate's manifest directory at build time).
@@ -339,93 +300,6 @@ pub fn find_lib(explicit: Option<&Path>) -> Result<PathBuf, CliError> {
          `cargo build --release -p klock-preload` or give --lib PATH / KLOCK_PRELOAD_LIB",
         root.display()
     )))
-}
-
-/// What one child run produced.
-#[derive(Debug)]
-struct Finished {
-    ok: bool,
-    stdout: String,
-    stderr: String,
-    status: String,
-}
-
-fn drain(r: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut s = Vec::new();
-        if let Some(mut r) = r {
-            let _ = r.read_to_end(&mut s);
-        }
-        String::from_utf8_lossy(&s).into_owned()
-    })
-}
-
-/// Kills the process group `pgid` (the child and whatever it forked).
-fn kill_group(pgid: u32, sig: libc::c_int) {
-    // SAFETY: kill has no memory-safety preconditions; a negative pid names the
-    // group that `spawn` created for this child (process_group(0)).
-    unsafe { libc::kill(-(pgid as libc::pid_t), sig) };
-}
-
-/// Runs `cmd` in its own process group with output captured; kills the group after
-/// `timeout`.
-fn run_captured(mut cmd: Command, timeout: Duration) -> Finished {
-    cmd.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
-    let mut child = match cmd.spawn() {
-        Ok(c) => c,
-        Err(e) => {
-            return Finished {
-                ok: false,
-                stdout: String::new(),
-                stderr: String::new(),
-                status: format!("cannot start: {e}"),
-            };
-        }
-    };
-    let (o, e) = (drain(child.stdout.take()), drain(child.stderr.take()));
-    let t0 = Instant::now();
-    let mut timed_out = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(s)) => break Some(s),
-            Ok(None) if t0.elapsed() < timeout => std::thread::sleep(Duration::from_millis(10)),
-            Ok(None) => {
-                timed_out = true;
-                kill_group(child.id(), libc::SIGKILL);
-                break child.wait().ok();
-            }
-            Err(_) => break None,
-        }
-    };
-    // Leftover children of the group (stress-ng's) must not outlive the run.
-    kill_group(child.id(), libc::SIGKILL);
-    let stdout = o.join().unwrap_or_default();
-    let stderr = e.join().unwrap_or_default();
-    let (ok, status) = match status {
-        _ if timed_out => (
-            false,
-            format!("timed out after {:.0} s", timeout.as_secs_f64()),
-        ),
-        Some(s) if s.success() => (true, "exit 0".into()),
-        Some(s) => (
-            false,
-            match (s.code(), s.signal()) {
-                (Some(c), _) => format!("exit {c}"),
-                (_, Some(sig)) => format!("killed by signal {sig}"),
-                _ => format!("{s}"),
-            },
-        ),
-        None => (false, "lost the child".into()),
-    };
-    Finished {
-        ok,
-        stdout,
-        stderr,
-        status,
-    }
 }
 
 /// The value after `key` on its line (`key` then whitespace then a number, units
@@ -581,32 +455,6 @@ impl Side<'_> {
     }
 }
 
-fn short(s: &str) -> String {
-    let t = s.trim();
-    let tail: String = t
-        .lines()
-        .rev()
-        .take(3)
-        .collect::<Vec<_>>()
-        .into_iter()
-        .rev()
-        .collect::<Vec<_>>()
-        .join(" | ");
-    tail.chars().take(300).collect()
-}
-
-fn fail(f: &Finished, what: &str) -> Result<f64, String> {
-    Err(format!(
-        "{what}: {}{}",
-        f.status,
-        if f.stderr.trim().is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", short(&f.stderr))
-        }
-    ))
-}
-
 /// Runs one (workload, T, side) point once; `scratch` holds its files.
 fn measure(
     w: Workload,
@@ -615,73 +463,69 @@ fn measure(
     a: &PreloadArgs,
     scratch: &Path,
 ) -> Result<f64, String> {
-    let d = a.duration;
-    let timeout = Duration::from_secs_f64(d * 4.0 + 60.0);
-    match w {
-        Workload::SysbenchThreads => {
-            let mut c = side.command("sysbench");
-            c.args([
-                "threads".to_string(),
+    let d = a.run.duration;
+    let secs = (d.ceil().max(1.0) as u64).to_string();
+    let timed = Some(Duration::from_secs_f64(d * 4.0 + 60.0));
+    let per = (a.mutex_ops / t as u64).max(1);
+    let stressor = if w == Workload::StressMutex {
+        "mutex"
+    } else {
+        "pthread"
+    };
+    let (prog, args, timeout, what): (&str, Vec<String>, _, &str) = match w {
+        Workload::SysbenchThreads => (
+            "sysbench",
+            vec![
+                "threads".into(),
                 format!("--threads={t}"),
                 "--thread-locks=1".into(),
                 "--thread-yields=100".into(),
-                format!("--time={}", d.ceil().max(1.0) as u64),
+                format!("--time={secs}"),
                 "run".into(),
-            ]);
-            let f = run_captured(c, timeout);
-            match f.ok.then(|| parse_sysbench_threads(&f.stdout)).flatten() {
-                Some(v) => Ok(v),
-                None => fail(&f, "sysbench threads"),
-            }
-        }
-        Workload::SysbenchMutex => {
-            let per = (a.mutex_ops / t as u64).max(1);
-            let mut c = side.command("sysbench");
-            c.args([
-                "mutex".to_string(),
+            ],
+            timed,
+            "sysbench threads",
+        ),
+        Workload::SysbenchMutex => (
+            "sysbench",
+            vec![
+                "mutex".into(),
                 format!("--threads={t}"),
                 "--mutex-num=1".into(),
                 format!("--mutex-locks={per}"),
                 "--mutex-loops=0".into(),
                 "run".into(),
-            ]);
-            let f = run_captured(c, Duration::from_secs(300));
-            match f
-                .ok
-                .then(|| parse_sysbench_mutex(&f.stdout, per * t as u64))
-                .flatten()
-            {
-                Some(v) => Ok(v),
-                None => fail(&f, "sysbench mutex"),
-            }
-        }
-        Workload::StressMutex | Workload::StressPthread => {
-            let stressor = if w == Workload::StressMutex {
-                "mutex"
-            } else {
-                "pthread"
-            };
-            let mut c = side.command("stress-ng");
-            c.args([
+            ],
+            Some(Duration::from_secs(300)),
+            "sysbench mutex",
+        ),
+        Workload::StressMutex | Workload::StressPthread => (
+            "stress-ng",
+            vec![
                 format!("--{stressor}"),
                 t.to_string(),
                 "-t".into(),
-                format!("{}", d.ceil().max(1.0) as u64),
+                secs,
                 "--metrics-brief".into(),
-            ]);
-            let f = run_captured(c, timeout);
-            let text = format!("{}\n{}", f.stdout, f.stderr);
-            match f.ok.then(|| parse_stress_ng(&text, stressor)).flatten() {
-                Some(v) => Ok(v),
-                None => fail(&f, "stress-ng"),
-            }
-        }
-        Workload::Memcached => memcached(t, side, d),
+            ],
+            timed,
+            "stress-ng",
+        ),
+        Workload::Memcached => return memcached(t, side, d),
         Workload::KcStash | Workload::KcCache | Workload::KcTree => {
-            kyoto(w, t, side, a.kc_records, scratch)
+            return kyoto(w, t, side, a.kc_records, scratch);
         }
-        Workload::Pigz => pigz(t, side, scratch),
-    }
+        Workload::Pigz => return pigz(t, side, scratch),
+    };
+    let mut c = side.command(prog);
+    c.args(args);
+    let f = run_captured(c, timeout);
+    let v = match w {
+        Workload::SysbenchThreads => parse_sysbench_threads(&f.stdout),
+        Workload::SysbenchMutex => parse_sysbench_mutex(&f.stdout, per * t as u64),
+        _ => parse_stress_ng(&format!("{}\n{}", f.stdout, f.stderr), stressor),
+    };
+    f.ok.then_some(v).flatten().ok_or_else(|| f.error(what))
 }
 
 /// A Kyoto Cabinet test driver with `--kc-records` split over `t` threads.
@@ -703,7 +547,7 @@ fn kyoto(w: Workload, t: usize, side: &Side, records: u64, scratch: &Path) -> Re
         c.arg(f);
     }
     c.arg(per.to_string());
-    let f = run_captured(c, Duration::from_secs(300));
+    let f = run_captured(c, Some(Duration::from_secs(300)));
     if let Some(f) = &file {
         let _ = std::fs::remove_file(f);
     }
@@ -721,9 +565,9 @@ fn kyoto(w: Workload, t: usize, side: &Side, records: u64, scratch: &Path) -> Re
             } else {
                 "a final `ok`".to_string()
             },
-            short(&f.stdout)
+            tail(&f.stdout)
         )),
-        None => fail(&f, prog),
+        None => Err(f.error(prog)),
     }
 }
 
@@ -778,12 +622,12 @@ fn pigz(t: usize, side: &Side, scratch: &Path) -> Result<f64, String> {
         .args(["-k", "-f", "--"])
         .arg(&input);
     let t0 = Instant::now();
-    let f = run_captured(c, Duration::from_secs(300));
+    let f = run_captured(c, Some(Duration::from_secs(300)));
     let secs = t0.elapsed().as_secs_f64();
     let gz_len = gz.metadata().map(|m| m.len()).unwrap_or(0);
     let _ = std::fs::remove_file(&gz);
     if !f.ok {
-        return fail(&f, "pigz");
+        return Err(f.error("pigz"));
     }
     if gz_len == 0 || gz_len as usize >= PIGZ_INPUT_BYTES / 2 {
         return Err(format!(
@@ -829,21 +673,42 @@ fn free_port() -> Result<u16, String> {
         .map_err(|e| format!("no free loopback port: {e}"))
 }
 
+/// A memcached server of this run, stopped (its group TERMed, then KILLed) on drop.
+struct Server(std::process::Child);
+
+impl Server {
+    /// Stops it; `Some(status)` if it had already exited on its own.
+    fn stop(&mut self) -> Option<std::process::ExitStatus> {
+        let early = self.0.try_wait().ok().flatten();
+        kill_group(self.0.id(), libc::SIGTERM);
+        let t0 = Instant::now();
+        while t0.elapsed() < Duration::from_secs(3) {
+            if let Ok(Some(_)) = self.0.try_wait() {
+                return early;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        kill_group(self.0.id(), libc::SIGKILL);
+        let _ = self.0.wait();
+        early
+    }
+    /// The tail of its stderr.
+    fn stderr(&mut self) -> String {
+        let mut s = String::new();
+        if let Some(mut e) = self.0.stderr.take() {
+            let _ = e.read_to_string(&mut s);
+        }
+        tail(&s)
+    }
+}
+
+/// memcached with `t` threads on a free loopback port, driven by memcaslap (not
+/// preloaded) for `d` seconds: its TPS.
 fn memcached(t: usize, side: &Side, d: f64) -> Result<f64, String> {
     let port = free_port()?;
     let mut c = side.command("memcached");
-    c.args([
-        "-l".to_string(),
-        "127.0.0.1".into(),
-        "-p".into(),
-        port.to_string(),
-        "-U".into(),
-        "0".into(),
-        "-t".into(),
-        t.to_string(),
-        "-m".into(),
-        "64".into(),
-    ]);
+    c.args(["-l", "127.0.0.1", "-p", &port.to_string(), "-U", "0"])
+        .args(["-t", &t.to_string(), "-m", "64"]);
     // SAFETY: getuid has no preconditions.
     if unsafe { libc::getuid() } == 0 {
         c.args(["-u", "root"]);
@@ -852,70 +717,39 @@ fn memcached(t: usize, side: &Side, d: f64) -> Result<f64, String> {
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0);
-    let mut server = c
-        .spawn()
-        .map_err(|e| format!("cannot start memcached: {e}"))?;
-    let stop = |server: &mut std::process::Child| -> Option<std::process::ExitStatus> {
-        let early = server.try_wait().ok().flatten();
-        kill_group(server.id(), libc::SIGTERM);
-        let t0 = Instant::now();
-        while t0.elapsed() < Duration::from_secs(3) {
-            if let Ok(Some(_)) = server.try_wait() {
-                return early;
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        kill_group(server.id(), libc::SIGKILL);
-        let _ = server.wait();
-        early
-    };
-    let server_err = |server: &mut std::process::Child| {
-        let mut s = String::new();
-        if let Some(mut e) = server.stderr.take() {
-            let _ = e.read_to_string(&mut s);
-        }
-        short(&s)
-    };
+    let mut server = Server(
+        c.spawn()
+            .map_err(|e| format!("cannot start memcached: {e}"))?,
+    );
     // Ready when it accepts a connection (at most 5 s).
     let t0 = Instant::now();
-    loop {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            break;
-        }
-        if let Ok(Some(s)) = server.try_wait() {
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(s)) = server.0.try_wait() {
             return Err(format!(
                 "memcached exited at start ({s}): {}",
-                server_err(&mut server)
+                server.stderr()
             ));
         }
         if t0.elapsed() > Duration::from_secs(5) {
-            stop(&mut server);
+            server.stop();
             return Err("memcached did not accept connections within 5 s".into());
         }
         std::thread::sleep(Duration::from_millis(20));
     }
     let mut client = Command::new("memcaslap");
-    client.args([
-        "-s".to_string(),
-        format!("127.0.0.1:{port}"),
-        "-T".into(),
-        "2".into(),
-        "-c".into(),
-        "64".into(),
-        "-t".into(),
-        format!("{}s", d.ceil().max(1.0) as u64),
-    ]);
-    let f = run_captured(client, Duration::from_secs_f64(d * 4.0 + 60.0));
-    if let Some(s) = stop(&mut server) {
+    client
+        .args(["-s", &format!("127.0.0.1:{port}"), "-T", "2", "-c", "64"])
+        .args(["-t", &format!("{}s", d.ceil().max(1.0) as u64)]);
+    let f = run_captured(client, Some(Duration::from_secs_f64(d * 4.0 + 60.0)));
+    if let Some(s) = server.stop() {
         return Err(format!(
             "memcached died during the run ({s}): {}",
-            server_err(&mut server)
+            server.stderr()
         ));
     }
-    match f.ok.then(|| parse_memcaslap(&f.stdout)).flatten() {
-        Some(v) => Ok(v),
-        None => fail(&f, "memcaslap"),
-    }
+    f.ok.then(|| parse_memcaslap(&f.stdout))
+        .flatten()
+        .ok_or_else(|| f.error("memcaslap"))
 }
 
 /// Checks that the dynamic loader accepts the library (`LD_PRELOAD` errors are
@@ -924,13 +758,13 @@ fn memcached(t: usize, side: &Side, d: f64) -> Result<f64, String> {
 pub fn check_loads(lib: &Path) -> Result<(), CliError> {
     let mut c = Command::new("sh");
     c.args(["-c", "exit 0"]).env("LD_PRELOAD", lib);
-    let f = run_captured(c, Duration::from_secs(30));
+    let f: Finished = run_captured(c, Some(Duration::from_secs(30)));
     if !f.ok || f.stderr.contains("LD_PRELOAD") || f.stderr.contains("ld.so") {
         return Err(CliError(format!(
             "{} does not preload cleanly ({}): {}",
             lib.display(),
             f.status,
-            short(&f.stderr)
+            tail(&f.stderr)
         )));
     }
     Ok(())
@@ -993,11 +827,11 @@ fn fmt_metric(x: f64) -> String {
 
 /// The side-by-side table: one row per (workload, T).
 pub fn render(recs: &[Record], ws: &[Workload], threads: &[usize], runs: u32) -> String {
-    let mut t = Table {
-        title: format!(
+    let mut t = Table::new(
+        format!(
             "preload: glibc vs klock interposer, median of {runs} interleaved runs per side (ratio = klock / glibc; > 1: klock faster)"
         ),
-        header: [
+        &[
             "workload",
             "metric",
             "T",
@@ -1007,36 +841,30 @@ pub fn render(recs: &[Record], ws: &[Workload], threads: &[usize], runs: u32) ->
             "glibc spread",
             "klock spread",
             "failed g/k",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect(),
-        rows: Vec::new(),
-    };
+        ],
+    );
     let get = |w: Workload, th: usize, side: &str| {
         recs.iter()
             .find(|r| r.params.workload == w.name() && r.threads == th && r.lock == side)
     };
+    fn ran(r: Option<&Record>) -> Option<&Record> {
+        r.filter(|r| r.runs > 0)
+    }
     for &w in ws {
         for &th in threads {
             let (g, k) = (get(w, th, GLIBC), get(w, th, KLOCK));
             if g.is_none() && k.is_none() {
                 continue;
             }
-            let val = |r: Option<&Record>| match r {
-                Some(r) if r.runs > 0 => fmt_metric(r.throughput_mops * 1e6),
-                _ => "FAILED".into(),
-            };
-            let sp = |r: Option<&Record>| match r {
-                Some(r) if r.runs > 0 => format!("{:.0}%", r.spread * 100.0),
-                _ => "-".into(),
-            };
-            let ratio = match (g, k) {
-                (Some(g), Some(k)) if g.runs > 0 && k.runs > 0 && g.throughput_mops > 0.0 => {
+            let val = |r| ran(r).map_or("FAILED".into(), |r| fmt_metric(r.throughput_mops * 1e6));
+            let sp = |r| ran(r).map_or("-".into(), |r| format!("{:.0}%", r.spread * 100.0));
+            let ratio = match (ran(g), ran(k)) {
+                (Some(g), Some(k)) if g.throughput_mops > 0.0 => {
                     format!("{:.2}", k.throughput_mops / g.throughput_mops)
                 }
                 _ => "-".into(),
             };
+            let failed = |r: Option<&Record>| r.map_or(0, |r| r.collapsed_runs);
             t.rows.push(vec![
                 w.name().into(),
                 w.unit().into(),
@@ -1046,15 +874,163 @@ pub fn render(recs: &[Record], ws: &[Workload], threads: &[usize], runs: u32) ->
                 ratio,
                 sp(g),
                 sp(k),
-                format!(
-                    "{}/{}",
-                    g.map_or(0, |r| r.collapsed_runs),
-                    k.map_or(0, |r| r.collapsed_runs)
-                ),
+                format!("{}/{}", failed(g), failed(k)),
             ]);
         }
     }
     t.to_text()
+}
+
+/// Every (workload, T) point on both sides, `--runs` times, interleaved (the order of
+/// the two sides alternates between repetitions); failures are reported as they happen.
+fn run_points(a: &PreloadArgs, ws: &[Workload], lib: &Path, scratch: &Path) -> Vec<RunResult> {
+    let sides = [
+        Side {
+            name: GLIBC,
+            preload: None,
+        },
+        Side {
+            name: KLOCK,
+            preload: Some(lib),
+        },
+    ];
+    let mut gate = a.run.gate();
+    // The gate only waits for quiet before a run (the workload's own processes are
+    // foreign to it, so it cannot judge the run itself); bounded for busy machines.
+    gate.max_wait = Duration::from_secs(1);
+    gate.budget = Some(Duration::from_secs(60));
+    let sched = Schedule {
+        swap_pairs: true,
+        ..Schedule::new(a.run.runs as usize, gate)
+    };
+    let mut points: Vec<(Workload, usize, &Side)> = Vec::new();
+    for &w in ws {
+        for &t in &a.threads.0 {
+            points.extend(sides.iter().map(|s| (w, t, s)));
+        }
+    }
+    let units = run_units(a.run.window()) + 500;
+    let prog = a
+        .run
+        .progress(units * points.len() as u64 * a.run.runs as u64);
+    let step = |(w, t, side): &(Workload, usize, &Side)| Step {
+        label: format!("preload {} T={t} {}", w.name(), side.name),
+        units,
+        noise: 0,
+    };
+    let mut nth = vec![0; points.len()];
+    let done = interleave(&points, &sched, &prog, step, |i, (w, t, side)| {
+        nth[i] += 1;
+        let r = measure(*w, *t, side, a, scratch);
+        if let Err(e) = &r {
+            prog.println(&format!(
+                "lockbench preload: {} T={t} {} run {} failed: {e}",
+                w.name(),
+                side.name,
+                nth[i]
+            ));
+        }
+        r
+    });
+    prog.finish();
+    (done.into_iter())
+        .map(|d| {
+            let (w, t, side) = points[d.point];
+            RunResult {
+                workload: w.name().into(),
+                threads: t,
+                side: side.name.into(),
+                value: d.out.as_ref().ok().copied(),
+                error: d.out.err().unwrap_or_default(),
+                steal_ns: d.steal_ns,
+                gate_flagged: gate.enabled && !d.quiet,
+            }
+        })
+        .collect()
+}
+
+/// The preload section from its records: per workload, glibc against the
+/// interposer with their ratio and verdict, and a chart of the ratios.
+pub fn section(recs: &[Record], note: &str) -> Section {
+    let workloads = first_seen(recs.iter().map(|r| r.params.workload.as_str()));
+    let ts = sorted_distinct(recs.iter().map(|r| r.threads));
+    let (mut tables, mut series) = (Vec::new(), Vec::new());
+    for (wi, w) in workloads.iter().enumerate() {
+        let (table, points) = workload_table(recs, w, &ts);
+        tables.push(table);
+        if wi < crate::chart::MAX_SERIES {
+            series.push(crate::chart::Series {
+                name: w.to_string(),
+                points,
+                bold: false,
+                style: wi,
+            });
+        }
+    }
+    let charts = vec![crate::chart::line(&crate::chart::LineChart {
+        title: "preload: klock_preload / glibc per program (> 1: the interposer is faster)".into(),
+        x_desc: "threads".into(),
+        y_desc: "ratio (bars: run range)".into(),
+        x_labels: ts.iter().map(|t| t.to_string()).collect(),
+        series,
+        scale: crate::chart::Scale::Auto,
+        reference: Some(1.0),
+    })];
+    Section {
+        title: "preload: unmodified programs, glibc's locks against klock's interposer".into(),
+        notes: vec![format!(
+            "Each program runs with and without LD_PRELOAD=libklock_preload.so, interleaved; the programs' own metrics (events/s, lock ops/s, bogo ops/s, TPS) in millions. {note}"
+        )],
+        tables,
+        charts,
+    }
+}
+
+/// One workload's table (per thread count: both sides, their ratio with its range
+/// and verdict, spreads, failures) and the ratio's chart points.
+fn workload_table(
+    recs: &[Record],
+    w: &str,
+    ts: &[usize],
+) -> (Table, Vec<(usize, crate::chart::Value)>) {
+    let get = |t: usize, side: &str| {
+        (recs.iter()).find(|r| r.params.workload == w && r.threads == t && r.lock == side)
+    };
+    let mut table = Table::new(
+        format!("preload {w}: millions of the program's own metric per second, median"),
+        &[
+            "T",
+            "glibc",
+            "klock_preload",
+            "klock / glibc (run range)",
+            "verdict",
+            "spread glibc / klock",
+            "failed runs glibc / klock",
+        ],
+    );
+    let mut points = Vec::new();
+    for (ti, &t) in ts.iter().enumerate() {
+        let (Some(g), Some(k)) = (get(t, GLIBC), get(t, KLOCK)) else {
+            continue;
+        };
+        let side = |r: &Record| Sample {
+            median: r.throughput_mops,
+            ..Sample::of_runs("", t, &r.lock, r.runs_mops.clone(), true, "")
+        };
+        let (ratio, lo, hi, o) = crate::verdict::compare_samples(&side(k), &side(g));
+        table.rows.push(vec![
+            t.to_string(),
+            format!("{:.4}", g.throughput_mops),
+            format!("{:.4}", k.throughput_mops),
+            format!("{ratio:.2}x ({lo:.2}-{hi:.2})"),
+            o.word().to_string(),
+            format!("{:.1}% / {:.1}%", g.spread * 100.0, k.spread * 100.0),
+            format!("{} / {}", g.collapsed_runs, k.collapsed_runs),
+        ]);
+        let (lo, hi) = (lo.min(ratio), hi.max(ratio));
+        points.push((ti, crate::chart::Value::Finite { y: ratio, lo, hi }));
+    }
+    (table, points)
 }
 
 /// Runs `lockbench preload`; returns the exit status.
@@ -1069,79 +1045,11 @@ pub fn run(a: &PreloadArgs) -> Result<i32, CliError> {
             lib.display()
         );
     }
-    let mut gate = GateConfig::from_env();
-    if a.no_idle_gate {
-        gate.enabled = false;
-    }
-    // The gate only waits for quiet before a run (the workload's own processes are
-    // foreign to it, so it cannot judge the run itself); bounded for busy machines.
-    gate.max_wait = Duration::from_secs(1);
-    gate.budget = Some(Duration::from_secs(60));
     let scratch = Scratch::new()?;
-    let threads = &a.threads.0;
-    let sides = [
-        Side {
-            name: GLIBC,
-            preload: None,
-        },
-        Side {
-            name: KLOCK,
-            preload: Some(&lib),
-        },
-    ];
-    let total = a.runs as usize * ws.len() * threads.len() * 2;
-    let progress = !a.quiet && crate::sys::stderr_is_tty();
     let mut machine = Machine::probe();
-    let mut results: Vec<RunResult> = Vec::new();
-    for rep in 0..a.runs as usize {
-        for &w in &ws {
-            for &t in threads {
-                // Alternate which side goes first, so neither always runs second.
-                let order: [&Side; 2] = if rep % 2 == 0 {
-                    [&sides[0], &sides[1]]
-                } else {
-                    [&sides[1], &sides[0]]
-                };
-                for side in order {
-                    let quiet = wait_idle(&gate);
-                    if progress {
-                        eprint!(
-                            "\r\x1b[2K{}/{total} preload {} T={t} {}",
-                            results.len() + 1,
-                            w.name(),
-                            side.name
-                        );
-                    }
-                    let win = Window::begin();
-                    let r = measure(w, t, side, a, &scratch.0);
-                    let steal_ns = win.end().steal_ns;
-                    if let Err(e) = &r {
-                        eprintln!(
-                            "{}lockbench preload: {} T={t} {} run {} failed: {e}",
-                            if progress { "\r\x1b[2K" } else { "" },
-                            w.name(),
-                            side.name,
-                            rep + 1
-                        );
-                    }
-                    machine.steal_ms_during += steal_ns / 1_000_000;
-                    results.push(RunResult {
-                        workload: w.name().into(),
-                        threads: t,
-                        side: side.name.into(),
-                        value: r.as_ref().ok().copied(),
-                        error: r.err().unwrap_or_default(),
-                        steal_ns,
-                        gate_flagged: gate.enabled && !quiet,
-                    });
-                }
-            }
-        }
-    }
-    if progress {
-        eprintln!("\r\x1b[2K");
-    }
-    let recs = records(&results, &ws, threads, a.duration);
+    let results = run_points(a, &ws, &lib, &scratch.0);
+    machine.steal_ms_during += results.iter().map(|r| r.steal_ns / 1_000_000).sum::<u64>();
+    let recs = records(&results, &ws, &a.threads.0, a.run.duration);
     let env = |k: &str| std::env::var(k).unwrap_or_else(|_| "(default)".into());
     super::out(&format!(
         "\nlockbench preload: {} | online CPUs {} | kernel {}{} | {} | KLOCK_MUTEX={} KLOCK_RWLOCK={} KLOCK_SPIN={} | steal during runs {} ms\n",
@@ -1155,7 +1063,7 @@ pub fn run(a: &PreloadArgs) -> Result<i32, CliError> {
         env("KLOCK_SPIN"),
         machine.steal_ms_during,
     ));
-    super::out(&render(&recs, &ws, threads, a.runs));
+    super::out(&render(&recs, &ws, &a.threads.0, a.run.runs));
     let failed: Vec<&RunResult> = results.iter().filter(|r| r.value.is_none()).collect();
     if let Some(f) = failed.first() {
         super::out(&format!(
@@ -1179,7 +1087,7 @@ pub fn run(a: &PreloadArgs) -> Result<i32, CliError> {
         command: super::command_line(),
         results: recs,
     };
-    if let Some(p) = &a.json {
+    if let Some(p) = &a.run.json {
         super::write_file(p, &report.to_json())?;
     }
     if let Some(p) = &a.csv {
@@ -1191,26 +1099,16 @@ pub fn run(a: &PreloadArgs) -> Result<i32, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(clap::Parser, Debug)]
-    struct Wrap {
-        #[command(flatten)]
-        a: PreloadArgs,
-    }
-
     fn parse(args: &[&str]) -> Result<PreloadArgs, String> {
-        Wrap::try_parse_from(std::iter::once("preload").chain(args.iter().copied()))
-            .map(|w| w.a)
-            .map_err(|e| e.to_string())
+        super::super::parse_args(args)
     }
 
     #[test]
     fn defaults_and_bad_flags() {
         let a = parse(&[]).unwrap();
         assert_eq!(a.threads.0, vec![2, 4, 8, 16]);
-        assert_eq!(a.duration, 2.0);
-        assert_eq!(a.runs, 3);
+        assert_eq!(a.run.duration, 2.0);
+        assert_eq!(a.run.runs, 3);
         assert_eq!(
             select(&a.workloads).unwrap(),
             vec![
@@ -1456,17 +1354,7 @@ ok
     }
 
     #[test]
-    fn captured_runs_report_status_and_timeouts() {
-        let mut c = Command::new("sh");
-        c.args(["-c", "echo out; echo err >&2; exit 3"]);
-        let f = run_captured(c, Duration::from_secs(30));
-        assert!(!f.ok);
-        assert_eq!(f.status, "exit 3");
-        assert_eq!((f.stdout.trim(), f.stderr.trim()), ("out", "err"));
-        let mut c = Command::new("sh");
-        c.args(["-c", "sleep 30 & sleep 30"]);
-        let f = run_captured(c, Duration::from_millis(200));
-        assert!(!f.ok && f.status.contains("timed out"), "{f:?}");
+    fn the_klock_side_preloads_the_library() {
         let a = parse(&[]).unwrap();
         let side = Side {
             name: KLOCK,

@@ -17,14 +17,16 @@
 //! `--scale F` multiplies every window (and the spin job's size) by F, to smoke-test
 //! the suite in a fraction of its time; its numbers are then not worth quoting.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::{CliError, Config, RunOptions, Workload, run_configs};
-use crate::adapter::LockKind;
+use super::proc::Finished;
+use super::{CliError, Config, RunOptions, Workload, fio, fserver, preload, rwsem, spin};
 use crate::gate::GateConfig;
+use crate::locks::{LockEntry, LockKind};
 use crate::progress::{Progress, Suite, run_units};
 use crate::record::{Record, Report};
+use crate::stats::{first_seen, sorted_distinct};
 use crate::sys::Machine;
 use crate::table::Section;
 use crate::verdict::Sample;
@@ -133,32 +135,24 @@ fn plan(full: bool, no_gate: bool, scale: f64) -> Plan {
 #[derive(Clone, Debug)]
 pub struct SeedPlan {
     /// `spin`.
-    pub spin: super::spin::SpinArgs,
+    pub spin: spin::SpinArgs,
     /// `fserver`.
-    pub fserver: super::fserver::FserverArgs,
+    pub fserver: fserver::FserverArgs,
     /// `rwsem`.
-    pub rwsem: super::rwsem::RwsemArgs,
+    pub rwsem: rwsem::RwsemArgs,
     /// `fio`.
-    pub fio: super::fio::FioArgs,
+    pub fio: fio::FioArgs,
     /// `preload` (run as a child `lockbench preload`; skipped with the reason when
     /// its programs or the interposer are missing).
-    pub preload: super::preload::PreloadArgs,
+    pub preload: preload::PreloadArgs,
     /// The child's extra arguments (`--quiet`, `--no-idle-gate`, `--duration`).
     pub preload_argv: Vec<String>,
 }
 
 /// Parses an experiment's arguments from `args` (its defaults when empty).
-fn parse<A: clap::Args>(args: &[&str]) -> A {
-    #[derive(clap::Parser)]
-    struct Wrap<A: clap::Args> {
-        #[command(flatten)]
-        a: A,
-    }
-    <Wrap<A> as clap::Parser>::try_parse_from(
-        std::iter::once("lockbench").chain(args.iter().copied()),
-    )
-    .map(|w| w.a)
-    .expect("the report's own seed arguments parse")
+fn parse<A: clap::Args>(args: &[String]) -> A {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    super::parse_args(&args).expect("the report's own seed arguments parse")
 }
 
 impl SeedPlan {
@@ -167,62 +161,44 @@ impl SeedPlan {
     /// and 4x the CPUs (the 16x column mostly measures the timeout).
     pub fn full(scale: f64, quiet: bool, no_gate: bool) -> SeedPlan {
         let d = |x: f64| format!("{}", x * scale);
-        let q: &[&str] = if quiet { &["--quiet"] } else { &[] };
-        let g: &[&str] = if no_gate { &["--no-idle-gate"] } else { &[] };
-        let with = |base: Vec<String>| -> Vec<String> {
-            base.into_iter()
-                .chain(q.iter().map(|s| s.to_string()))
-                .collect()
+        // `gated`: the experiment has an idle gate (spin has none).
+        let with = |v: &[&str], quiet: bool, gated: bool| {
+            let mut a: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+            a.extend(quiet.then(|| "--quiet".to_string()));
+            a.extend((gated && no_gate).then(|| "--no-idle-gate".to_string()));
+            a
         };
         let sections = ((200_000.0 * scale) as u64).max(1000).to_string();
-        let spin: Vec<String> = with(vec![
-            "--mults".into(),
-            "1,2,4".into(),
-            "--timeout".into(),
-            "5".into(),
-            "--sections".into(),
-            sections,
-        ]);
-        let fs: Vec<String> = with(vec!["--duration".into(), d(1.0)])
-            .into_iter()
-            .chain(g.iter().map(|s| s.to_string()))
-            .collect();
-        let rw: Vec<String> = with(vec!["--duration".into(), d(0.5)])
-            .into_iter()
-            .chain(g.iter().map(|s| s.to_string()))
-            .collect();
-        let fio: Vec<String> = with(vec!["--duration".into(), d(1.0)])
-            .into_iter()
-            .chain(g.iter().map(|s| s.to_string()))
-            .collect();
-        fn r(v: &[String]) -> Vec<&str> {
-            v.iter().map(String::as_str).collect()
-        }
-        let pre: Vec<String> = vec!["--quiet".to_string(), "--duration".into(), d(2.0)]
-            .into_iter()
-            .chain(g.iter().map(|s| s.to_string()))
-            .collect();
+        let spin = [
+            "--mults",
+            "1,2,4",
+            "--timeout",
+            "5",
+            "--sections",
+            &sections,
+        ];
+        let pre = with(&["--duration", &d(2.0)], true, true);
         SeedPlan {
-            spin: parse(&r(&spin)),
-            fserver: parse(&r(&fs)),
-            rwsem: parse(&r(&rw)),
-            fio: parse(&r(&fio)),
-            preload: parse(&r(&pre)),
+            spin: parse(&with(&spin, quiet, false)),
+            fserver: parse(&with(&["--duration", &d(1.0)], quiet, true)),
+            rwsem: parse(&with(&["--duration", &d(0.5)], quiet, true)),
+            fio: parse(&with(&["--duration", &d(1.0)], quiet, true)),
+            preload: parse(&pre),
             preload_argv: pre,
         }
     }
     /// Planned progress units.
     pub fn units(&self) -> u64 {
-        super::spin::planned_units(&self.spin)
-            + super::fserver::planned_units(&self.fserver)
-            + super::rwsem::planned_units(&self.rwsem)
-            + super::fio::planned_units(&self.fio)
+        spin::planned_units(&self.spin)
+            + fserver::planned_units(&self.fserver)
+            + rwsem::planned_units(&self.rwsem)
+            + fio::planned_units(&self.fio)
             + self.preload_units()
     }
     fn preload_units(&self) -> u64 {
         let p = &self.preload;
-        (p.runs as usize * p.workloads.len() * p.threads.0.len() * 2) as u64
-            * (run_units(Duration::from_secs_f64(p.duration)) + 500)
+        (p.run.runs as usize * p.workloads.len() * p.threads.0.len() * 2) as u64
+            * (run_units(p.run.window()) + 500)
     }
 }
 
@@ -239,20 +215,109 @@ pub struct SeedResults {
     pub violations: u64,
 }
 
+impl SeedResults {
+    fn push(&mut self, (section, samples): (Section, Vec<Sample>)) {
+        self.sections.push(section);
+        self.samples.extend(samples);
+    }
+    /// Adds an experiment's part: its data under `key`, its section and samples.
+    fn add(&mut self, key: &str, data: impl serde::Serialize, part: (Section, Vec<Sample>)) {
+        let v = serde_json::to_value(data).unwrap_or(serde_json::Value::Null);
+        self.json.insert(key.into(), v);
+        self.push(part);
+    }
+}
+
+// Each seed experiment's section and verdict samples, from its data alone (the
+// same whether it was just measured or read back from report.json).
+
+fn spin_part(d: &spin::SpinData) -> (Section, Vec<Sample>) {
+    (spin::section(d), spin::samples(d))
+}
+
+fn fserver_part(fr: &fserver::FsReport) -> (Section, Vec<Sample>) {
+    let locks = first_seen(fr.runs.iter().map(|r| r.lock.clone()));
+    let users = sorted_distinct(fr.runs.iter().map(|r| r.users));
+    let samples = fserver::samples(fr, &locks, &users);
+    (fserver::section(fr, &locks, &users), samples)
+}
+
+fn rwsem_part(recs: &[Record], slow: &[rwsem::SlowPath]) -> (Section, Vec<Sample>) {
+    let locks = first_seen(recs.iter().map(|r| r.lock.clone()));
+    let pairs = sorted_distinct(
+        recs.iter()
+            .filter_map(|r| r.readers.as_ref().map(|c| c.threads)),
+    );
+    let loads: Vec<rwsem::Load> = first_seen(recs.iter().map(|r| r.params.workload.as_str()))
+        .into_iter()
+        .filter_map(|w| {
+            let spec = w.strip_prefix("pause").unwrap_or(w);
+            rwsem::parse_loads(spec).ok().map(|l| l.0[0])
+        })
+        .collect();
+    let view = rwsem::View {
+        recs,
+        slow,
+        locks: &locks,
+        pairs: &pairs,
+        loads: &loads,
+        duration_s: recs.first().map_or(0.0, |r| r.params.duration_s),
+    };
+    (view.section(), samples_of(recs))
+}
+
+fn fio_part(runs: &[fio::FioRun], read_pct: u64, file_mib: u64) -> (Section, Vec<Sample>) {
+    let locks = first_seen(runs.iter().map(|r| r.lock.clone()));
+    let threads = sorted_distinct(runs.iter().map(|r| r.threads));
+    let per = (runs.iter())
+        .filter(|r| r.lock == locks[0] && r.threads == threads[0])
+        .count()
+        .max(1);
+    let dur = runs
+        .first()
+        .map_or(1.0, |r| (r.secs * 100.0).round() / 100.0);
+    let t: Vec<String> = threads.iter().map(|t| t.to_string()).collect();
+    let fa: fio::FioArgs = parse(&[
+        "--threads".into(),
+        t.join(","),
+        "--runs".into(),
+        per.to_string(),
+        "--duration".into(),
+        format!("{}", dur.max(0.01)),
+        "--read-pct".into(),
+        read_pct.to_string(),
+        "--file-mib".into(),
+        file_mib.to_string(),
+    ]);
+    let samples = fio::samples(runs, &locks, &threads);
+    (fio::section(runs, &locks, &fa), samples)
+}
+
+fn preload_part(recs: &[Record], note: &str) -> (Section, Vec<Sample>) {
+    (preload::section(recs, note), samples_of(recs))
+}
+
+/// The verdict samples of some records.
+fn samples_of(recs: &[Record]) -> Vec<Sample> {
+    crate::verdict::samples(&Report {
+        results: recs.to_vec(),
+        ..Report::default()
+    })
+}
+
 /// Runs the seed experiments of `plan` (progress on the open [`Suite`], if any).
 /// `preload_dir`: where the `preload` child writes its files; `None` skips it.
 pub fn run_seeds(
     plan: &SeedPlan,
     machine: &mut Machine,
     say: &dyn Fn(&str),
-    preload_dir: Option<&std::path::Path>,
+    preload_dir: Option<&Path>,
 ) -> Result<SeedResults, CliError> {
     let mut out = SeedResults::default();
-    let j = |v: serde_json::Result<serde_json::Value>| v.unwrap_or(serde_json::Value::Null);
 
     say("spin (seed 001)");
-    let prog = Progress::new(super::spin::planned_units(&plan.spin), !plan.spin.quiet);
-    let d = super::spin::measure(&plan.spin, &prog)?;
+    let prog = Progress::new(spin::planned_units(&plan.spin), !plan.spin.quiet);
+    let d = spin::measure(&plan.spin, &prog)?;
     prog.finish();
     out.violations += d
         .cells
@@ -260,72 +325,71 @@ pub fn run_seeds(
         .flat_map(|c| &c.runs)
         .map(|r| r.violations)
         .sum::<u64>();
-    out.sections.push(super::spin::section(&d));
-    out.samples.extend(super::spin::samples(&d));
-    out.json.insert("spin".into(), j(serde_json::to_value(&d)));
+    out.add("spin", &d, spin_part(&d));
 
     say("fserver (seed 004)");
     let f = &plan.fserver;
-    let prog = Progress::new(super::fserver::planned_units(f), !f.quiet);
-    let fr = super::fserver::measure(f, &prog)?;
+    let prog = f.run.progress(fserver::planned_units(f));
+    let fr = fserver::measure(f, &prog)?;
     prog.finish();
     out.violations += fr.runs.iter().map(|r| r.violations).sum::<u64>();
-    out.sections
-        .push(super::fserver::section(&fr, &f.locks, &f.users.0));
-    out.samples
-        .extend(super::fserver::samples(&fr, &f.locks, &f.users.0));
-    out.json
-        .insert("fserver".into(), j(serde_json::to_value(&fr)));
+    out.add("fserver", &fr, fserver_part(&fr));
 
     say("rwsem (seed 003)");
-    let r = &plan.rwsem;
-    let (recs, slow, names) = super::rwsem::measure(r, machine)?;
+    let (recs, slow, _) = rwsem::measure(&plan.rwsem, machine)?;
     out.violations += recs.iter().map(|x| x.violations).sum::<u64>();
-    out.sections.push(super::rwsem::section(
-        &recs, &slow, &names, &r.pairs.0, &r.loads.0, r.duration,
-    ));
-    out.samples.extend(crate::verdict::samples(&Report {
-        results: recs.clone(),
-        ..Report::default()
-    }));
-    out.json.insert(
-        "rwsem".into(),
-        serde_json::json!({ "results": j(serde_json::to_value(&recs)), "rwsem_slowpath": j(serde_json::to_value(&slow)) }),
-    );
+    let data = serde_json::json!({ "results": recs, "rwsem_slowpath": slow });
+    out.add("rwsem", data, rwsem_part(&recs, &slow));
 
     say("fio (seed 003)");
     let fa = &plan.fio;
-    let names: Vec<String> = super::fio::select(&fa.locks)?
-        .iter()
-        .map(|l| l.0.to_string())
-        .collect();
-    let prog = Progress::new(super::fio::planned_units(fa), !fa.quiet);
-    let runs = super::fio::measure(fa, &prog)?;
+    let prog = fa.run.progress(fio::planned_units(fa));
+    let runs = fio::measure(fa, &prog)?;
     prog.finish();
     out.violations += runs.iter().map(|r| r.violations).sum::<u64>();
-    out.sections.push(super::fio::section(&runs, &names, fa));
-    out.samples
-        .extend(super::fio::samples(&runs, &names, &fa.threads.0));
-    out.json.insert(
-        "fio".into(),
-        serde_json::json!({ "runs": j(serde_json::to_value(&runs)), "read_pct": fa.read_pct, "file_mib": fa.file_mib }),
-    );
+    let (rp, fm) = (fa.read_pct as u64, fa.file_mib as u64);
+    let data = serde_json::json!({ "runs": runs, "read_pct": rp, "file_mib": fm });
+    out.add("fio", data, fio_part(&runs, rp, fm));
 
     if let Some(dir) = preload_dir {
         say("preload (unmodified programs, glibc vs klock's interposer)");
-        let prog = Progress::new(plan.preload_units(), !plan.fio.quiet);
+        let prog = Progress::new(plan.preload_units(), !plan.fio.run.quiet);
         let (sec, recs) = run_preload(plan, dir);
         prog.inc(plan.preload_units(), "preload");
         prog.finish();
-        out.samples.extend(crate::verdict::samples(&Report {
-            results: recs.clone(),
-            ..Report::default()
-        }));
-        out.json
-            .insert("preload".into(), j(serde_json::to_value(&recs)));
-        out.sections.push(sec);
+        out.add("preload", &recs, (sec, samples_of(&recs)));
     }
     Ok(out)
+}
+
+/// Rebuilds the seed sections and verdict samples from a saved report.json's `seed`
+/// object (what `lockbench render` shows for a `report --full`); parts that do not
+/// parse are left out.
+pub fn seeds_from_json(seed: &serde_json::Value) -> SeedResults {
+    use serde_json::from_value;
+    let mut out = SeedResults::default();
+    if let Ok(d) = from_value::<spin::SpinData>(seed["spin"].clone()) {
+        out.push(spin_part(&d));
+    }
+    if let Ok(fr) = from_value::<fserver::FsReport>(seed["fserver"].clone()) {
+        out.push(fserver_part(&fr));
+    }
+    if let Ok(recs) = from_value::<Vec<Record>>(seed["rwsem"]["results"].clone()) {
+        let slow: Vec<rwsem::SlowPath> =
+            from_value(seed["rwsem"]["rwsem_slowpath"].clone()).unwrap_or_default();
+        out.push(rwsem_part(&recs, &slow));
+    }
+    if let Ok(runs) = from_value::<Vec<fio::FioRun>>(seed["fio"]["runs"].clone()) {
+        let rp = seed["fio"]["read_pct"].as_u64().unwrap_or(50);
+        let fm = seed["fio"]["file_mib"].as_u64().unwrap_or(64);
+        out.push(fio_part(&runs, rp, fm));
+    }
+    if let Ok(recs) = from_value::<Vec<Record>>(seed["preload"].clone())
+        && !recs.is_empty()
+    {
+        out.push(preload_part(&recs, ""));
+    }
+    out
 }
 
 /// Runs `lockbench preload` as a child process (its own output goes to
@@ -352,156 +416,24 @@ fn run_preload(plan: &SeedPlan, dir: &std::path::Path) -> (Section, Vec<Record>)
     if let Err(e) = check {
         return skip(e.0);
     }
-    let Ok(exe) = std::env::current_exe() else {
-        return skip("cannot find the lockbench binary to run `lockbench preload`".into());
+    let mut args = vec!["preload".to_string()];
+    args.extend(plan.preload_argv.iter().cloned());
+    let (f, recs, txt) = match run_child(dir, "preload", &args) {
+        Ok(r) => r,
+        Err(e) => return skip(e),
     };
-    let json = dir.join("preload.json");
-    let txt = dir.join("preload.txt");
-    if let Err(e) = std::fs::create_dir_all(dir) {
-        return skip(format!("cannot create {}: {e}", dir.display()));
-    }
-    let res = std::process::Command::new(exe)
-        .arg("preload")
-        .args(&plan.preload_argv)
-        .arg("--json")
-        .arg(&json)
-        .stdin(std::process::Stdio::null())
-        .output();
-    let out = match res {
-        Ok(o) => o,
-        Err(e) => return skip(format!("cannot run `lockbench preload`: {e}")),
-    };
-    let mut log = out.stdout.clone();
-    log.extend_from_slice(&out.stderr);
-    let _ = std::fs::write(&txt, &log);
-    let recs = match std::fs::read_to_string(&json)
-        .ok()
-        .and_then(|t| Report::from_json(&t).ok())
-    {
-        Some(r) => r.results,
-        None => {
-            return skip(format!(
-                "`lockbench preload` wrote no report (exit status {}); its output is in {}",
-                out.status,
-                txt.display()
-            ));
-        }
+    let Some(recs) = recs else {
+        return skip(format!(
+            "`lockbench preload` wrote no report ({}); its output is in {}",
+            f.status,
+            txt.display()
+        ));
     };
     let note = format!(
         "The full output of `lockbench preload` is in {}.",
         txt.display()
     );
-    (preload_section(&recs, &note), recs)
-}
-
-/// The preload section from its records: per workload, glibc against the
-/// interposer with their ratio and verdict, and a chart of the ratios.
-pub fn preload_section(recs: &[Record], note: &str) -> Section {
-    let title =
-        "preload: unmodified programs, glibc's locks against klock's interposer".to_string();
-    let mut tables = Vec::new();
-    let mut workloads: Vec<String> = Vec::new();
-    for r in recs {
-        if !workloads.contains(&r.params.workload) {
-            workloads.push(r.params.workload.clone());
-        }
-    }
-    let get = |w: &str, t: usize, side: &str| {
-        recs.iter()
-            .find(|r| r.params.workload == w && r.threads == t && r.lock == side)
-    };
-    let mut series = Vec::new();
-    let mut ts: Vec<usize> = recs.iter().map(|r| r.threads).collect();
-    ts.sort_unstable();
-    ts.dedup();
-    for (wi, w) in workloads.iter().enumerate() {
-        let mut rows = Vec::new();
-        let mut points = Vec::new();
-        for (ti, &t) in ts.iter().enumerate() {
-            let (Some(g), Some(k)) = (
-                get(w, t, super::preload::GLIBC),
-                get(w, t, super::preload::KLOCK),
-            ) else {
-                continue;
-            };
-            let ks = Sample {
-                scenario: String::new(),
-                point: String::new(),
-                order: t,
-                lock: k.lock.clone(),
-                median: k.throughput_mops,
-                runs: k.runs_mops.clone(),
-                higher_better: true,
-                unit: String::new(),
-                starves: None,
-                tail_ns: None,
-            };
-            let gs = Sample {
-                lock: g.lock.clone(),
-                median: g.throughput_mops,
-                runs: g.runs_mops.clone(),
-                ..ks.clone()
-            };
-            let (ratio, lo, hi, o) = crate::verdict::compare_samples(&ks, &gs);
-            rows.push(vec![
-                t.to_string(),
-                format!("{:.4}", g.throughput_mops),
-                format!("{:.4}", k.throughput_mops),
-                format!("{ratio:.2}x ({lo:.2}-{hi:.2})"),
-                o.word().to_string(),
-                format!("{:.1}% / {:.1}%", g.spread * 100.0, k.spread * 100.0),
-                format!("{} / {}", g.collapsed_runs, k.collapsed_runs),
-            ]);
-            points.push((
-                ti,
-                crate::chart::Value::Finite {
-                    y: ratio,
-                    lo: lo.min(ratio),
-                    hi: hi.max(ratio),
-                },
-            ));
-        }
-        tables.push(crate::table::Table {
-            title: format!("preload {w}: millions of the program's own metric per second, median"),
-            header: [
-                "T",
-                "glibc",
-                "klock_preload",
-                "klock / glibc (run range)",
-                "verdict",
-                "spread glibc / klock",
-                "failed runs glibc / klock",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows,
-        });
-        if wi < crate::chart::MAX_SERIES {
-            series.push(crate::chart::Series {
-                name: w.clone(),
-                points,
-                bold: false,
-                style: wi,
-            });
-        }
-    }
-    let charts = vec![crate::chart::line(&crate::chart::LineChart {
-        title: "preload: klock_preload / glibc per program (> 1: the interposer is faster)".into(),
-        x_desc: "threads".into(),
-        y_desc: "ratio (bars: run range)".into(),
-        x_labels: ts.iter().map(|t| t.to_string()).collect(),
-        series,
-        scale: crate::chart::Scale::Auto,
-        reference: Some(1.0),
-    })];
-    Section {
-        title,
-        notes: vec![format!(
-            "Each program runs with and without LD_PRELOAD=libklock_preload.so, interleaved; the programs' own metrics (events/s, lock ops/s, bogo ops/s, TPS) in millions. {note}"
-        )],
-        tables,
-        charts,
-    }
+    (super::preload::section(&recs, &note), recs)
 }
 
 /// The quota of the full report's quota row, in CPUs.
@@ -513,67 +445,149 @@ const QUOTA_ROW_CPUS: f64 = 0.5;
 /// the quota in their parameters, so they form their own verdict rows. `Err`
 /// says why the row could not run (e.g. not permitted to create a cgroup).
 fn run_quota_row(
-    mutexes: &[crate::adapter::LockEntry],
+    mutexes: &[crate::locks::LockEntry],
     p: &Plan,
     dir: &std::path::Path,
     no_gate: bool,
 ) -> Result<Vec<Record>, String> {
-    let exe =
-        std::env::current_exe().map_err(|e| format!("cannot find the lockbench binary: {e}"))?;
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let json = dir.join("quota.json");
-    let txt = dir.join("quota.txt");
     let names: Vec<&str> = mutexes.iter().map(|e| e.name).collect();
-    let mut cmd = std::process::Command::new(exe);
-    cmd.arg("--quota")
-        .arg(QUOTA_ROW_CPUS.to_string())
-        .arg("mutex")
-        .arg("--locks")
-        .arg(names.join(","))
-        .args(["--workload", "balanced", "--threads", "8,32", "--quiet"])
-        .arg("--duration")
-        .arg(p.balanced.1.to_string())
-        .arg("--runs")
-        .arg(p.balanced.2.to_string())
-        .arg("--json")
-        .arg(&json)
-        .stdin(std::process::Stdio::null());
+    let mut args: Vec<String> = ["--quota", &QUOTA_ROW_CPUS.to_string(), "mutex", "--locks"]
+        .map(String::from)
+        .to_vec();
+    args.push(names.join(","));
+    args.extend(["--workload", "balanced", "--threads", "8,32", "--quiet"].map(String::from));
+    args.extend(["--duration".into(), p.balanced.1.to_string()]);
+    args.extend(["--runs".into(), p.balanced.2.to_string()]);
     if no_gate {
-        cmd.arg("--no-idle-gate");
+        args.push("--no-idle-gate".into());
     }
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run `lockbench --quota`: {e}"))?;
-    let mut log = out.stdout.clone();
-    log.extend_from_slice(&out.stderr);
-    let _ = std::fs::write(&txt, &log);
-    if !out.status.success() {
-        let first = String::from_utf8_lossy(&out.stderr)
-            .lines()
-            .find(|l| l.starts_with("error"))
-            .unwrap_or("")
-            .to_string();
+    let (f, recs, txt) = run_child(dir, "quota", &args)?;
+    if !f.ok {
+        let first = (f.stderr.lines().find(|l| l.starts_with("error")))
+            .map_or(String::new(), |l| format!(": {l}"));
         return Err(format!(
-            "`lockbench --quota {QUOTA_ROW_CPUS} mutex` failed ({}){}; its output is in {}",
-            out.status,
-            if first.is_empty() {
-                String::new()
-            } else {
-                format!(": {first}")
-            },
+            "`lockbench --quota {QUOTA_ROW_CPUS} mutex` failed ({}){first}; its output is in {}",
+            f.status,
             txt.display()
         ));
     }
-    std::fs::read_to_string(&json)
-        .ok()
+    recs.ok_or_else(|| {
+        format!(
+            "the quota run wrote no report; its output is in {}",
+            txt.display()
+        )
+    })
+}
+
+/// Runs this binary with `args` and `--json DIR/NAME.json`, in its own process group
+/// (its output goes to DIR/NAME.txt): how it finished, the records of the report it
+/// wrote (if any), and where its output is.
+fn run_child(
+    dir: &Path,
+    name: &str,
+    args: &[String],
+) -> Result<(Finished, Option<Vec<Record>>, PathBuf), String> {
+    let exe =
+        std::env::current_exe().map_err(|e| format!("cannot find the lockbench binary: {e}"))?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let (json, txt) = (
+        dir.join(format!("{name}.json")),
+        dir.join(format!("{name}.txt")),
+    );
+    let mut c = std::process::Command::new(exe);
+    c.args(args).arg("--json").arg(&json);
+    let f = super::proc::run_captured(c, None);
+    let _ = std::fs::write(&txt, format!("{}{}", f.stdout, f.stderr));
+    let recs = (std::fs::read_to_string(&json).ok())
         .and_then(|t| Report::from_json(&t).ok())
-        .map(|r| r.results)
-        .ok_or_else(|| {
-            format!(
-                "the quota run wrote no report; its output is in {}",
-                txt.display()
-            )
+        .map(|r| r.results);
+    Ok((f, recs, txt))
+}
+
+/// The suite's series of the generic runner: (title, configurations, runs).
+fn series(p: &Plan, mutexes: &[LockEntry], rws: &[LockEntry]) -> Vec<(String, Vec<Config>, usize)> {
+    let preset = |n| Workload::preset(n).expect("preset");
+    let mut sweeps = vec![(preset("balanced"), &p.balanced)];
+    sweeps.extend(p.hot.as_ref().map(|h| (preset("hot"), h)));
+    let mut plans: Vec<(String, Vec<Config>, usize)> = (sweeps.into_iter())
+        .map(|(w, (threads, dur, runs))| {
+            let d = Duration::from_secs_f64(*dur);
+            let cfgs = super::mutex::configs("mutex", mutexes, threads, &w, d, 0);
+            (format!("mutex, workload {}", w.name), cfgs, *runs)
         })
+        .collect();
+    let (pairs, dur, runs) = &p.rw;
+    let d = Duration::from_secs_f64(*dur);
+    let cfgs = super::rwlock::configs("rwlock", rws, pairs, &preset("balanced"), d, 0);
+    plans.push(("rwlock, workload balanced".into(), cfgs, *runs));
+    plans
+}
+
+/// Writes report.json (with the seed experiments' data), report.csv and report.html
+/// into `out`.
+fn write_files(out: &Path, report: &Report, seed: &SeedResults) -> Result<(), CliError> {
+    let mut json =
+        serde_json::to_value(report).map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
+    if !seed.json.is_empty() {
+        json["seed"] = serde_json::Value::Object(seed.json.clone());
+    }
+    super::write_json(Some(&out.join("report.json")), &json)?;
+    super::write_file(
+        &out.join("report.csv"),
+        &crate::record::to_csv(&report.results),
+    )?;
+    let html = crate::html::render_with(report, &seed.sections, &seed.samples);
+    super::write_file(&out.join("report.html"), &html)
+}
+
+/// The closing lines: where the files are, how many runs the gate discarded or
+/// flagged, and the verdict's sentences again (where the terminal leaves the reader).
+fn closing(out: &Path, report: &Report, seed: &SeedResults, secs: f64) -> String {
+    let discarded: usize = report.results.iter().map(|r| r.discarded_runs).sum();
+    let flagged: usize = report.results.iter().map(|r| r.gate_flagged_runs).sum();
+    let mut samples = crate::verdict::samples(report);
+    samples.extend_from_slice(&seed.samples);
+    let summary: String = crate::verdict::summarize(&crate::verdict::cells(&samples))
+        .iter()
+        .map(|s| format!("* {}\n", s.sentence))
+        .collect();
+    format!(
+        "\nReport written to {} (report.json, report.csv, report.html) in {secs:.0} s; \
+         runs discarded for foreign CPU use: {discarded}; kept but flagged noisy: {flagged}.\n{}{summary}",
+        out.display(),
+        if summary.is_empty() {
+            ""
+        } else {
+            "Verdict (details at the top):\n"
+        },
+    )
+}
+
+/// Planned progress units: uncontended (~25 ns per op) and in all (with the series
+/// and the seeds).
+fn planned(
+    p: &Plan,
+    locks: usize,
+    plans: &[(String, Vec<Config>, usize)],
+    seeds: Option<&SeedPlan>,
+) -> (u64, u64) {
+    let (ops, runs) = p.uncontended;
+    let unc = (locks * runs) as u64 * (ops * 25 / 1_000_000 + 5);
+    let series: u64 = (plans.iter())
+        .map(|(_, c, r)| c.iter().map(|c| run_units(c.duration)).sum::<u64>() * *r as u64)
+        .sum();
+    (unc, unc + series + seeds.map_or(0, SeedPlan::units))
+}
+
+/// The uncontended step of the suite: every lock's lock+unlock cost.
+fn uncontended(reg: &[LockEntry], p: &Plan, units: u64, progress: bool) -> Vec<Record> {
+    let prog = Progress::new(units, progress);
+    prog.message("uncontended lock+unlock");
+    let (ops, runs) = p.uncontended;
+    let results = super::uncontended::measure(reg, ops, runs, false, &p.gate);
+    prog.inc(units, "uncontended lock+unlock");
+    prog.finish();
+    results
 }
 
 /// Runs the suite; returns the exit status.
@@ -582,56 +596,17 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
     let scale = args.scale.unwrap_or(1.0);
     let p = plan(args.full, args.no_idle_gate, scale);
     let reg = crate::locks::registry();
-    let mutexes: Vec<_> = reg
-        .iter()
-        .copied()
-        .filter(|e| e.kind == LockKind::Mutex)
-        .collect();
-    let rws: Vec<_> = reg
-        .iter()
-        .copied()
-        .filter(|e| e.kind == LockKind::RwLock)
-        .collect();
-    let seeds = args
-        .full
-        .then(|| SeedPlan::full(scale, args.quiet, args.no_idle_gate));
+    let of = |k| {
+        reg.iter()
+            .copied()
+            .filter(|e| e.kind == k)
+            .collect::<Vec<_>>()
+    };
+    let (mutexes, rws) = (of(LockKind::Mutex), of(LockKind::RwLock));
+    let seeds = (args.full).then(|| SeedPlan::full(scale, args.quiet, args.no_idle_gate));
+    let plans = series(&p, &mutexes, &rws);
 
-    let mut series: Vec<(&str, Workload, &Sweep)> = vec![(
-        "mutex",
-        Workload::preset("balanced").expect("preset"),
-        &p.balanced,
-    )];
-    if let Some(h) = &p.hot {
-        series.push(("mutex", Workload::preset("hot").expect("preset"), h));
-    }
-    let mut plans: Vec<(String, Vec<Config>, usize)> = Vec::new();
-    for (exp, w, (threads, dur, runs)) in &series {
-        let cfgs: Vec<Config> =
-            super::mutex::configs(exp, &mutexes, threads, w, Duration::from_secs_f64(*dur), 0);
-        plans.push((format!("{exp}, workload {}", w.name), cfgs, *runs));
-    }
-    let (pairs, dur, runs) = &p.rw;
-    plans.push((
-        "rwlock, workload balanced".into(),
-        super::rwlock::configs(
-            "rwlock",
-            &rws,
-            pairs,
-            &Workload::preset("balanced").expect("preset"),
-            Duration::from_secs_f64(*dur),
-            0,
-        ),
-        *runs,
-    ));
-
-    // Planned units: uncontended (~25 ns per op), the series, the seeds.
-    let unc_units = (reg.len() * p.uncontended.1) as u64 * (p.uncontended.0 * 25 / 1_000_000 + 5);
-    let total = unc_units
-        + plans
-            .iter()
-            .map(|(_, c, r)| c.iter().map(|c| run_units(c.duration)).sum::<u64>() * *r as u64)
-            .sum::<u64>()
-        + seeds.as_ref().map_or(0, SeedPlan::units);
+    let (unc_units, total) = planned(&p, reg.len(), &plans, seeds.as_ref());
     let suite = Suite::begin(total, !args.quiet);
     let chatty = !args.quiet && crate::sys::stderr_is_tty();
     let say = |s: &str| {
@@ -643,31 +618,17 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
     };
 
     let mut machine = Machine::probe();
-    let mut results: Vec<Record> = Vec::new();
-    let opts = |runs| RunOptions {
-        runs,
-        gate: p.gate,
-        progress: !args.quiet,
-    };
-
     say("uncontended lock+unlock");
-    let prog = Progress::new(unc_units, !args.quiet);
-    prog.message("uncontended lock+unlock");
-    results.extend(super::uncontended::measure(
-        &reg,
-        p.uncontended.0,
-        p.uncontended.1,
-        false,
-        &p.gate,
-    ));
-    prog.inc(unc_units, "uncontended lock+unlock");
-    prog.finish();
-
+    let mut results = uncontended(&reg, &p, unc_units, !args.quiet);
     for (title, cfgs, runs) in &plans {
         say(title);
-        results.extend(run_configs(cfgs, &opts(*runs), &mut machine));
+        let opts = RunOptions {
+            runs: *runs,
+            gate: p.gate,
+            progress: !args.quiet,
+        };
+        results.extend(super::run_configs(cfgs, &opts, &mut machine));
     }
-
     let mut seed = match &seeds {
         Some(sp) => run_seeds(sp, &mut machine, &say, Some(&args.out))?,
         None => SeedResults::default(),
@@ -690,49 +651,15 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
         command: super::command_line(),
         results,
     };
-    let out = &args.out;
-    let mut json =
-        serde_json::to_value(&report).map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
-    if !seed.json.is_empty() {
-        json["seed"] = serde_json::Value::Object(seed.json.clone());
-    }
-    let text = serde_json::to_string_pretty(&json)
-        .map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
-    super::write_file(&out.join("report.json"), &text)?;
-    super::write_file(
-        &out.join("report.csv"),
-        &crate::record::to_csv(&report.results),
-    )?;
-    super::write_file(
-        &out.join("report.html"),
-        &crate::html::render_with(&report, &seed.sections, &seed.samples),
-    )?;
+    write_files(&args.out, &report, &seed)?;
     let color = crate::table::color_stdout();
-    super::out(&crate::table::render_with(
+    let text = crate::table::render_with(&report, &seed.sections, &seed.samples, color);
+    super::out(&text);
+    super::out(&closing(
+        &args.out,
         &report,
-        &seed.sections,
-        &seed.samples,
-        color,
-    ));
-    let discarded: usize = report.results.iter().map(|r| r.discarded_runs).sum();
-    let flagged: usize = report.results.iter().map(|r| r.gate_flagged_runs).sum();
-    // The answer again at the end, where the terminal leaves the reader.
-    let mut samples = crate::verdict::samples(&report);
-    samples.extend_from_slice(&seed.samples);
-    let summary: String = crate::verdict::summarize(&crate::verdict::cells(&samples))
-        .iter()
-        .map(|s| format!("* {}\n", s.sentence))
-        .collect();
-    super::out(&format!(
-        "\nReport written to {} (report.json, report.csv, report.html) in {:.0} s; \
-         runs discarded for foreign CPU use: {discarded}; kept but flagged noisy: {flagged}.\n{}{summary}",
-        out.display(),
+        &seed,
         t0.elapsed().as_secs_f64(),
-        if summary.is_empty() {
-            ""
-        } else {
-            "Verdict (details at the top):\n"
-        },
     ));
     if seed.violations > 0 {
         eprintln!(
@@ -744,107 +671,6 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
     Ok(super::exit_status(&report))
 }
 
-/// Rebuilds the seed sections and verdict samples from a saved report.json's `seed`
-/// object (what `lockbench render` shows for a `report --full`); parts that do not
-/// parse are left out.
-pub fn seeds_from_json(seed: &serde_json::Value) -> SeedResults {
-    use serde_json::from_value;
-    let mut out = SeedResults::default();
-    let first_seen = |v: Vec<String>| {
-        let mut u: Vec<String> = Vec::new();
-        for x in v {
-            if !u.contains(&x) {
-                u.push(x);
-            }
-        }
-        u
-    };
-    if let Ok(d) = from_value::<super::spin::SpinData>(seed["spin"].clone()) {
-        out.sections.push(super::spin::section(&d));
-        out.samples.extend(super::spin::samples(&d));
-    }
-    if let Ok(fr) = from_value::<super::fserver::FsReport>(seed["fserver"].clone()) {
-        let locks = first_seen(fr.runs.iter().map(|r| r.lock.clone()).collect());
-        let mut users: Vec<usize> = fr.runs.iter().map(|r| r.users).collect();
-        users.sort_unstable();
-        users.dedup();
-        out.sections
-            .push(super::fserver::section(&fr, &locks, &users));
-        out.samples
-            .extend(super::fserver::samples(&fr, &locks, &users));
-    }
-    if let Ok(recs) = from_value::<Vec<Record>>(seed["rwsem"]["results"].clone()) {
-        let slow: Vec<super::rwsem::SlowPath> =
-            from_value(seed["rwsem"]["rwsem_slowpath"].clone()).unwrap_or_default();
-        let locks = first_seen(recs.iter().map(|r| r.lock.clone()).collect());
-        let mut pairs: Vec<usize> = recs
-            .iter()
-            .filter_map(|r| r.readers.as_ref().map(|c| c.threads))
-            .collect();
-        pairs.sort_unstable();
-        pairs.dedup();
-        let names = first_seen(recs.iter().map(|r| r.params.workload.clone()).collect());
-        let loads: Vec<super::rwsem::Load> = names
-            .iter()
-            .filter_map(|w| {
-                let spec = w.strip_prefix("pause").unwrap_or(w);
-                super::rwsem::parse_loads(spec).ok().map(|l| l.0[0])
-            })
-            .collect();
-        let dur = recs.first().map_or(0.0, |r| r.params.duration_s);
-        out.sections.push(super::rwsem::section(
-            &recs, &slow, &locks, &pairs, &loads, dur,
-        ));
-        out.samples.extend(crate::verdict::samples(&Report {
-            results: recs,
-            ..Report::default()
-        }));
-    }
-    if let Ok(runs) = from_value::<Vec<super::fio::FioRun>>(seed["fio"]["runs"].clone()) {
-        let locks = first_seen(runs.iter().map(|r| r.lock.clone()).collect());
-        let mut threads: Vec<usize> = runs.iter().map(|r| r.threads).collect();
-        threads.sort_unstable();
-        threads.dedup();
-        let per = runs
-            .iter()
-            .filter(|r| r.lock == locks[0] && r.threads == threads[0])
-            .count()
-            .max(1);
-        let dur = runs
-            .first()
-            .map_or(1.0, |r| (r.secs * 100.0).round() / 100.0);
-        let t: Vec<String> = threads.iter().map(|t| t.to_string()).collect();
-        let rp = seed["fio"]["read_pct"].as_u64().unwrap_or(50).to_string();
-        let fm = seed["fio"]["file_mib"].as_u64().unwrap_or(64).to_string();
-        let (ts, ps, ds) = (t.join(","), per.to_string(), format!("{}", dur.max(0.01)));
-        let fa: super::fio::FioArgs = parse(&[
-            "--threads",
-            &ts,
-            "--runs",
-            &ps,
-            "--duration",
-            &ds,
-            "--read-pct",
-            &rp,
-            "--file-mib",
-            &fm,
-        ]);
-        out.sections.push(super::fio::section(&runs, &locks, &fa));
-        out.samples
-            .extend(super::fio::samples(&runs, &locks, &threads));
-    }
-    if let Ok(recs) = from_value::<Vec<Record>>(seed["preload"].clone())
-        && !recs.is_empty()
-    {
-        out.sections.push(preload_section(&recs, ""));
-        out.samples.extend(crate::verdict::samples(&Report {
-            results: recs,
-            ..Report::default()
-        }));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -854,7 +680,8 @@ mod tests {
     #[test]
     fn seed_sections_render_with_the_seeds_numbers() {
         let mut plan = SeedPlan::full(0.01, true, true);
-        plan.spin = parse(&[
+        let parse = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        plan.spin = super::parse(&parse(&[
             "--locks",
             "klock_unfair,klock_pvqspin,std",
             "--mults",
@@ -864,8 +691,8 @@ mod tests {
             "--runs",
             "1",
             "--quiet",
-        ]);
-        plan.fserver = parse(&[
+        ]));
+        plan.fserver = super::parse(&parse(&[
             "--users",
             "1,2",
             "--locks",
@@ -876,8 +703,8 @@ mod tests {
             "1",
             "--quiet",
             "--no-idle-gate",
-        ]);
-        plan.rwsem = parse(&[
+        ]));
+        plan.rwsem = super::parse(&parse(&[
             "--pairs",
             "1",
             "--loads",
@@ -890,8 +717,8 @@ mod tests {
             "2",
             "--quiet",
             "--no-idle-gate",
-        ]);
-        plan.fio = parse(&[
+        ]));
+        plan.fio = super::parse(&parse(&[
             "--threads",
             "2",
             "--locks",
@@ -904,7 +731,7 @@ mod tests {
             "1",
             "--quiet",
             "--no-idle-gate",
-        ]);
+        ]));
         let mut m = Machine::default();
         let r = run_seeds(&plan, &mut m, &|_| {}, None).unwrap();
         assert_eq!(r.violations, 0);
@@ -948,7 +775,7 @@ mod tests {
         assert!((p.rw.1 - 0.2).abs() < 1e-9);
         assert_eq!(p.uncontended.0, 1_000_000);
         let s = SeedPlan::full(0.1, true, true);
-        assert!((s.rwsem.duration - 0.05).abs() < 1e-9);
+        assert!((s.rwsem.run.duration - 0.05).abs() < 1e-9);
         assert_eq!(s.spin.sections, 20_000);
         assert!(s.units() > 0);
     }

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{CliError, CommonArgs, Config, add_single_thread_refs, select_locks};
-use crate::adapter::{LockEntry, LockKind};
+use crate::locks::{LockEntry, LockKind};
 
 /// Arguments of `lockbench rwlock`.
 #[derive(clap::Args, Clone, Debug)]
@@ -70,13 +70,6 @@ pub fn run(args: &RwArgs) -> Result<i32, CliError> {
     let locks = select_locks(&c.locks, &[LockKind::RwLock], &[LockKind::RwLock])?;
     let w = c.workload()?;
     let p = pairs(args)?;
-    let cfgs = configs(
-        "rwlock",
-        &locks,
-        &p,
-        &w,
-        Duration::from_secs_f64(c.duration),
-        c.noise as usize,
-    );
+    let cfgs = configs("rwlock", &locks, &p, &w, c.run.window(), c.noise as usize);
     super::run_and_finish(&cfgs, c)
 }

@@ -34,15 +34,13 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::{
-    CliError, Config, RunOptions, ThreadList, Workload, parse_duration, parse_nonneg, select_locks,
-};
-use crate::adapter::{LockEntry, LockKind};
-use crate::gate::GateConfig;
+use super::{CliError, Config, RunArgs, ThreadList, Workload, parse_nonneg, select_locks};
+use crate::chart::Value;
+use crate::locks::{LockEntry, LockKind};
 use crate::record::{Record, Report};
 use crate::stats::{MinAvgMax, median};
 use crate::sys::Machine;
-use crate::table::{Table, group_thousands};
+use crate::table::{Section, Table, group_thousands};
 
 /// Experiment name of the N readers + N writers records.
 pub const EXPERIMENT: &str = "rwsem";
@@ -54,6 +52,15 @@ pub const DEFAULT_LOCKS: &str =
 
 /// Arguments of `lockbench rwsem`.
 #[derive(clap::Args, Clone, Debug)]
+#[command(
+    mut_arg("duration", |a| a.help(
+        "Measurement window per run, seconds (decimal, > 0, <= 3600; the seed used 10)"
+    )),
+    mut_arg("json", |a| a.help(
+        "Write the results as JSON to FILE (a report `lockbench render` reads, plus the \
+         slow-path counts under `rwsem_slowpath`)"
+    ))
+)]
 pub struct RwsemArgs {
     /// Comma-separated pair counts N (N readers + N writers each), each 1..=512.
     #[arg(long, value_parser = parse_pairs, default_value = "4,18")]
@@ -71,28 +78,15 @@ pub struct RwsemArgs {
     /// Skip the all-writers configurations (and the % change table).
     #[arg(long)]
     pub no_all_writers: bool,
-    /// Measurement window per run, seconds (decimal, > 0, <= 3600; the seed used 10).
-    #[arg(long, value_parser = parse_duration, default_value = "1", allow_hyphen_values = true)]
-    pub duration: f64,
-    /// Repetitions per configuration, interleaved (1..=100).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub runs: u32,
+    /// Window, repetitions, JSON, progress, idle gate.
+    #[command(flatten)]
+    pub run: RunArgs,
     /// CPU-hog threads running beside the workload (0..=256).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=256))]
     pub noise: u32,
-    /// Write the results as JSON to FILE (a report `lockbench render` reads, plus
-    /// the slow-path counts under `rwsem_slowpath`).
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
     /// Write the results as CSV to FILE.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
-    /// No progress output.
-    #[arg(long)]
-    pub quiet: bool,
-    /// Disable the idle gate (same as LOCKBENCH_NO_IDLE_GATE=1).
-    #[arg(long)]
-    pub no_idle_gate: bool,
 }
 
 /// A critical-section load.
@@ -185,21 +179,7 @@ pub fn parse_loads(s: &str) -> Result<LoadList, String> {
 pub fn parse_pairs(s: &str) -> Result<ThreadList, String> {
     let allowed =
         "allowed are comma-separated integers 1..=512 (N readers + N writers each), e.g. 4,18";
-    let mut v = Vec::new();
-    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        match part.parse::<usize>() {
-            Ok(n) if (1..=512).contains(&n) => {
-                if !v.contains(&n) {
-                    v.push(n)
-                }
-            }
-            _ => return Err(format!("bad pair count '{part}': {allowed}")),
-        }
-    }
-    if v.is_empty() {
-        return Err(format!("empty pair list: {allowed}"));
-    }
-    Ok(ThreadList(v))
+    super::parse_counts(s, 512, "pair", allowed)
 }
 
 /// Builds the configurations: per pair count N, load and lock, N readers + N writers,
@@ -297,101 +277,23 @@ pub fn slowpath(cfgs: &[Config], events: &[Vec<klock::stat::Snapshot>]) -> Vec<S
 type SeedRow = (Load, [u64; 3], [u64; 3], u64, u64, u64, u64);
 
 /// Seed 003, 2-socket 36-core (72 threads), patched 4.14: 18 readers + 18 writers, 10 s.
+#[rustfmt::skip]
 pub const SEED_PATCHED: &[SeedRow] = &[
-    (
-        Load::Pauses(1),
-        [2_079_544, 2_284_896, 2_457_118],
-        [713_537, 914_695, 1_166_480],
-        3_987_189,
-        3_992_714,
-        1_183_273,
-        914_695,
-    ),
-    (
-        Load::Pauses(10),
-        [2_239_922, 3_126_189, 4_076_386],
-        [249_201, 415_814, 612_465],
-        1_460_878,
-        1_463_589,
-        1_035_676,
-        415_814,
-    ),
-    (
-        Load::Pauses(50),
-        [1_826_276, 2_163_704, 2_842_305],
-        [72_111, 198_479, 359_692],
-        609_273,
-        610_224,
-        577_067,
-        198_479,
-    ),
-    (
-        Load::Pauses(100),
-        [1_587_516, 1_899_778, 2_256_065],
-        [14_586, 251_545, 654_608],
-        202_764,
-        201_770,
-        392_179,
-        251_545,
-    ),
-    (
-        Load::SleepUs(1),
-        [8_034, 8_267, 8_555],
-        [57_555, 64_190, 70_046],
-        148_805,
-        1_155_410,
-        35_823,
-        64_190,
-    ),
+    (Load::Pauses(1), [2_079_544, 2_284_896, 2_457_118], [713_537, 914_695, 1_166_480], 3_987_189, 3_992_714, 1_183_273, 914_695),
+    (Load::Pauses(10), [2_239_922, 3_126_189, 4_076_386], [249_201, 415_814, 612_465], 1_460_878, 1_463_589, 1_035_676, 415_814),
+    (Load::Pauses(50), [1_826_276, 2_163_704, 2_842_305], [72_111, 198_479, 359_692], 609_273, 610_224, 577_067, 198_479),
+    (Load::Pauses(100), [1_587_516, 1_899_778, 2_256_065], [14_586, 251_545, 654_608], 202_764, 201_770, 392_179, 251_545),
+    (Load::SleepUs(1), [8_034, 8_267, 8_555], [57_555, 64_190, 70_046], 148_805, 1_155_410, 35_823, 64_190),
 ];
 
 /// Seed 003, same machine, unpatched 4.14 (no slow-path table in the seed: zeros).
+#[rustfmt::skip]
 pub const SEED_UNPATCHED: &[SeedRow] = &[
-    (
-        Load::Pauses(1),
-        [9_521, 9_521, 9_522],
-        [9_534, 397_336, 710_196],
-        0,
-        0,
-        1_135_832,
-        397_336,
-    ),
-    (
-        Load::Pauses(10),
-        [8_045, 8_046, 8_046],
-        [8_047, 209_955, 489_798],
-        0,
-        0,
-        989_950,
-        209_955,
-    ),
-    (
-        Load::Pauses(50),
-        [7_730, 7_730, 7_731],
-        [7_730, 172_723, 347_213],
-        0,
-        0,
-        593_352,
-        172_723,
-    ),
-    (
-        Load::Pauses(100),
-        [5_037, 5_038, 5_039],
-        [5_037, 163_691, 694_101],
-        0,
-        0,
-        369_227,
-        163_691,
-    ),
-    (
-        Load::SleepUs(1),
-        [230, 231, 232],
-        [230, 97_288, 822_645],
-        0,
-        0,
-        49_437,
-        97_288,
-    ),
+    (Load::Pauses(1), [9_521, 9_521, 9_522], [9_534, 397_336, 710_196], 0, 0, 1_135_832, 397_336),
+    (Load::Pauses(10), [8_045, 8_046, 8_046], [8_047, 209_955, 489_798], 0, 0, 989_950, 209_955),
+    (Load::Pauses(50), [7_730, 7_730, 7_731], [7_730, 172_723, 347_213], 0, 0, 593_352, 172_723),
+    (Load::Pauses(100), [5_037, 5_038, 5_039], [5_037, 163_691, 694_101], 0, 0, 369_227, 163_691),
+    (Load::SleepUs(1), [230, 231, 232], [230, 97_288, 822_645], 0, 0, 49_437, 97_288),
 ];
 
 /// Label of the seed's numbers wherever they are quoted.
@@ -406,12 +308,7 @@ fn mam(v: [u64; 3]) -> String {
 }
 
 fn fmt_mam(m: &MinAvgMax) -> String {
-    format!(
-        "{}/{}/{}",
-        group_thousands(m.min),
-        group_thousands(m.avg),
-        group_thousands(m.max)
-    )
+    mam([m.min, m.avg, m.max].map(|x| x.round() as u64))
 }
 
 fn ratio(a: f64, b: f64) -> String {
@@ -443,40 +340,65 @@ fn find<'a>(
     })
 }
 
-/// Renders seed 003's three tables (per pair count) from our records and slow-path
-/// rows, then the seed's own numbers.
-pub fn render(
-    recs: &[Record],
-    slow: &[SlowPath],
-    locks: &[String],
-    pairs: &[usize],
-    loads: &[Load],
-    duration_s: f64,
-) -> String {
-    tables(recs, slow, locks, pairs, loads, duration_s)
-        .iter()
-        .map(Table::to_text)
-        .collect()
+/// What the tables are built from: the records, the slow-path rows and the settings.
+pub struct View<'a> {
+    /// `rwsem` and `rwsem_allwriters` records.
+    pub recs: &'a [Record],
+    /// Slow-path rows.
+    pub slow: &'a [SlowPath],
+    /// Lock names, in row order.
+    pub locks: &'a [String],
+    /// Pair counts N.
+    pub pairs: &'a [usize],
+    /// Critical-section loads.
+    pub loads: &'a [Load],
+    /// Window, seconds.
+    pub duration_s: f64,
 }
 
-/// Seed 003's three tables per pair count (see [`render`]), then the seed's own.
-pub fn tables(
-    recs: &[Record],
-    slow: &[SlowPath],
-    locks: &[String],
-    pairs: &[usize],
-    loads: &[Load],
-    duration_s: f64,
-) -> Vec<Table> {
-    let mut s: Vec<Table> = Vec::new();
-    for &n in pairs {
-        let t = 2 * n;
-        // Table 1: ops per thread.
-        let mut t1 = Table {
-            title: format!(
-                "rwsem {n} readers + {n} writers: locking ops per thread in {duration_s} s, min/avg/max (median run); R:W = avg reader ops / avg writer ops"
+impl View<'_> {
+    /// Renders seed 003's three tables (per pair count) from our records and
+    /// slow-path rows, then the seed's own numbers.
+    pub fn render(&self) -> String {
+        self.tables().iter().map(Table::to_text).collect()
+    }
+
+    /// Seed 003's three tables per pair count (see [`View::render`]), then the seed's own.
+    pub fn tables(&self) -> Vec<Table> {
+        let mut s: Vec<Table> = Vec::new();
+        for &n in self.pairs {
+            s.push(self.ops_table(n));
+            s.push(self.slow_table(n));
+            let t3 = self.all_writers_table(n);
+            if !t3.rows.is_empty() {
+                s.push(t3);
+            }
+        }
+        s.extend(seed_table_list());
+        s
+    }
+
+    /// Every (load, lock) that has a record of `exp` at `threads`, in table order.
+    fn rows(&self, exp: &str, threads: usize) -> Vec<(Load, &String, &Record)> {
+        let mut v = Vec::new();
+        for &load in self.loads {
+            for l in self.locks {
+                if let Some(r) = find(self.recs, exp, l, threads, load) {
+                    v.push((load, l, r));
+                }
+            }
+        }
+        v
+    }
+
+    /// Table 1: ops per thread of each class, and R:W beside the seed's.
+    fn ops_table(&self, n: usize) -> Table {
+        let mut t = Table::new(
+            format!(
+                "rwsem {n} readers + {n} writers: locking ops per thread in {} s, min/avg/max (median run); R:W = avg reader ops / avg writer ops",
+                self.duration_s
             ),
-            header: [
+            &[
                 "CS load",
                 "lock",
                 "reader ops/thread",
@@ -484,75 +406,73 @@ pub fn tables(
                 "R:W",
                 "seed R:W (patched)",
                 "seed R:W (unpatched)",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows: Vec::new(),
-        };
-        for &load in loads {
+            ],
+        );
+        for (load, l, r) in self.rows(EXPERIMENT, 2 * n) {
             let seed_rw = |tab: &[SeedRow]| {
                 seed_row(tab, load).map_or("-".into(), |r| ratio(r.1[1] as f64, r.2[1] as f64))
             };
-            for l in locks {
-                let Some(r) = find(recs, EXPERIMENT, l, t, load) else {
-                    continue;
-                };
-                let (rd, wr) = (
-                    r.readers.clone().unwrap_or_default(),
-                    r.writers.clone().unwrap_or_default(),
-                );
-                t1.rows.push(vec![
-                    load.label(),
-                    l.clone(),
-                    fmt_mam(&rd.ops_per_thread),
-                    fmt_mam(&wr.ops_per_thread),
-                    ratio(rd.ops_per_thread.avg, wr.ops_per_thread.avg),
-                    seed_rw(SEED_PATCHED),
-                    seed_rw(SEED_UNPATCHED),
-                ]);
-            }
+            let (rd, wr) = (
+                r.readers.clone().unwrap_or_default(),
+                r.writers.clone().unwrap_or_default(),
+            );
+            t.rows.push(vec![
+                load.label(),
+                l.clone(),
+                fmt_mam(&rd.ops_per_thread),
+                fmt_mam(&wr.ops_per_thread),
+                ratio(rd.ops_per_thread.avg, wr.ops_per_thread.avg),
+                seed_rw(SEED_PATCHED),
+                seed_rw(SEED_UNPATCHED),
+            ]);
         }
-        s.push(t1);
-        // Table 2: slow-path ops.
-        let mut t2 = Table {
-            title: format!(
+        t
+    }
+
+    /// Table 2: slow-path ops per class (klock's counters), or why there are none.
+    fn slow_table(&self, n: usize) -> Table {
+        let none = |why: &str| {
+            let mut t = Table::new(
+                format!("rwsem {n} readers + {n} writers: slow-path locking ops"),
+                &["reader/writer slowpath ops"],
+            );
+            t.rows.push(vec![why.to_string()]);
+            t
+        };
+        if !klock::stat::ENABLED && self.locks.iter().any(|l| has_counters(l)) {
+            return none("n/a (build with --features stats)");
+        }
+        let mut t = Table::new(
+            format!(
                 "rwsem {n} readers + {n} writers: slow-path locking ops per run (klock counters, median of runs); % = share of that class's acquisitions"
             ),
-            header: [
+            &[
                 "CS load",
                 "lock",
                 "reader slowpath ops",
                 "writer slowpath ops",
                 "R:W slow",
                 "seed R:W slow (patched)",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows: Vec::new(),
+            ],
+        );
+        let cell = |slow: Option<f64>, fast: Option<f64>| match (slow, fast) {
+            (Some(sl), Some(f)) if sl + f > 0.0 => {
+                format!("{} ({:.1}%)", group_thousands(sl), 100.0 * sl / (sl + f))
+            }
+            (Some(_), Some(_)) => "0".into(),
+            _ => "n/a (build with --features stats)".into(),
         };
-        for &load in loads {
+        for &load in self.loads {
             let seed =
                 seed_row(SEED_PATCHED, load).map_or("-".into(), |r| ratio(r.3 as f64, r.4 as f64));
-            for l in locks.iter().filter(|l| has_counters(l)) {
-                let w = load.workload_name();
-                let Some(p) = slow
-                    .iter()
-                    .find(|p| &p.lock == l && p.threads == t && p.workload == w)
+            let w = load.workload_name();
+            for l in self.locks.iter().filter(|l| has_counters(l)) {
+                let Some(p) = (self.slow.iter())
+                    .find(|p| &p.lock == l && p.threads == 2 * n && p.workload == w)
                 else {
                     continue;
                 };
-                let cell = |slow: Option<f64>, fast: Option<f64>| match (slow, fast) {
-                    (Some(sl), Some(f)) => {
-                        let tot = sl + f;
-                        if tot > 0.0 {
-                            format!("{} ({:.1}%)", group_thousands(sl), 100.0 * sl / tot)
-                        } else {
-                            "0".into()
-                        }
-                    }
-                    _ => "n/a (build with --features stats)".into(),
-                };
-                t2.rows.push(vec![
+                t.rows.push(vec![
                     load.label(),
                     l.clone(),
                     cell(p.reader_slow, p.reader_fast),
@@ -565,29 +485,20 @@ pub fn tables(
                 ]);
             }
         }
-        if !klock::stat::ENABLED && locks.iter().any(|l| has_counters(l)) {
-            s.push(Table {
-                title: format!("rwsem {n} readers + {n} writers: slow-path locking ops"),
-                header: vec!["reader/writer slowpath ops".into()],
-                rows: vec![vec!["n/a (build with --features stats)".into()]],
-            });
-        } else if t2.rows.is_empty() {
-            s.push(Table {
-                title: format!("rwsem {n} readers + {n} writers: slow-path locking ops"),
-                header: vec!["reader/writer slowpath ops".into()],
-                rows: vec![vec![
-                    "no klock lock selected; only klock locks have counters".into(),
-                ]],
-            });
-        } else {
-            s.push(t2);
+        if t.rows.is_empty() {
+            return none("no klock lock selected; only klock locks have counters");
         }
-        // Table 3: all writers vs half writers.
-        let mut t3 = Table {
-            title: format!(
+        t
+    }
+
+    /// Table 3: mean writer ops per thread, all writers against half writers.
+    fn all_writers_table(&self, n: usize) -> Table {
+        let t = 2 * n;
+        let mut t3 = Table::new(
+            format!(
                 "rwsem: mean writer ops per thread, {t} writers (all) vs {n} readers + {n} writers (half)"
             ),
-            header: [
+            &[
                 "CS load",
                 "lock",
                 "all writers",
@@ -595,41 +506,68 @@ pub fn tables(
                 "% change",
                 "seed % (patched)",
                 "seed % (unpatched)",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows: Vec::new(),
-        };
-        for &load in loads {
+            ],
+        );
+        for (load, l, all) in self.rows(EXPERIMENT_ALL_WRITERS, t) {
+            let Some(half) = find(self.recs, EXPERIMENT, l, t, load) else {
+                continue;
+            };
             let seed_pct = |tab: &[SeedRow]| {
                 seed_row(tab, load).map_or("-".into(), |r| pct_change(r.5 as f64, r.6 as f64))
             };
-            for l in locks {
-                let (Some(all), Some(half)) = (
-                    find(recs, EXPERIMENT_ALL_WRITERS, l, t, load),
-                    find(recs, EXPERIMENT, l, t, load),
-                ) else {
-                    continue;
-                };
-                let a = all.ops_per_thread.avg;
-                let h = half.writers.as_ref().map_or(0.0, |w| w.ops_per_thread.avg);
-                t3.rows.push(vec![
-                    load.label(),
-                    l.clone(),
-                    group_thousands(a),
-                    group_thousands(h),
-                    pct_change(a, h),
-                    seed_pct(SEED_PATCHED),
-                    seed_pct(SEED_UNPATCHED),
-                ]);
-            }
+            let a = all.ops_per_thread.avg;
+            let h = half.writers.as_ref().map_or(0.0, |w| w.ops_per_thread.avg);
+            t3.rows.push(vec![
+                load.label(),
+                l.clone(),
+                group_thousands(a),
+                group_thousands(h),
+                pct_change(a, h),
+                seed_pct(SEED_PATCHED),
+                seed_pct(SEED_UNPATCHED),
+            ]);
         }
-        if !t3.rows.is_empty() {
-            s.push(t3);
+        t3
+    }
+
+    /// The report section: seed 003's tables and, per pair count, total throughput
+    /// against the critical-section load.
+    pub fn section(&self) -> Section {
+        let x_labels: Vec<String> = self.loads.iter().map(|l| l.label()).collect();
+        let axes = (
+            "critical-section load (pause instructions, or sleep)",
+            "Mops/s (median, bars: runs' min-max)",
+        );
+        let mut charts = Vec::new();
+        for &n in self.pairs {
+            let title = |g: &crate::html::Group| {
+                format!(
+                    "rwsem {n} readers + {n} writers: {}: total throughput",
+                    g.title
+                )
+            };
+            charts.extend(crate::html::lines(
+                title,
+                axes,
+                &x_labels,
+                self.locks,
+                |l, i| {
+                    find(self.recs, EXPERIMENT, l, 2 * n, self.loads[i])
+                        .map(|r| Value::with_runs(r.throughput_mops, &r.runs_mops))
+                },
+            ));
+        }
+        Section {
+            title: "rwsem (seed 003): N readers + N writers on one rw lock".into(),
+            notes: vec![format!(
+                "{} s windows; the critical section is a number of pause instructions or a 1 us sleep, nothing outside. The seed ran 18 + 18 threads for 10 s on a 2-socket 36-core machine: compare shapes (R:W ratios, signs of the % change), not absolute counts. Reader policy KLOCK_RWSEM_READER={}.",
+                self.duration_s,
+                crate::locks::klock::rwsem_reader_mode()
+            )],
+            tables: self.tables(),
+            charts,
         }
     }
-    s.extend(seed_table_list());
-    s
 }
 
 /// The seed's own tables, verbatim numbers (18 readers + 18 writers, 10 s), as text.
@@ -641,18 +579,13 @@ pub fn seed_tables() -> String {
 pub fn seed_table_list() -> Vec<Table> {
     let mut s = Vec::new();
     for (label, tab) in [
-        (SEED_LABEL.to_string(), SEED_PATCHED),
-        (
-            "seed 003, 2-socket 36-core, unpatched 4.14".to_string(),
-            SEED_UNPATCHED,
-        ),
+        (SEED_LABEL, SEED_PATCHED),
+        ("seed 003, 2-socket 36-core, unpatched 4.14", SEED_UNPATCHED),
     ] {
         let patched = std::ptr::eq(tab, SEED_PATCHED);
-        let mut t = Table {
-            title: format!(
-                "{label}: 18 readers + 18 writers, 10 s (quoted for shape, not measured here)"
-            ),
-            header: [
+        let mut t = Table::new(
+            format!("{label}: 18 readers + 18 writers, 10 s (quoted for shape, not measured here)"),
+            &[
                 "CS load",
                 "reader ops/thread",
                 "writer ops/thread",
@@ -662,19 +595,11 @@ pub fn seed_table_list() -> Vec<Table> {
                 "all writers",
                 "half writers",
                 "% change",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows: Vec::new(),
-        };
+            ],
+        );
+        let n = |x: u64| group_thousands(x as f64);
+        let sp = |x: u64| if patched { n(x) } else { "-".into() };
         for r in tab {
-            let sp = |x: u64| {
-                if patched {
-                    group_thousands(x as f64)
-                } else {
-                    "-".into()
-                }
-            };
             t.rows.push(vec![
                 r.0.label(),
                 mam(r.1),
@@ -682,8 +607,8 @@ pub fn seed_table_list() -> Vec<Table> {
                 ratio(r.1[1] as f64, r.2[1] as f64),
                 sp(r.3),
                 sp(r.4),
-                group_thousands(r.5 as f64),
-                group_thousands(r.6 as f64),
+                n(r.5),
+                n(r.6),
                 pct_change(r.5 as f64, r.6 as f64),
             ]);
         }
@@ -692,24 +617,12 @@ pub fn seed_table_list() -> Vec<Table> {
     s
 }
 
-fn options(a: &RwsemArgs) -> RunOptions {
-    let mut gate = GateConfig::from_env();
-    if a.no_idle_gate {
-        gate.enabled = false;
-    }
-    RunOptions {
-        runs: a.runs as usize,
-        gate,
-        progress: !a.quiet,
-    }
-}
-
 /// Planned progress units of a whole `rwsem` run.
 pub fn planned_units(a: &RwsemArgs) -> u64 {
     let per_lock = a.pairs.0.len() * a.loads.0.len() * if a.no_all_writers { 1 } else { 2 };
     (per_lock * a.locks.len()) as u64
-        * a.runs as u64
-        * crate::progress::run_units(Duration::from_secs_f64(a.duration))
+        * a.run.runs as u64
+        * crate::progress::run_units(a.run.window())
 }
 
 /// What [`measure`] returns: records, slow-path rows, lock names.
@@ -725,74 +638,13 @@ pub fn measure(a: &RwsemArgs, machine: &mut Machine) -> Result<Measured, CliErro
         &a.pairs.0,
         &a.loads.0,
         a.ncs_ns,
-        Duration::from_secs_f64(a.duration),
+        a.run.window(),
         a.noise as usize,
         !a.no_all_writers,
     );
-    let (results, events) = super::run_configs_with_events(&cfgs, &options(a), machine);
+    let (results, events) = super::run_configs_with_events(&cfgs, &a.run.options(), machine);
     let slow = slowpath(&cfgs, &events);
     Ok((results, slow, names))
-}
-
-/// The report section: seed 003's tables and, per pair count, total throughput
-/// against the critical-section load.
-pub fn section(
-    recs: &[Record],
-    slow: &[SlowPath],
-    locks: &[String],
-    pairs: &[usize],
-    loads: &[Load],
-    duration_s: f64,
-) -> crate::table::Section {
-    let mut charts = Vec::new();
-    let x_labels: Vec<String> = loads.iter().map(|l| l.label()).collect();
-    for &n in pairs {
-        for g in crate::html::groups(locks) {
-            let series = g
-                .locks
-                .iter()
-                .zip(crate::html::styles(&g.locks))
-                .map(|(l, st)| crate::chart::Series {
-                    name: l.clone(),
-                    points: loads
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(i, ld)| {
-                            find(recs, EXPERIMENT, l, 2 * n, *ld).map(|r| {
-                                (
-                                    i,
-                                    crate::chart::Value::with_runs(r.throughput_mops, &r.runs_mops),
-                                )
-                            })
-                        })
-                        .collect(),
-                    bold: crate::verdict::family_of_default(l).is_some(),
-                    style: st,
-                })
-                .collect();
-            charts.push(crate::chart::line(&crate::chart::LineChart {
-                title: format!(
-                    "rwsem {n} readers + {n} writers: {}: total throughput",
-                    g.title
-                ),
-                x_desc: "critical-section load (pause instructions, or sleep)".into(),
-                y_desc: "Mops/s (median, bars: runs' min-max)".into(),
-                x_labels: x_labels.clone(),
-                series,
-                scale: crate::chart::Scale::Auto,
-                reference: None,
-            }));
-        }
-    }
-    crate::table::Section {
-        title: "rwsem (seed 003): N readers + N writers on one rw lock".into(),
-        notes: vec![format!(
-            "{duration_s} s windows; the critical section is a number of pause instructions or a 1 us sleep, nothing outside. The seed ran 18 + 18 threads for 10 s on a 2-socket 36-core machine: compare shapes (R:W ratios, signs of the % change), not absolute counts. Reader policy KLOCK_RWSEM_READER={}.",
-            crate::locks::klock::rwsem_reader_mode()
-        )],
-        tables: tables(recs, slow, locks, pairs, loads, duration_s),
-        charts,
-    }
 }
 
 /// Runs `lockbench rwsem`; returns the exit status.
@@ -804,41 +656,23 @@ pub fn run(a: &RwsemArgs) -> Result<i32, CliError> {
         command: super::command_line(),
         results,
     };
-    let m = &report.machine;
-    super::out(&format!(
-        "\nlockbench rwsem: {} | effective CPUs {} | kernel {}{} | {} runs per configuration, interleaved | KLOCK_RWSEM_READER={}\n",
-        m.cpu_model,
-        m.effective_cpus,
-        m.kernel,
-        if m.hypervisor { " (VM)" } else { "" },
-        a.runs,
-        crate::locks::klock::rwsem_reader_mode(),
-    ));
-    super::out(&render(
-        &report.results,
-        &slow,
-        &names,
-        &a.pairs.0,
-        &a.loads.0,
-        a.duration,
-    ));
-    let v = report.violations();
-    super::out(&format!(
-        "\nMutual exclusion: {}\n",
-        if v == 0 {
-            "OK in every run".to_string()
-        } else {
-            format!("{v} VIOLATIONS")
-        }
-    ));
-    if let Some(p) = &a.json {
+    super::out(&super::header_line("rwsem", &report.machine, a.run.runs));
+    let view = View {
+        recs: &report.results,
+        slow: &slow,
+        locks: &names,
+        pairs: &a.pairs.0,
+        loads: &a.loads.0,
+        duration_s: a.run.duration,
+    };
+    super::out(&view.render());
+    super::out(&crate::table::exclusion_line(report.violations()));
+    if a.run.json.is_some() {
         let mut j = serde_json::to_value(&report)
             .map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
         j["rwsem_slowpath"] = serde_json::to_value(&slow)
             .map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
-        let text = serde_json::to_string_pretty(&j)
-            .map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
-        super::write_file(p, &text)?;
+        super::write_json(a.run.json.as_ref(), &j)?;
     }
     if let Some(p) = &a.csv {
         super::write_file(p, &crate::record::to_csv(&report.results))?;
@@ -849,18 +683,8 @@ pub fn run(a: &RwsemArgs) -> Result<i32, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
-
-    #[derive(clap::Parser, Debug)]
-    struct Wrap {
-        #[command(flatten)]
-        a: RwsemArgs,
-    }
-
     fn parse(args: &[&str]) -> Result<RwsemArgs, String> {
-        Wrap::try_parse_from(std::iter::once("rwsem").chain(args.iter().copied()))
-            .map(|w| w.a)
-            .map_err(|e| e.to_string())
+        super::super::parse_args(args)
     }
 
     #[test]
@@ -924,18 +748,10 @@ mod tests {
         ])
         .unwrap();
         let locks = select_locks(&a.locks, &[LockKind::RwLock], &[]).unwrap();
-        let cfgs = configs(
-            &locks,
-            &a.pairs.0,
-            &a.loads.0,
-            0.0,
-            Duration::from_secs_f64(a.duration),
-            0,
-            true,
-        );
+        let cfgs = configs(&locks, &a.pairs.0, &a.loads.0, 0.0, a.run.window(), 0, true);
         assert_eq!(cfgs.len(), 2 * 2 * 2);
         let (recs, events) =
-            super::super::run_configs_with_events(&cfgs, &options(&a), &mut Machine::default());
+            super::super::run_configs_with_events(&cfgs, &a.run.options(), &mut Machine::default());
         assert_eq!(events.len(), cfgs.len());
         assert!(recs.iter().all(|r| r.violations == 0));
         let half: Vec<_> = recs.iter().filter(|r| r.experiment == EXPERIMENT).collect();
@@ -954,7 +770,15 @@ mod tests {
         let k = slow.iter().find(|p| p.lock == "klock_rwsem").unwrap();
         assert_eq!(k.reader_slow.is_some(), klock::stat::ENABLED);
         let names: Vec<String> = a.locks.clone();
-        let text = render(&recs, &slow, &names, &[1], &a.loads.0, 0.05);
+        let view = View {
+            recs: &recs,
+            slow: &slow,
+            locks: &names,
+            pairs: &[1],
+            loads: &a.loads.0,
+            duration_s: 0.05,
+        };
+        let text = view.render();
         assert!(text.contains("locking ops per thread"), "{text}");
         assert!(text.contains("slow-path locking ops"), "{text}");
         assert!(text.contains("all writers"), "{text}");

@@ -22,10 +22,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{CliError, out, write_file};
+use super::{CliError, Schedule, Step, interleave, out};
 use crate::adapter::{BenchLock, LockApiMutex};
-use crate::noise::Noise;
-use crate::table::Table;
+use crate::chart::Value;
+use crate::gate::GateConfig;
+use crate::progress::Progress;
+use crate::table::{Section, Table};
+use crate::verdict::Sample;
 use crate::work::{calibration, spin_work_from};
 use klock::spin::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTicketLock, Unfair};
 
@@ -355,69 +358,36 @@ pub type SeedRow = (
 
 /// Seed 001's rows: (our lock, seed row, Westmere-EX 32/48/60 vCPUs, Haswell-EX
 /// 32/48/60 vCPUs, Westmere-EX NUMA-pinned 32 vCPUs); 32 physical CPUs each.
+#[rustfmt::skip]
 pub const SEED: &[SeedRow] = &[
-    (
-        "klock_pvticket",
-        "pvticketlock (4.1.1)",
-        ["5m02.0s", "13m27.6s", "15m49.9s"],
-        ["1m58.9s", "18m57.0s", "20m46.1s"],
-        "2m47.1s",
-    ),
-    (
-        "klock_pvqspin_base",
-        "pvqspinlock (4.2-rc1)",
-        ["3m39.9s", "11m17.8s", "12m19.9s"],
-        ["1m59.9s", "18m44.2s", "18m57.0s"],
-        "2m45.9s",
-    ),
-    (
-        "klock_pvqspin",
-        "patched pvqspinlock",
-        ["3m38.5s", "9m27.8s", "9m39.4s"],
-        ["2m01.7s", "8m03.7s", "8m29.5s"],
-        "2m45.2s",
-    ),
-    (
-        "klock_tas",
-        "unfair byte lock",
-        ["4m23.8s", "7m14.7s", "8m50.4s"],
-        ["2m04.5s", "2m46.7s", "3m15.6s"],
-        "2m45.4s",
-    ),
-    (
-        "klock_unfair",
-        "unfair queued lock",
-        ["3m03.4s", "3m29.7s", "4m15.4s"],
-        ["1m59.4s", "2m04.9s", "2m18.6s"],
-        "2m44.9s",
-    ),
+    ("klock_pvticket", "pvticketlock (4.1.1)", ["5m02.0s", "13m27.6s", "15m49.9s"], ["1m58.9s", "18m57.0s", "20m46.1s"], "2m47.1s"),
+    ("klock_pvqspin_base", "pvqspinlock (4.2-rc1)", ["3m39.9s", "11m17.8s", "12m19.9s"], ["1m59.9s", "18m44.2s", "18m57.0s"], "2m45.9s"),
+    ("klock_pvqspin", "patched pvqspinlock", ["3m38.5s", "9m27.8s", "9m39.4s"], ["2m01.7s", "8m03.7s", "8m29.5s"], "2m45.2s"),
+    ("klock_tas", "unfair byte lock", ["4m23.8s", "7m14.7s", "8m50.4s"], ["2m04.5s", "2m46.7s", "3m15.6s"], "2m45.4s"),
+    ("klock_unfair", "unfair queued lock", ["3m03.4s", "3m29.7s", "4m15.4s"], ["1m59.4s", "2m04.9s", "2m18.6s"], "2m44.9s"),
 ];
 
 fn seed_of(lock: &str) -> Option<&'static SeedRow> {
     SEED.iter().find(|r| r.0 == lock)
 }
 
+type Lock = (&'static str, &'static str, JobFn);
+
+/// Resolves `--locks` against [`lock_table`] (empty: all of them).
+fn select(names: &[String]) -> Result<Vec<Lock>, CliError> {
+    let table: Vec<(&str, Lock)> = lock_table().into_iter().map(|l| (l.0, l)).collect();
+    if names.is_empty() {
+        return Ok(table.into_iter().map(|x| x.1).collect());
+    }
+    Ok(super::pick(names, &table, "lock")?
+        .into_iter()
+        .map(|x| x.1)
+        .collect())
+}
+
 /// Validates the arguments and measures every cell; progress on `prog`.
-pub fn measure(a: &SpinArgs, prog: &crate::progress::Progress) -> Result<SpinData, CliError> {
-    let table = lock_table();
-    let names: Vec<&str> = table.iter().map(|t| t.0).collect();
-    let locks: Vec<_> = if a.locks.is_empty() {
-        table.clone()
-    } else {
-        let mut v = Vec::new();
-        for l in &a.locks {
-            match table.iter().find(|t| t.0 == l) {
-                Some(t) => v.push(*t),
-                None => {
-                    return Err(CliError(format!(
-                        "unknown lock `{l}` for `spin`; allowed: {}",
-                        names.join(", ")
-                    )));
-                }
-            }
-        }
-        v
-    };
+pub fn measure(a: &SpinArgs, prog: &Progress) -> Result<SpinData, CliError> {
+    let locks = select(&a.locks)?;
     if let Some(m) = a.mults.iter().find(|m| !(0.5..=64.0).contains(*m)) {
         return Err(CliError(format!(
             "--mults: {m} is out of range; each multiple must be in 0.5..=64"
@@ -432,68 +402,11 @@ pub fn measure(a: &SpinArgs, prog: &crate::progress::Progress) -> Result<SpinDat
         return Err(CliError("--timeout must be in 0.1..=3600 seconds".into()));
     }
     let cpus = klock::wait::effective_cpus();
-    let cal = calibration();
-    let base = JobSpec {
-        threads: cpus,
-        sections: a.sections,
-        per_task: a.per_task,
-        shared_locks: a.shared_locks as usize,
-        cs_iters: cal.iters_for(a.cs_ns),
-        work_iters: cal.iters_for(a.work_ns),
-        pinned: false,
-        timeout: Duration::from_secs_f64(a.timeout),
-    };
     let groups = groups(a, cpus);
     let mut cells: Vec<Cell> = Vec::new();
     for g in &groups {
         for &t in &g.threads {
-            let spec = JobSpec {
-                threads: t,
-                pinned: g.pinned,
-                ..base.clone()
-            };
-            let mut results: Vec<Vec<JobResult>> = vec![Vec::new(); locks.len()];
-            let mut acc: Vec<Vec<u64>> = vec![vec![0; klock::stat::NUM_EVENTS]; locks.len()];
-            for rep in 0..a.runs {
-                for (i, l) in locks.iter().enumerate() {
-                    let nz = (g.noise > 0).then(|| Noise::start(g.noise));
-                    let before = klock::stat::snapshot();
-                    let r = (l.2)(&spec);
-                    let d = klock::stat::snapshot().delta(&before);
-                    for (k, v) in d.values().iter().enumerate() {
-                        acc[i][k] += v;
-                    }
-                    drop(nz);
-                    prog.inc(
-                        unit_of(a),
-                        &format!("spin {} {t} threads run {}/{}", l.0, rep + 1, a.runs),
-                    );
-                    results[i].push(r);
-                }
-            }
-            for (i, l) in locks.iter().enumerate() {
-                let rs = &results[i];
-                let mut secs: Vec<f64> = rs.iter().map(|r| r.secs).collect();
-                secs.sort_by(|x, y| x.total_cmp(y));
-                let med = secs[secs.len() / 2];
-                let ev = klock::stat::ENABLED.then(|| {
-                    klock::stat::Event::ALL
-                        .iter()
-                        .map(|e| (e.name().to_string(), acc[i][*e as usize]))
-                        .filter(|(_, v)| *v > 0)
-                        .collect::<Vec<_>>()
-                });
-                cells.push(Cell {
-                    lock: l.0.to_string(),
-                    table: g.title.clone(),
-                    threads: t,
-                    noise: g.noise,
-                    pinned: g.pinned,
-                    runs: rs.clone(),
-                    median_secs: med,
-                    events: ev,
-                });
-            }
+            cells.extend(measure_cell(a, g, t, &locks, prog));
         }
     }
     Ok(SpinData {
@@ -509,6 +422,60 @@ pub fn measure(a: &SpinArgs, prog: &crate::progress::Progress) -> Result<SpinDat
         groups,
         cells,
     })
+}
+
+/// One (group, thread count): every lock `--runs` times, interleaved (no idle gate: the
+/// jobs are long and the seed ran none).
+fn measure_cell(a: &SpinArgs, g: &Group, t: usize, locks: &[Lock], prog: &Progress) -> Vec<Cell> {
+    let cal = calibration();
+    let spec = JobSpec {
+        threads: t,
+        sections: a.sections,
+        per_task: a.per_task,
+        shared_locks: a.shared_locks as usize,
+        cs_iters: cal.iters_for(a.cs_ns),
+        work_iters: cal.iters_for(a.work_ns),
+        pinned: g.pinned,
+        timeout: Duration::from_secs_f64(a.timeout),
+    };
+    let sched = Schedule::new(a.runs as usize, GateConfig::disabled());
+    let step = |l: &Lock| Step {
+        label: format!("spin {} {t} threads", l.0),
+        units: unit_of(a),
+        noise: g.noise,
+    };
+    let done = interleave(locks, &sched, prog, step, |_, l| (l.2)(&spec));
+    let mut cells: Vec<Cell> = (locks.iter())
+        .map(|l| Cell {
+            lock: l.0.to_string(),
+            table: g.title.clone(),
+            threads: t,
+            noise: g.noise,
+            pinned: g.pinned,
+            runs: Vec::new(),
+            median_secs: 0.0,
+            events: None,
+        })
+        .collect();
+    let mut acc = vec![vec![0u64; klock::stat::NUM_EVENTS]; locks.len()];
+    for d in done {
+        for (k, v) in d.events.values().iter().enumerate() {
+            acc[d.point][k] += v;
+        }
+        cells[d.point].runs.push(d.out);
+    }
+    for (c, acc) in cells.iter_mut().zip(acc) {
+        let mut secs: Vec<f64> = c.runs.iter().map(|r| r.secs).collect();
+        secs.sort_by(|x, y| x.total_cmp(y));
+        c.median_secs = secs[secs.len() / 2];
+        c.events = klock::stat::ENABLED.then(|| {
+            (klock::stat::Event::ALL.iter())
+                .map(|e| (e.name().to_string(), acc[*e as usize]))
+                .filter(|(_, v)| *v > 0)
+                .collect()
+        });
+    }
+    cells
 }
 
 /// Planned progress units of one job: its work divided over the effective CPUs
@@ -564,162 +531,135 @@ pub fn planned_units(a: &SpinArgs) -> u64 {
     cells as u64 * locks as u64 * a.runs as u64 * unit_of(a)
 }
 
+impl SpinData {
+    fn cell(&self, lock: &str, g: &Group, threads: usize) -> Option<&Cell> {
+        (self.cells.iter()).find(|c| c.lock == lock && c.table == g.title && c.threads == threads)
+    }
+}
+
 /// The tables, laid out like the seed's (one row per lock, one column per thread
 /// count, median time to finish), with the seed's own times beside ours for the
 /// locks it measured; then the lock-event tables (stats builds).
 pub fn tables(d: &SpinData) -> Vec<Table> {
     let mut out = Vec::new();
-    let cpus = d.effective_cpus;
+    let cpus = d.effective_cpus as f64;
     for g in &d.groups {
-        let mut header = vec!["lock".to_string()];
-        header.extend(g.threads.iter().map(|t| {
-            if g.pinned {
-                format!("{t} threads")
-            } else {
-                format!("{t} threads ({:.1}x)", *t as f64 / cpus as f64)
-            }
-        }));
-        let seed_cols = !g.pinned && g.noise == 0;
-        if seed_cols {
-            header.push("seed Westmere-EX 32/48/60 vCPUs (1x/1.5x/1.9x)".into());
-            header.push("seed Haswell-EX 32/48/60 vCPUs".into());
+        let head = |t: &usize| match g.pinned {
+            true => format!("{t} threads"),
+            false => format!("{t} threads ({:.1}x)", *t as f64 / cpus),
+        };
+        let mut table = Table::grid(&g.title, "lock", &d.locks, &g.threads, head, |l, &t| {
+            d.cell(l, g, t)
+                .map(|c| match c.runs.iter().find(|r| r.timed_out) {
+                    Some(r) => format!(
+                        ">{} ({:.0}%)",
+                        fmt_secs(d.timeout),
+                        100.0 * r.done as f64 / d.sections as f64
+                    ),
+                    None => fmt_secs(c.median_secs),
+                })
+        });
+        // The seed's columns: its three overcommit times, or its pinned time.
+        if !g.pinned && g.noise == 0 {
+            table
+                .header
+                .push("seed Westmere-EX 32/48/60 vCPUs (1x/1.5x/1.9x)".into());
+            table.header.push("seed Haswell-EX 32/48/60 vCPUs".into());
         } else if g.pinned {
-            header.push("seed pinned, Westmere-EX 32 vCPUs".into());
+            table
+                .header
+                .push("seed pinned, Westmere-EX 32 vCPUs".into());
         }
-        let mut rows = Vec::new();
-        let mut events_rows: Vec<Vec<String>> = Vec::new();
-        for l in &d.locks {
-            let mut row = vec![l.clone()];
-            for &t in &g.threads {
-                let c = d
-                    .cells
-                    .iter()
-                    .find(|c| &c.lock == l && c.table == g.title && c.threads == t);
-                row.push(match c {
-                    None => "-".into(),
-                    Some(c) => match c.runs.iter().find(|r| r.timed_out) {
-                        Some(r) => format!(
-                            ">{} ({:.0}%)",
-                            fmt_secs(d.timeout),
-                            100.0 * r.done as f64 / d.sections as f64
-                        ),
-                        None => fmt_secs(c.median_secs),
-                    },
-                });
-                if let Some(c) = c
-                    && let Some(ev) = &c.events
-                    && !ev.is_empty()
-                {
-                    let runs = d.runs.max(1) as u64;
-                    let get = |n: &str| ev.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
-                    let lat = match (get("pv_kick_wake"), get("pv_latency_wake")) {
-                        (Some(n), Some(ns)) if n > 0 => Some(ns / n),
-                        _ => None,
-                    };
-                    events_rows.push(vec![
-                        l.clone(),
-                        t.to_string(),
-                        ev.iter()
-                            .filter(|(n, _)| n != "pv_latency_wake")
-                            .map(|(n, v)| format!("{n}={}", v / runs))
-                            .collect::<Vec<_>>()
-                            .join(" ")
-                            + &lat.map_or(String::new(), |l| format!(" wake_latency={l}ns")),
-                    ]);
-                }
-            }
-            let seed = seed_of(l);
-            if seed_cols {
+        for row in &mut table.rows {
+            let seed = seed_of(&row[0]);
+            if !g.pinned && g.noise == 0 {
                 row.push(seed.map_or("-".into(), |s| s.2.join(" / ")));
                 row.push(seed.map_or("-".into(), |s| s.3.join(" / ")));
             } else if g.pinned {
                 row.push(seed.map_or("-".into(), |s| s.4.to_string()));
             }
-            rows.push(row);
         }
-        out.push(Table {
-            title: g.title.clone(),
-            header,
-            rows,
-        });
-        if !events_rows.is_empty() {
-            out.push(Table {
-                title: format!("lock events per run (feature stats): {}", g.title),
-                header: vec!["lock".into(), "threads".into(), "events".into()],
-                rows: events_rows,
-            });
+        out.push(table);
+        let mut events = Table::new(
+            format!("lock events per run (feature stats): {}", g.title),
+            &["lock", "threads", "events"],
+        );
+        for l in &d.locks {
+            for &t in &g.threads {
+                if let Some(ev) = d.cell(l, g, t).and_then(|c| c.events.as_ref())
+                    && !ev.is_empty()
+                {
+                    events
+                        .rows
+                        .push(vec![l.clone(), t.to_string(), events_text(ev, d.runs)]);
+                }
+            }
+        }
+        if !events.rows.is_empty() {
+            out.push(events);
         }
     }
     out
 }
 
+/// A cell's events per run (`name=count ...`), with the mean PV wake latency.
+fn events_text(ev: &[(String, u64)], runs: u32) -> String {
+    let runs = runs.max(1) as u64;
+    let get = |n: &str| ev.iter().find(|(k, _)| k == n).map(|(_, v)| *v);
+    let lat = match (get("pv_kick_wake"), get("pv_latency_wake")) {
+        (Some(n), Some(ns)) if n > 0 => Some(ns / n),
+        _ => None,
+    };
+    ev.iter()
+        .filter(|(n, _)| n != "pv_latency_wake")
+        .map(|(n, v)| format!("{n}={}", v / runs))
+        .collect::<Vec<_>>()
+        .join(" ")
+        + &lat.map_or(String::new(), |l| format!(" wake_latency={l}ns"))
+}
+
 /// Verdict samples: time to finish per lock and thread count (smaller is better).
-pub fn samples(d: &SpinData) -> Vec<crate::verdict::Sample> {
-    d.cells
-        .iter()
-        .map(|c| crate::verdict::Sample {
-            scenario: if c.pinned {
+pub fn samples(d: &SpinData) -> Vec<Sample> {
+    (d.cells.iter())
+        .map(|c| {
+            let scenario = if c.pinned {
                 "spin job, pinned".into()
             } else if c.noise > 0 {
                 format!("spin job +{} noise", c.noise)
             } else {
                 "spin job".into()
-            },
-            point: format!("T={}", c.threads),
-            order: c.threads,
-            lock: c.lock.clone(),
-            median: c.median_secs,
-            runs: c.runs.iter().map(|r| r.secs).collect(),
-            higher_better: false,
-            unit: "s".into(),
-            starves: None,
-            tail_ns: None,
+            };
+            let secs = c.runs.iter().map(|r| r.secs).collect();
+            Sample {
+                median: c.median_secs,
+                ..Sample::of_runs(&scenario, c.threads, &c.lock, secs, false, "s")
+            }
         })
         .collect()
 }
 
 /// The report section: notes, the seed-shaped tables, and a chart per table.
-pub fn section(d: &SpinData) -> crate::table::Section {
+pub fn section(d: &SpinData) -> Section {
     let mut charts = Vec::new();
     for g in d.groups.iter().filter(|g| g.threads.len() > 1) {
         let x_labels: Vec<String> = g.threads.iter().map(|t| t.to_string()).collect();
-        for gr in crate::html::groups(&d.locks) {
-            let series = gr
-                .locks
-                .iter()
-                .zip(crate::html::styles(&gr.locks))
-                .map(|(l, st)| crate::chart::Series {
-                    name: l.clone(),
-                    points: g
-                        .threads
-                        .iter()
-                        .enumerate()
-                        .filter_map(|(i, t)| {
-                            d.cells
-                                .iter()
-                                .find(|c| &c.lock == l && c.table == g.title && c.threads == *t)
-                                .map(|c| {
-                                    let secs: Vec<f64> = c.runs.iter().map(|r| r.secs).collect();
-                                    (i, crate::chart::Value::with_runs(c.median_secs, &secs))
-                                })
-                        })
-                        .collect(),
-                    bold: crate::verdict::family_of_default(l).is_some(),
-                    style: st,
+        let title =
+            |gr: &crate::html::Group| format!("{}: {} (lower is better)", g.title, gr.title);
+        let axes = ("threads", "seconds to finish");
+        charts.extend(crate::html::lines(
+            title,
+            axes,
+            &x_labels,
+            &d.locks,
+            |l, i| {
+                d.cell(l, g, g.threads[i]).map(|c| {
+                    let secs: Vec<f64> = c.runs.iter().map(|r| r.secs).collect();
+                    Value::with_runs(c.median_secs, &secs)
                 })
-                .collect();
-            charts.push(crate::chart::line(&crate::chart::LineChart {
-                title: format!("{}: {} (lower is better)", g.title, gr.title),
-                x_desc: "threads".into(),
-                y_desc: "seconds to finish".into(),
-                x_labels: x_labels.clone(),
-                series,
-                scale: crate::chart::Scale::Auto,
-                reference: None,
-            }));
-        }
+            },
+        ));
     }
-    crate::table::Section {
+    Section {
         title: "spin (seed 001): time to finish a fixed build-like job".into(),
         notes: vec![
             format!(
@@ -741,7 +681,7 @@ pub fn run(a: &SpinArgs) -> Result<i32, CliError> {
         }
         return Ok(0);
     }
-    let prog = crate::progress::Progress::new(planned_units(a), !a.quiet);
+    let prog = Progress::new(planned_units(a), !a.quiet);
     let d = measure(a, &prog)?;
     prog.finish();
     out(&format!(
@@ -755,7 +695,7 @@ pub fn run(a: &SpinArgs) -> Result<i32, CliError> {
     if !klock::stat::ENABLED {
         out("\n(lock-event counters: build with `--features stats` to see them)\n");
     }
-    if let Some(p) = &a.json {
+    if a.json.is_some() {
         let j = serde_json::json!({
             "experiment": "spin",
             "command": super::command_line(),
@@ -763,7 +703,7 @@ pub fn run(a: &SpinArgs) -> Result<i32, CliError> {
             "effective_cpus": d.effective_cpus,
             "cells": d.cells,
         });
-        write_file(p, &serde_json::to_string_pretty(&j).unwrap_or_default())?;
+        super::write_json(a.json.as_ref(), &j)?;
     }
     let violations: u64 = d
         .cells

@@ -1,12 +1,42 @@
-//! The uncontended experiment: one thread, lock + counter++ + unlock, ns per op.
+//! `lockbench uncontended`: one thread, lock + counter++ + unlock, ns per op.
 
-use crate::adapter::LockEntry;
-use crate::gate::{GateConfig, wait_idle};
-use crate::record::{Params, Record};
+use crate::gate::GateConfig;
+use crate::locks::{LockEntry, LockKind};
+use crate::progress::Progress;
+use crate::record::{Params, Record, Report};
 use crate::stats::{median, spread};
 
-/// Measures every lock `runs` times (interleaved), `ops` operations per run;
-/// `read` takes the shared side (workload `uncontended-read`).
+use super::{CliError, Schedule, Step, interleave};
+
+/// Arguments of `lockbench uncontended`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct UncontendedArgs {
+    /// Comma-separated lock names; default: all.
+    #[arg(long, value_delimiter = ',')]
+    pub locks: Vec<String>,
+    /// Lock+unlock operations per run (1000..=1e9).
+    #[arg(long, default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1000..=1_000_000_000))]
+    pub ops: u64,
+    /// Repetitions (interleaved), 1..=100.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub runs: u32,
+    /// Write the results as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
+    /// Write the results as CSV to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<std::path::PathBuf>,
+    /// Disable the idle gate.
+    #[arg(long)]
+    pub no_idle_gate: bool,
+    /// Measure the shared (read) side: reader/writer locks only.
+    #[arg(long)]
+    pub read: bool,
+}
+
+/// Measures every lock `runs` times (interleaved, each run behind a short idle gate),
+/// `ops` operations per run; `read` takes the shared side (workload
+/// `uncontended-read`).
 pub fn measure(
     locks: &[LockEntry],
     ops: u64,
@@ -14,42 +44,48 @@ pub fn measure(
     read: bool,
     gate: &GateConfig,
 ) -> Vec<Record> {
+    let short = GateConfig {
+        max_wait: gate.max_wait.min(std::time::Duration::from_millis(300)),
+        ..*gate
+    };
+    let step = |e: &LockEntry| Step {
+        label: format!("uncontended {}", e.name),
+        units: 0,
+        noise: 0,
+    };
+    let done = interleave(
+        locks,
+        &Schedule::new(runs, short),
+        &Progress::hidden(),
+        step,
+        |_, e| (e.uncontended)(ops, read),
+    );
     let mut ns: Vec<Vec<f64>> = vec![Vec::new(); locks.len()];
-    for _ in 0..runs.max(1) {
-        for (i, e) in locks.iter().enumerate() {
-            if gate.enabled {
-                let short = GateConfig {
-                    max_wait: gate.max_wait.min(std::time::Duration::from_millis(300)),
-                    ..*gate
-                };
-                wait_idle(&short);
-            }
-            ns[i].push((e.uncontended)(ops, read));
-        }
+    for d in done {
+        ns[d.point].push(d.out);
     }
+    let workload = if read {
+        "uncontended-read"
+    } else {
+        "uncontended"
+    };
     locks
         .iter()
         .zip(ns)
         .map(|(e, v)| {
             let m = median(&v);
-            let mops: Vec<f64> = v.iter().map(|x| 1e3 / x.max(1e-9)).collect();
             Record {
                 experiment: "uncontended".into(),
                 lock: e.name.into(),
                 threads: 1,
                 params: Params {
-                    workload: if read {
-                        "uncontended-read"
-                    } else {
-                        "uncontended"
-                    }
-                    .into(),
+                    workload: workload.into(),
                     quota_cpus: crate::quota::active(),
                     ..Params::default()
                 },
                 throughput_mops: 1e3 / m.max(1e-9),
                 spread: spread(&v),
-                runs_mops: mops,
+                runs_mops: v.iter().map(|x| 1e3 / x.max(1e-9)).collect(),
                 fairness_max_min: Some(1.0),
                 runs: v.len(),
                 uncontended_ns_per_op: Some(m),
@@ -57,4 +93,19 @@ pub fn measure(
             }
         })
         .collect()
+}
+
+/// Runs `lockbench uncontended`; returns the exit status.
+pub fn run(a: &UncontendedArgs) -> Result<i32, CliError> {
+    let all = [LockKind::Mutex, LockKind::RwLock];
+    let kinds: &[LockKind] = if a.read { &all[1..] } else { &all };
+    let locks = super::select_locks(&a.locks, kinds, kinds)?;
+    let mut gate = GateConfig::from_env();
+    gate.enabled &= !a.no_idle_gate;
+    let report = Report {
+        machine: crate::sys::Machine::probe(),
+        command: super::command_line(),
+        results: measure(&locks, a.ops, a.runs as usize, a.read, &gate),
+    };
+    super::finish(&report, a.json.as_ref(), a.csv.as_ref())
 }

@@ -4,7 +4,8 @@
 //! adapter of its own: wrap it in the generic adapters and add a line to `entries()`:
 //!
 //! ```ignore
-//! use crate::adapter::{LockApiMutex, LockApiRwLock, LockEntry};
+//! use crate::adapter::{LockApiMutex, LockApiRwLock};
+//! use crate::locks::LockEntry;
 //!
 //! pub fn entries() -> Vec<LockEntry> {
 //!     vec![
@@ -26,7 +27,8 @@
 //! one that needs a per-thread queue node through `BenchLock::Ctx`).
 //! Names must start with `klock_`; the description is one line.
 
-use crate::adapter::{LockApiMutex, LockEntry};
+use super::entry::LockEntry;
+use crate::adapter::LockApiMutex;
 use klock::spin::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTicketLock, Unfair};
 
 /// Registry lines for klock's locks.

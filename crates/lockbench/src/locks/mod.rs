@@ -4,12 +4,14 @@
 //! none at all for a `lock_api` lock) plus one line in the `entries()` of its file.
 //! klock's locks go in [`klock::entries`] under names starting with `klock_`.
 
+pub mod entry;
 pub mod klock;
 pub mod pthread;
 pub mod spin;
 pub mod stdlib;
 
-use crate::adapter::{LockApiMutex, LockApiRwLock, LockEntry, LockKind};
+use crate::adapter::{LockApiMutex, LockApiRwLock};
+pub use entry::{LockEntry, LockKind};
 
 /// All registered competitors, in report order.
 pub fn registry() -> Vec<LockEntry> {

@@ -7,7 +7,8 @@
 
 use std::cell::UnsafeCell;
 
-use crate::adapter::{BenchLock, LockEntry};
+use super::entry::LockEntry;
+use crate::adapter::BenchLock;
 
 /// Registry lines for glibc's locks.
 pub fn entries() -> Vec<LockEntry> {

@@ -6,7 +6,8 @@
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
-use crate::adapter::{BenchLock, LockEntry};
+use super::entry::LockEntry;
+use crate::adapter::BenchLock;
 
 /// Registry lines for the spinlock baselines.
 pub fn entries() -> Vec<LockEntry> {

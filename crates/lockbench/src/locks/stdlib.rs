@@ -1,6 +1,7 @@
 //! `std::sync` competitors: `std` (Mutex) and `std_rw` (RwLock).
 
-use crate::adapter::{BenchLock, LockEntry};
+use super::entry::LockEntry;
+use crate::adapter::BenchLock;
 
 /// Registry lines for the standard library's locks.
 pub fn entries() -> Vec<LockEntry> {
