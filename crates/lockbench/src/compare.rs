@@ -300,31 +300,10 @@ pub fn run(args: &CompareArgs) -> Result<i32, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Params, Record};
+    use crate::record::testing::{has, report, uncontended};
 
-    fn rec(lock: &str, t: usize, runs: &[f64]) -> Record {
-        let mut v = runs.to_vec();
-        v.sort_by(|a, b| a.total_cmp(b));
-        Record {
-            experiment: "mutex".into(),
-            lock: lock.into(),
-            threads: t,
-            params: Params {
-                workload: "balanced".into(),
-                ..Params::default()
-            },
-            throughput_mops: v[v.len() / 2],
-            runs_mops: runs.to_vec(),
-            runs: runs.len(),
-            ..Record::default()
-        }
-    }
-
-    fn report(recs: Vec<Record>) -> Report {
-        Report {
-            results: recs,
-            ..Report::default()
-        }
+    fn rec(lock: &str, t: usize, runs: &[f64]) -> crate::record::Record {
+        crate::record::testing::rec("mutex", lock, t, runs)
     }
 
     #[test]
@@ -358,16 +337,10 @@ mod tests {
         assert_eq!(unmatched.len(), 2, "{unmatched:?}");
         // A threshold above the change silences the flag.
         let (rows, _) = compare(&a, &b, 30.0);
-        assert_eq!(
-            rows.iter()
-                .find(|r| r.lock == "klock_mutex")
-                .unwrap()
-                .change,
-            Change::Noise
-        );
+        assert_eq!(rows[0].change, Change::Noise, "{:?}", rows[0]);
         let t = tables(&rows, "a.json", "b.json", false);
         assert_eq!(t.len(), 1);
-        assert!(t[0].to_text().contains("a.json"));
+        has(&t[0].to_text(), "a.json");
     }
 
     #[test]
@@ -381,19 +354,7 @@ mod tests {
 
     #[test]
     fn ns_per_op_is_better_when_lower() {
-        let mk = |ns: f64| Record {
-            experiment: "uncontended".into(),
-            lock: "std".into(),
-            threads: 1,
-            params: Params {
-                workload: "uncontended".into(),
-                ..Params::default()
-            },
-            throughput_mops: 1e3 / ns,
-            runs_mops: vec![1e3 / ns * 0.99, 1e3 / ns, 1e3 / ns * 1.01],
-            uncontended_ns_per_op: Some(ns),
-            ..Record::default()
-        };
+        let mk = |ns: f64| uncontended("std", ns);
         let (rows, _) = compare(&report(vec![mk(20.0)]), &report(vec![mk(10.0)]), 0.0);
         assert_eq!(rows[0].change, Change::Improved);
         assert!((rows[0].ratio - 2.0).abs() < 1e-6);
