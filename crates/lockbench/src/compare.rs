@@ -160,6 +160,16 @@ pub fn flag(c: Change) -> &'static str {
     }
 }
 
+const HEADER: [&str; 7] = [
+    "lock",
+    "threads",
+    "A (median ±half range)",
+    "B (median ±half range)",
+    "B vs A (>1 = B better)",
+    "change",
+    "flag",
+];
+
 /// The comparison as tables, one per workload.
 pub fn tables(rows: &[Row], a_name: &str, b_name: &str, flagged_only: bool) -> Vec<Table> {
     let scen = crate::stats::first_seen(rows.iter().map(|r| r.scenario.as_str()));
@@ -184,19 +194,8 @@ pub fn tables(rows: &[Row], a_name: &str, b_name: &str, flagged_only: bool) -> V
                 })
                 .collect();
             (!rs.is_empty()).then(|| Table {
-                title: format!("{sc}: A = {a_name}, B = {b_name}"),
-                header: [
-                    "lock",
-                    "threads",
-                    "A (median ±half range)",
-                    "B (median ±half range)",
-                    "B vs A (>1 = B better)",
-                    "change",
-                    "flag",
-                ]
-                .map(String::from)
-                .to_vec(),
                 rows: rs,
+                ..Table::new(format!("{sc}: A = {a_name}, B = {b_name}"), &HEADER)
             })
         })
         .collect()

@@ -15,7 +15,7 @@
 use crate::chart::{self, Chart, LineChart, MAX_SERIES, Row, RowChart, Scale, Value, esc};
 use crate::record::{Record, Report};
 use crate::table::{Section, Series, Table, series, tables};
-use crate::verdict::{self, Outcome};
+use crate::verdict;
 
 /// A chart group: a title and the locks it shows (defaults first, marked bold).
 #[derive(Clone, Debug, PartialEq)]
@@ -60,16 +60,10 @@ fn chunks(title: &str, fixed: &[String], rest: &[String], peers: bool) -> Vec<Gr
 /// assert_eq!(g[1].locks, ["klock_mutex", "klock_mutex_nospin"]);
 /// ```
 pub fn groups(locks: &[String]) -> Vec<Group> {
-    let defaults: Vec<String> = locks
-        .iter()
-        .filter(|l| verdict::family_of_default(l).is_some())
-        .cloned()
-        .collect();
-    let peers: Vec<String> = locks
-        .iter()
-        .filter(|l| !verdict::is_klock(l))
-        .cloned()
-        .collect();
+    let pick = |keep: &dyn Fn(&str) -> bool| -> Vec<String> {
+        locks.iter().filter(|l| keep(l)).cloned().collect()
+    };
+    let (defaults, peers) = (pick(&bold), pick(&|l| !verdict::is_klock(l)));
     let mut out = Vec::new();
     if defaults.len() + peers.len() <= MAX_SERIES {
         out.extend(chunks("klock defaults vs peers", &defaults, &peers, true));
@@ -92,35 +86,15 @@ pub fn groups(locks: &[String]) -> Vec<Group> {
         ));
     }
     for fam in verdict::FAMILIES {
-        let vars: Vec<String> = locks
-            .iter()
-            .filter(|l| verdict::family_of_variant(l) == Some(fam))
-            .cloned()
-            .collect();
-        let fixed: Vec<String> = locks
-            .iter()
-            .filter(|l| *l == fam.default)
-            .cloned()
-            .collect();
-        out.extend(chunks(
-            &format!(
-                "klock {} variants (seed reproductions, ablations)",
-                fam.name
-            ),
-            &fixed,
-            &vars,
-            false,
-        ));
+        let vars = pick(&|l| verdict::family_of_variant(l) == Some(fam));
+        let title = format!(
+            "klock {} variants (seed reproductions, ablations)",
+            fam.name
+        );
+        out.extend(chunks(&title, &pick(&|l| l == fam.default), &vars, false));
     }
-    let other: Vec<String> = locks
-        .iter()
-        .filter(|l| {
-            verdict::is_klock(l)
-                && verdict::family_of_default(l).is_none()
-                && verdict::family_of_variant(l).is_none()
-        })
-        .cloned()
-        .collect();
+    let other =
+        pick(&|l| verdict::is_klock(l) && !bold(l) && verdict::family_of_variant(l).is_none());
     out.extend(chunks("other klock locks", &[], &other, false));
     if out.is_empty() && !locks.is_empty() {
         out.extend(chunks("locks", &[], locks, true));
@@ -436,12 +410,8 @@ pub fn verdict_html(report: &Report, extra: &[verdict::Sample]) -> String {
     s.push_str("</ul>\n");
     for (_, cs, t) in &fams {
         let class = |i: usize, j: usize| {
-            (j >= 4).then(|| match cs[i].outcome {
-                Outcome::Better => "better",
-                Outcome::Same => "same",
-                Outcome::Worse => "worse",
-                Outcome::Inconclusive => "inconclusive",
-            })
+            // The outcome's word is its CSS class.
+            (j >= 4).then(|| cs[i].outcome.word())
         };
         s.push_str(&table_html(t, Some("verdict"), &class));
     }
