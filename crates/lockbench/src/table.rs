@@ -519,8 +519,8 @@ pub fn verdict_table(fam: &Family, cells: &[&Cell]) -> Table {
         .iter()
         .map(|c| {
             vec![
-                c.scenario.clone(),
-                c.point.clone(),
+                c.klock.scenario.clone(),
+                c.klock.point.clone(),
                 fmt_value(c.klock.median, &c.klock.unit),
                 format!("{} {}", c.peer.lock, fmt_value(c.peer.median, &c.peer.unit)),
                 fmt_ratio(c),

@@ -357,13 +357,7 @@ impl Outcome {
 pub struct Cell {
     /// The family.
     pub family: &'static Family,
-    /// Scenario (workload).
-    pub scenario: String,
-    /// Point (threads).
-    pub point: String,
-    /// Sort key of the point.
-    pub order: usize,
-    /// klock's sample.
+    /// klock's sample (its scenario and point are the case's).
     pub klock: Sample,
     /// The best peer's sample.
     pub peer: Sample,
@@ -538,9 +532,6 @@ fn cell(fam: &'static Family, here: &[&Sample]) -> Option<Cell> {
     }
     Some(Cell {
         family: fam,
-        scenario: k.scenario.clone(),
-        point: k.point.clone(),
-        order: k.order,
         klock: (*k).clone(),
         peer: p.clone(),
         peers: peers.iter().map(|s| (*s).clone()).collect(),
@@ -577,43 +568,35 @@ pub struct Summary {
 }
 
 fn case(c: &Cell) -> String {
-    format!("{} {}", c.scenario, c.point)
+    format!("{} {}", c.klock.scenario, c.klock.point)
 }
 
 /// Cases grouped by workload: `mutex hot T=2, T=8; spin job T=8` (at most 4
 /// workloads, then a count).
 fn list(cs: &[&Cell]) -> String {
-    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
-    for c in cs {
-        match groups.iter_mut().find(|(s, _)| *s == c.scenario) {
-            Some((_, pts)) => pts.push(&c.point),
-            None => groups.push((&c.scenario, vec![&c.point])),
-        }
-    }
-    let mut v: Vec<String> = groups
-        .iter()
-        .take(4)
-        .map(|(s, pts)| format!("{s} {}", pts.join(", ")))
+    let scenarios = crate::stats::first_seen(cs.iter().map(|c| c.klock.scenario.as_str()));
+    let mut v: Vec<String> = (scenarios.iter().take(4))
+        .map(|s| {
+            let here = cs.iter().filter(|c| c.klock.scenario == *s);
+            let points: Vec<&str> = here.map(|c| c.klock.point.as_str()).collect();
+            format!("{s} {}", points.join(", "))
+        })
         .collect();
-    if groups.len() > 4 {
-        v.push(format!("{} more workloads", groups.len() - 4));
+    if scenarios.len() > 4 {
+        v.push(format!("{} more workloads", scenarios.len() - 4));
     }
     v.join("; ")
 }
 
+/// The lock that is most often the best peer (the last seen of equals).
 fn most_common_peer(cs: &[&Cell]) -> String {
-    let mut counts: Vec<(String, usize)> = Vec::new();
-    for c in cs {
-        match counts.iter_mut().find(|(n, _)| *n == c.peer.lock) {
-            Some((_, k)) => *k += 1,
-            None => counts.push((c.peer.lock.clone(), 1)),
-        }
-    }
-    counts
+    let peers = crate::stats::first_seen(cs.iter().map(|c| c.peer.lock.as_str()));
+    let count = |p: &&str| cs.iter().filter(|c| c.peer.lock == *p).count();
+    peers
         .into_iter()
-        .max_by_key(|(_, k)| *k)
-        .map(|(n, _)| n)
+        .max_by_key(count)
         .unwrap_or_default()
+        .into()
 }
 
 /// One summary per family that has verdict rows.
@@ -963,7 +946,7 @@ mod tests {
         let cs = cells(&samples(&synthetic()));
         let get = |fam: &str, sc: &str, pt: &str| {
             cs.iter()
-                .find(|c| c.family.name == fam && c.scenario == sc && c.point == pt)
+                .find(|c| c.family.name == fam && c.klock.scenario == sc && c.klock.point == pt)
                 .unwrap_or_else(|| panic!("no cell {fam} {sc} {pt}: {cs:#?}"))
         };
         // T=8: best peer is parking_lot (2.1); std_rw (an rwlock) is not a mutex peer,
