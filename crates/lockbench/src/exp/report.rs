@@ -24,7 +24,7 @@ use super::proc::Finished;
 use super::{CliError, Config, RunOptions, Workload, fio, fserver, preload, rwsem, spin};
 use crate::gate::GateConfig;
 use crate::locks::{LockEntry, LockKind};
-use crate::progress::{Progress, Suite, run_units};
+use crate::progress::{Progress, run_units};
 use crate::record::{Record, Report};
 use crate::stats::{first_seen, sorted_distinct};
 use crate::sys::Machine;
@@ -295,7 +295,7 @@ fn samples_of(recs: &[Record]) -> Vec<Sample> {
     })
 }
 
-/// Runs the seed experiments of `plan` (progress on the open [`Suite`], if any).
+/// Runs the seed experiments of `plan` (progress on the open suite bar, if any).
 /// `preload_dir`: where the `preload` child writes its files; `None` skips it.
 pub fn run_seeds(
     plan: &SeedPlan,
@@ -594,7 +594,7 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
     let plans = series(&p, &mutexes, &rws);
 
     let (unc_units, total) = planned(&p, reg.len(), &plans, seeds.as_ref());
-    let suite = Suite::begin(total, !args.quiet);
+    let suite = Progress::suite(total, !args.quiet);
     let chatty = !args.quiet && crate::sys::stderr_is_tty();
     let say = |s: &str| {
         if suite.visible() {
