@@ -104,10 +104,7 @@ pub fn groups(locks: &[String]) -> Vec<Group> {
 
 /// Chart styles of a group: each klock default keeps its family's colour and
 /// marker in every chart (SpinLock blue circle, Mutex vermillion square, RwLock green
-/// triangle); the other locks take the rest in order.
-///
-/// The other locks take the styles no default owns first, so a blue circle or a
-/// vermillion square means klock's SpinLock or Mutex wherever the chart has room.
+/// triangle); the other locks take first the styles no default owns, then the rest.
 ///
 /// ```
 /// let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
@@ -115,27 +112,13 @@ pub fn groups(locks: &[String]) -> Vec<Group> {
 /// assert_eq!(s, vec![1, 4]);
 /// ```
 pub fn styles(locks: &[String]) -> Vec<usize> {
-    let n = verdict::FAMILIES.len().min(MAX_SERIES);
     let fixed = |l: &str| verdict::FAMILIES.iter().position(|f| f.default == l);
-    let mut used = [false; MAX_SERIES];
-    for l in locks {
-        if let Some(i) = fixed(l).filter(|i| *i < MAX_SERIES) {
-            used[i] = true;
-        }
-    }
-    let order: Vec<usize> = (n..MAX_SERIES).chain(0..n).collect();
-    let mut out = Vec::with_capacity(locks.len());
-    for l in locks {
-        match fixed(l).filter(|i| *i < MAX_SERIES) {
-            Some(i) => out.push(i),
-            None => {
-                let i = order.iter().copied().find(|i| !used[*i]).unwrap_or(0);
-                used[i] = true;
-                out.push(i);
-            }
-        }
-    }
-    out
+    let taken: Vec<usize> = locks.iter().filter_map(|l| fixed(l)).collect();
+    let n = verdict::FAMILIES.len();
+    let mut free = (n..MAX_SERIES).chain(0..n).filter(|i| !taken.contains(i));
+    (locks.iter())
+        .map(|l| fixed(l).unwrap_or_else(|| free.next().unwrap_or(0)))
+        .collect()
 }
 
 fn bold(lock: &str) -> bool {
