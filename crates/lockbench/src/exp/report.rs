@@ -98,12 +98,15 @@ fn plan(full: bool, no_gate: bool, scale: f64) -> Plan {
     if no_gate {
         gate.enabled = false;
     }
-    let mut p = if full {
+    // `--scale`: every window, and the uncontended operations.
+    let d = |secs: f64| secs * scale;
+    let ops = |n: u64| ((n as f64 * scale) as u64).max(1000);
+    if full {
         Plan {
-            balanced: (vec![1, 2, 4, 8, 32], 2.0, 5),
-            hot: Some((vec![1, 2, 4, 8, 32], 1.0, 3)),
-            rw: (vec![(2, 2), (8, 8)], 2.0, 5),
-            uncontended: (10_000_000, 10),
+            balanced: (vec![1, 2, 4, 8, 32], d(2.0), 5),
+            hot: Some((vec![1, 2, 4, 8, 32], d(1.0), 3)),
+            rw: (vec![(2, 2), (8, 8)], d(2.0), 5),
+            uncontended: (ops(10_000_000), 10),
             gate,
         }
     } else {
@@ -115,20 +118,13 @@ fn plan(full: bool, no_gate: bool, scale: f64) -> Plan {
         // Five interleaved rounds per case (the verdict's bootstrap needs
         // them to tell a 5 % gap from noise), in about the same time.
         Plan {
-            balanced: (vec![1, 2, 4, 8], 0.2, 5),
+            balanced: (vec![1, 2, 4, 8], d(0.2), 5),
             hot: None,
-            rw: (vec![(2, 2), (8, 8)], 0.2, 5),
-            uncontended: (1_000_000, 5),
+            rw: (vec![(2, 2), (8, 8)], d(0.2), 5),
+            uncontended: (ops(1_000_000), 5),
             gate,
         }
-    };
-    p.balanced.1 *= scale;
-    if let Some(h) = &mut p.hot {
-        h.1 *= scale;
     }
-    p.rw.1 *= scale;
-    p.uncontended.0 = ((p.uncontended.0 as f64 * scale) as u64).max(1000);
-    p
 }
 
 /// The seed experiments' arguments in the full report.
@@ -283,10 +279,6 @@ fn fio_part(runs: &[fio::FioRun], read_pct: u64, file_mib: u64) -> (Section, Vec
     (fio::section(runs, &locks, &fa), samples)
 }
 
-fn preload_part(recs: &[Record], note: &str) -> (Section, Vec<Sample>) {
-    (preload::section(recs, note), samples_of(recs))
-}
-
 /// The verdict samples of some records.
 fn samples_of(recs: &[Record]) -> Vec<Sample> {
     crate::verdict::samples(&Report {
@@ -377,7 +369,7 @@ pub fn seeds_from_json(seed: &serde_json::Value) -> SeedResults {
     if let Ok(recs) = from_value::<Vec<Record>>(seed["preload"].clone())
         && !recs.is_empty()
     {
-        out.push(preload_part(&recs, ""));
+        out.push((preload::section(&recs, ""), samples_of(&recs)));
     }
     out
 }
