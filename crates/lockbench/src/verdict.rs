@@ -171,30 +171,19 @@ pub const SAME_MARGIN: f64 = 0.05;
 /// (`min_thread_share`; for reports written before it, the median run's
 /// per-thread counts and the classes' minima).
 fn starved_class(r: &Record) -> Option<&'static str> {
-    let classes = [&r.readers, &r.writers].into_iter().flatten();
-    let all_mean = if r.ops_per_thread.avg > 0.0 {
-        r.ops_per_thread.avg
-    } else {
-        // Older records may carry only the classes' figures.
-        let (n, sum) = classes.fold((0usize, 0.0), |(n, s), c| {
-            (n + c.threads, s + c.threads as f64 * c.ops_per_thread.avg)
-        });
-        if n > 0 { sum / n as f64 } else { 0.0 }
-    };
+    let classes = || [&r.readers, &r.writers].into_iter().flatten();
     let share = r.min_thread_share.unwrap_or_else(|| {
-        let classes = [&r.readers, &r.writers]
-            .into_iter()
-            .flatten()
-            .map(|c| c.ops_per_thread.min);
-        let min = classes.fold(
-            if r.ops_per_thread.avg > 0.0 {
-                r.ops_per_thread.min
-            } else {
-                f64::INFINITY
-            },
-            f64::min,
-        );
-        if all_mean > 0.0 { min / all_mean } else { 1.0 }
+        // Older records may carry only the classes' figures.
+        let (min, mean) = if r.ops_per_thread.avg > 0.0 {
+            (r.ops_per_thread.min, r.ops_per_thread.avg)
+        } else {
+            let (n, sum) = classes().fold((0usize, 0.0), |(n, s), c| {
+                (n + c.threads, s + c.threads as f64 * c.ops_per_thread.avg)
+            });
+            (f64::INFINITY, if n > 0 { sum / n as f64 } else { 0.0 })
+        };
+        let min = classes().map(|c| c.ops_per_thread.min).fold(min, f64::min);
+        if mean > 0.0 { min / mean } else { 1.0 }
     });
     if share >= STARVED_MIN_AVG {
         return None;
@@ -243,16 +232,13 @@ impl Sample {
         xs: &[usize],
         runs: impl Fn(&str, usize) -> Vec<f64>,
     ) -> Vec<Sample> {
-        let mut v = Vec::new();
-        for l in locks {
-            for &x in xs {
+        let cells = locks.iter().flat_map(|l| xs.iter().map(move |x| (l, *x)));
+        cells
+            .filter_map(|(l, x)| {
                 let r = runs(l, x);
-                if !r.is_empty() {
-                    v.push(Sample::of_runs(scenario, x, l, r, higher_better, unit));
-                }
-            }
-        }
-        v
+                (!r.is_empty()).then(|| Sample::of_runs(scenario, x, l, r, higher_better, unit))
+            })
+            .collect()
     }
     /// (median, min, max) over runs.
     pub fn range(&self) -> (f64, f64, f64) {
