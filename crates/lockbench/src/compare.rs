@@ -252,16 +252,13 @@ pub fn run(args: &CompareArgs) -> Result<i32, CliError> {
         &args.b.display().to_string(),
         args.flagged_only,
     ) {
+        // The ratio, change and flag columns, coloured by the flag.
         let style = |r: usize, c: usize| {
-            if !color || c < 4 {
-                return None;
-            }
-            let flagword = t.rows[r][6].as_str();
-            match flagword {
-                "improved" => Some("\x1b[1;32m"),
-                "REGRESSED" => Some("\x1b[1;31m"),
-                _ => Some("\x1b[2m"),
-            }
+            (color && c >= 4).then(|| match t.rows[r][6].as_str() {
+                "improved" => "\x1b[1;32m",
+                "REGRESSED" => "\x1b[1;31m",
+                _ => "\x1b[2m",
+            })
         };
         s.push_str(&t.to_text_styled(&style));
     }
@@ -283,12 +280,7 @@ pub fn run(args: &CompareArgs) -> Result<i32, CliError> {
         s.push_str(&format!(
             "{} not matched: {}{}\n",
             unmatched.len(),
-            unmatched
-                .iter()
-                .take(8)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("; "),
+            unmatched[..unmatched.len().min(8)].join("; "),
             if unmatched.len() > 8 { "; ..." } else { "" }
         ));
     }
