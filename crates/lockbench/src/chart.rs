@@ -4,15 +4,9 @@
 //!
 //! Two kinds: [`line`] (a value against an ordered x such as thread counts, one line
 //! per lock, error bars from the runs' min and max) and [`rows`] (one row per lock,
-//! markers or bars along a value axis, for per-lock figures such as ns/op or latency
-//! percentiles). Every chart has at most [`MAX_SERIES`] series; each series gets its
-//! own colour *and* marker, listed in a legend to the right of the plot. Value axes
-//! use round ticks (1, 2, 5 × 10^k on linear axes, powers of ten on log axes) and
-//! switch to a log scale by themselves when the values span more than a decade
-//! ([`Scale::Auto`]).
-//!
-//! A leaf: it knows nothing of locks, records or the verdict; the renderers
-//! ([`crate::html`], the experiments' sections) decide what to draw.
+//! markers or bars along a value axis). At most [`MAX_SERIES`] series per chart, each
+//! with its own colour *and* marker in a legend right of the plot; value axes have
+//! round ticks ([`Axis`]). A leaf: it knows nothing of locks, records or the verdict.
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
@@ -191,7 +185,8 @@ pub fn fmt_tick(v: f64) -> String {
     }
 }
 
-/// A value axis: its drawn range (in axis units: the value, or log10 of it) and ticks.
+/// A value axis: its drawn range (in axis units: the value, or log10 of it) and its
+/// round ticks (1, 2, 5 x 10^k on a linear axis, powers of ten on a log axis).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Axis {
     /// Logarithmic.

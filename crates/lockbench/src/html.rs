@@ -2,14 +2,9 @@
 //! document is well-formed XML (XHTML syntax), so any XML parser reads it.
 //!
 //! Layout: machine line; the **verdict** (one sentence per klock family naming the
-//! lock to pick, then the table of klock's defaults against the best peer, coloured
-//! better / same / worse); then per series the charts ([`crate::chart`]): throughput
-//! against threads split into *klock defaults vs peers* and *klock variants (seed
-//! reproductions, ablations)*, at most 8 series each, with error bars from the runs'
-//! min and max; fairness (max/min per-thread ops, log) and acquisition latency
-//! (p50/p99/p99.9 per lock) for the defaults-vs-peers locks; reader vs writer
-//! throughput for reader/writer series; uncontended ns/op bars. Then the extra
-//! sections (the seed experiments of `report --full`) and all tables of the terminal
+//! lock to pick, then the coloured table of klock's defaults against the best peer);
+//! per series its charts ([`series_charts`], locks split by [`groups`]); the extra
+//! sections (the seed experiments of `report --full`); all tables of the terminal
 //! output.
 
 use crate::chart::{self, Chart, LineChart, MAX_SERIES, Row, RowChart, Scale, Value, esc};
