@@ -559,11 +559,11 @@ fn case(c: &Cell) -> String {
 
 /// Cases grouped by workload: `mutex hot T=2, T=8; spin job T=8` (at most 4
 /// workloads, then a count).
-fn list(cs: &[&Cell]) -> String {
-    let scenarios = crate::stats::first_seen(cs.iter().map(|c| c.klock.scenario.as_str()));
+fn list<'a>(cs: impl Iterator<Item = &'a Cell> + Clone) -> String {
+    let scenarios = crate::stats::first_seen(cs.clone().map(|c| c.klock.scenario.as_str()));
     let mut v: Vec<String> = (scenarios.iter().take(4))
         .map(|s| {
-            let here = cs.iter().filter(|c| c.klock.scenario == *s);
+            let here = cs.clone().filter(|c| c.klock.scenario == *s);
             let points: Vec<&str> = here.map(|c| c.klock.point.as_str()).collect();
             format!("{s} {}", points.join(", "))
         })
@@ -642,10 +642,6 @@ fn head_to_head<'a>(cs: &[&'a Cell], peer: &str) -> [Vec<(&'a Cell, f64)>; 2] {
     v
 }
 
-fn cells_of<'a>(v: &[(&'a Cell, f64)]) -> Vec<&'a Cell> {
-    v.iter().map(|x| x.0).collect()
-}
-
 /// The pick when klock is never behind the best peer: klock when it beats it
 /// somewhere, or when the most frequent best peer falls behind klock somewhere;
 /// otherwise either.
@@ -679,7 +675,7 @@ fn pick_never_worse(fam: &Family, cs: &[&Cell], b: &[&Cell], s: &[&Cell]) -> Pic
         format!("{name}: pick {api}."),
         format!(
             "It is within noise of the best peer in all {n} cases, and no single other lock keeps up everywhere: {p}, the most frequent best peer, is behind {api} at {}.",
-            list(&cells_of(&ahead))
+            list(ahead.iter().map(|x| x.0))
         ),
     )
 }
@@ -715,7 +711,7 @@ fn pick_sometimes_worse(fam: &Family, cs: &[&Cell], b: &[&Cell], s: &[&Cell], w:
         ("none".to_string(), String::new())
     } else {
         (
-            list(&cells_of(&behind)),
+            list(behind.iter().map(|x| x.0)),
             format!(" ({api} down to {down:.2}x)"),
         )
     };
@@ -724,7 +720,7 @@ fn pick_sometimes_worse(fam: &Family, cs: &[&Cell], b: &[&Cell], s: &[&Cell], w:
         format!("{name}: it depends on the load."),
         format!(
             "Against {p}: pick {api} for {} (up to {up:.2}x), {p} for {lose}{by}. Against the best peer of each case: {} better, {} within noise, {} worse of {n}.",
-            list(&cells_of(&ahead)),
+            list(ahead.iter().map(|x| x.0)),
             b.len(),
             s.len(),
             w.len()
@@ -742,7 +738,7 @@ fn caveats(cs: &[&Cell], inc: &[&Cell]) -> String {
             " {} of {} cases are inconclusive ({}){}.",
             inc.len(),
             cs.len(),
-            list(inc),
+            list(inc.iter().copied()),
             if more > MORE_RUNS_SHOWN {
                 ": the runs are too noisy to decide; rerun on a quieter machine".to_string()
             } else if more == 0 {
@@ -752,11 +748,11 @@ fn caveats(cs: &[&Cell], inc: &[&Cell]) -> String {
             }
         ));
     }
-    let starved: Vec<&Cell> = cs.iter().copied().filter(|c| c.note.is_some()).collect();
-    if let Some(first) = starved.first() {
+    let starved = cs.iter().copied().filter(|c| c.note.is_some());
+    if let Some(first) = starved.clone().next() {
         s.push_str(&format!(
             " Fairness or tail ruled klock out at {} ({}).",
-            list(&starved),
+            list(starved),
             first.note.as_deref().unwrap_or_default()
         ));
     }
