@@ -81,13 +81,8 @@ pub struct Row {
     pub change: Change,
 }
 
-/// Matches and compares two reports; `threshold` in percent.
-pub fn compare(a: &Report, b: &Report, threshold: f64) -> (Vec<Row>, Vec<String>) {
-    compare_lists(&samples(a), &samples(b), threshold)
-}
-
-/// [`compare`] on sample lists (a report's records plus, for `report --full`, its
-/// seed experiments).
+/// Matches and compares two reports' samples (their records' plus, for `report
+/// --full`, the seed experiments'); `threshold` in percent.
 pub fn compare_lists(sa: &[Sample], sb: &[Sample], threshold: f64) -> (Vec<Row>, Vec<String>) {
     let mut rows = Vec::new();
     let mut unmatched = Vec::new();
@@ -299,14 +294,14 @@ mod tests {
 
     #[test]
     fn flags_a_regression_and_not_noise() {
-        let a = report(vec![
+        let a = samples(&report(vec![
             rec("klock_mutex", 8, &[4.0, 4.1, 4.2]),
             rec("std", 8, &[2.0, 2.2, 2.4]),
             rec("parking_lot", 8, &[3.0, 3.0, 3.0]),
             rec("ttas", 8, &[1.0]),
             rec("mcs", 8, &[1.0, 1.0]),
-        ]);
-        let b = report(vec![
+        ]));
+        let b = samples(&report(vec![
             // A real regression: every B run is below every A run, by more than
             // either side's range.
             rec("klock_mutex", 8, &[3.0, 3.1, 3.2]),
@@ -317,8 +312,8 @@ mod tests {
             // One run: cannot tell.
             rec("ttas", 8, &[2.0]),
             rec("pthread", 8, &[1.0, 1.0]),
-        ]);
-        let (rows, unmatched) = compare(&a, &b, 0.0);
+        ]));
+        let (rows, unmatched) = compare_lists(&a, &b, 0.0);
         let get = |l: &str| rows.iter().find(|r| r.lock == l).unwrap();
         assert_eq!(get("klock_mutex").change, Change::Regressed);
         assert!((get("klock_mutex").ratio - 3.1 / 4.1).abs() < 1e-9);
@@ -327,7 +322,7 @@ mod tests {
         assert_eq!(get("ttas").change, Change::Unknown);
         assert_eq!(unmatched.len(), 2, "{unmatched:?}");
         // A threshold above the change silences the flag.
-        let (rows, _) = compare(&a, &b, 30.0);
+        let (rows, _) = compare_lists(&a, &b, 30.0);
         assert_eq!(rows[0].change, Change::Noise, "{:?}", rows[0]);
         let t = tables(&rows, "a.json", "b.json", false);
         assert_eq!(t.len(), 1);
@@ -337,16 +332,16 @@ mod tests {
     #[test]
     fn noise_alone_is_never_flagged() {
         // Both sides draw from the same spread; medians differ a little.
-        let a = report(vec![rec("std", 2, &[1.9, 2.0, 2.1, 2.2, 1.8])]);
-        let b = report(vec![rec("std", 2, &[2.05, 1.95, 2.15, 1.85, 2.2])]);
-        let (rows, _) = compare(&a, &b, 0.0);
+        let a = samples(&report(vec![rec("std", 2, &[1.9, 2.0, 2.1, 2.2, 1.8])]));
+        let b = samples(&report(vec![rec("std", 2, &[2.05, 1.95, 2.15, 1.85, 2.2])]));
+        let (rows, _) = compare_lists(&a, &b, 0.0);
         assert_eq!(rows[0].change, Change::Noise);
     }
 
     #[test]
     fn ns_per_op_is_better_when_lower() {
-        let mk = |ns: f64| uncontended("std", ns);
-        let (rows, _) = compare(&report(vec![mk(20.0)]), &report(vec![mk(10.0)]), 0.0);
+        let mk = |ns: f64| samples(&report(vec![uncontended("std", ns)]));
+        let (rows, _) = compare_lists(&mk(20.0), &mk(10.0), 0.0);
         assert_eq!(rows[0].change, Change::Improved);
         assert!((rows[0].ratio - 2.0).abs() < 1e-6);
     }
