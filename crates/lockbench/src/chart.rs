@@ -213,68 +213,48 @@ impl Axis {
     /// assert_eq!(a.ticks, vec![0.01, 0.1, 1.0, 10.0, 100.0]);
     /// ```
     pub fn new(values: &[f64], scale: Scale) -> Axis {
-        let pos: Vec<f64> = values
-            .iter()
-            .copied()
-            .filter(|v| v.is_finite() && *v > 0.0)
-            .collect();
-        let max = pos.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let min = pos.iter().copied().fold(f64::INFINITY, f64::min);
+        let pos = values.iter().copied().filter(|v| v.is_finite() && *v > 0.0);
+        let (min, max) = pos.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
         let log = match scale {
             Scale::Linear => false,
             Scale::Log => true,
-            Scale::Auto => !pos.is_empty() && max / min > 10.0,
+            Scale::Auto => min.is_finite() && max / min > 10.0,
         };
         if log {
-            let (min, max) = if pos.is_empty() {
-                (1.0, 10.0)
-            } else {
+            let (min, max) = if min.is_finite() {
                 (min, max)
+            } else {
+                (1.0, 10.0)
             };
             let lo = min.log10().floor();
-            let mut hi = max.log10().ceil();
-            if hi <= lo {
-                hi = lo + 1.0;
-            }
+            let hi = max.log10().ceil().max(lo + 1.0);
             let decades = (hi - lo) as i32;
             let mut ticks = Vec::new();
             for k in 0..=decades {
                 let p = 10f64.powi(lo as i32 + k);
                 ticks.push(p);
                 if decades <= 2 && k < decades {
-                    ticks.push(2.0 * p);
-                    ticks.push(5.0 * p);
+                    ticks.extend([2.0 * p, 5.0 * p]);
                 }
             }
-            Axis {
-                log: true,
-                lo,
-                hi,
-                ticks,
-            }
-        } else {
-            let max = values
-                .iter()
-                .copied()
-                .filter(|v| v.is_finite())
-                .fold(0.0, f64::max);
-            let max = if max > 0.0 { max } else { 1.0 };
-            let raw = max / 5.0;
-            let mag = 10f64.powf(raw.log10().floor());
-            let step = [1.0, 2.0, 5.0, 10.0]
-                .iter()
-                .map(|m| m * mag)
-                .find(|s| *s >= raw * 0.999)
-                .unwrap_or(10.0 * mag);
-            let n = (max / step - 1e-9).ceil().max(1.0) as usize;
-            let ticks: Vec<f64> = (0..=n).map(|i| round_to(i as f64 * step, step)).collect();
-            Axis {
-                log: false,
-                lo: 0.0,
-                hi: n as f64 * step,
-                ticks,
-            }
+            return Axis { log, lo, hi, ticks };
         }
+        let finite = values.iter().copied().filter(|v| v.is_finite());
+        let max = finite.fold(0.0, f64::max);
+        let max = if max > 0.0 { max } else { 1.0 };
+        let raw = max / 5.0;
+        let mag = 10f64.powf(raw.log10().floor());
+        let step = [1.0, 2.0, 5.0, 10.0]
+            .iter()
+            .map(|m| m * mag)
+            .find(|s| *s >= raw * 0.999)
+            .unwrap_or(10.0 * mag);
+        let n = (max / step - 1e-9).ceil().max(1.0) as usize;
+        let ticks: Vec<f64> = (0..=n).map(|i| round_to(i as f64 * step, step)).collect();
+        let (lo, hi) = (0.0, n as f64 * step);
+        Axis { log, lo, hi, ticks }
     }
     /// A value in axis units (clamped to the axis on a log axis).
     pub fn to_axis(&self, v: f64) -> f64 {
