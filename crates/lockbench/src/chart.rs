@@ -381,7 +381,6 @@ fn draw_marker(area: &Area, m: usize, c: RGBColor, (x, y): (i32, i32), r: i32) -
 
 /// The legend panel: one entry per series (line sample + marker + name).
 fn draw_legend(area: &Area, names: &[(String, bool, usize)], with_line: bool) -> Res {
-    let text = (FONT, 13).into_font().color(&BLACK);
     for (i, (name, bold, st)) in names.iter().enumerate() {
         let (c, m) = style(*st);
         let y = 40 + 20 * i as i32;
@@ -393,20 +392,13 @@ fn draw_legend(area: &Area, names: &[(String, bool, usize)], with_line: bool) ->
             ))?;
         }
         draw_marker(area, m, c, (22, y), 4)?;
-        let label = if *bold {
-            format!("{name} (klock default)")
+        let (label, weight) = if *bold {
+            (format!("{name} (klock default)"), FontStyle::Bold)
         } else {
-            name.clone()
+            (name.clone(), FontStyle::Normal)
         };
-        area.draw(&Text::new(
-            label,
-            (44, y - 7),
-            if *bold {
-                (FONT, 13, FontStyle::Bold).into_font().color(&BLACK)
-            } else {
-                text.clone()
-            },
-        ))?;
+        let font = (FONT, 13, weight).into_font().color(&BLACK);
+        area.draw(&Text::new(label, (44, y - 7), font))?;
     }
     Ok(())
 }
