@@ -2,24 +2,14 @@
 //!
 //! For every case (a workload at one thread count) in which a klock default lock
 //! ([`FAMILIES`]) was measured, the verdict picks the best *eligible peer* (a lock
-//! that is not klock's, of the same kind) by its median and reports
+//! that is not klock's, of the same kind) by its median, and reports the ratio klock /
+//! best peer (> 1: klock is better) with a 95 % bootstrap confidence interval over the
+//! interleaved runs ([`crate::stats::ratio_ci`]) and the [`Outcome`] it decides.
 //!
-//! * the ratio klock / best peer, oriented so that > 1 means klock is better (for a
-//!   time or ns/op, peer / klock), with a 95 % bootstrap confidence interval over
-//!   the interleaved runs ([`crate::stats::ratio_ci`]: paired by round);
-//! * the outcome: **same** when the whole interval lies within ±[`SAME_MARGIN`]
-//!   (5 %), else **better** when it lies above 1, **worse** when below 1, and
-//!   **inconclusive** when it straddles 1 and reaches past ±5 %: the row then says
-//!   how many more runs would likely decide it ([`Cell::more_runs`]).
-//!
-//! Fairness and tail latency are part of the verdict, not footnotes. A lock is not
-//! eligible as "the pick" when, in some run, a thread did less than
-//! [`STARVED_MIN_AVG`] of the mean over all threads (zero-op classes included:
-//! glibc's default rwlock starves writers, std's does at 18+18), or when its
-//! p99.9 is more than [`TAIL_MAX_X`] times the best eligible peer's. Such a
-//! peer is left out; when klock is such a lock its row reads **worse**, saying
-//! why ([`Cell::note`]).
-//!
+//! Fairness and tail latency are part of the verdict, not footnotes: a lock that
+//! starved a thread ([`STARVED_MIN_AVG`]; glibc's default rwlock starves writers) or
+//! whose p99.9 is over [`TAIL_MAX_X`] the best eligible peer's is never the pick; when
+//! klock is such a lock its row reads **worse**, saying why ([`Cell::note`]).
 //! [`summarize`] turns a family's cases into one sentence naming the lock to pick.
 
 use crate::locks::LockKind;

@@ -1,16 +1,11 @@
 //! `lockbench report [--quick|--full]`: the standard suite; also what runs with no
 //! subcommand. Writes report.json, report.csv and report.html into `--out`.
 //!
-//! * quick (default, ≲ 3 min on 2 CPUs): every mutex competitor on `balanced` at
-//!   T = 1, 2, 4, 8 (0.2 s × 5 runs); every rwlock at 2+2 and 8+8 (0.2 s × 5);
-//!   uncontended (10^6 ops × 5). Idle gate shortened (0.5 s wait, 1 retry, 50 s total
-//!   budget; after that runs are only flagged).
-//! * full (~30 min): `balanced` at T = 1, 2, 4, 8, 32 (2 s × 5), `hot` at the same
-//!   thread counts (1 s × 3), rwlock 2+2 and 8+8 (2 s × 5: the writer-starvation check),
-//!   uncontended (10^7 ops × 10); a quota row (`balanced` at T = 8, 32 under
-//!   `--quota 0.5`, a child process); then the seed experiments, each laid out like its
-//!   seed's tables with the seed's numbers beside ours: `spin` (seed 001), `fserver`
-//!   (seed 004), `rwsem` and `fio` (seed 003). Full idle gate.
+//! quick (default, ≲ 3 min on 2 CPUs, idle gate shortened): uncontended, every mutex
+//! on `balanced`, every rwlock at 2+2 and 8+8. full (~30 min): longer windows, `hot`,
+//! a quota row (a child process), then the seed experiments `spin`, `fserver`,
+//! `rwsem`, `fio` and `preload`, each laid out like its seed's tables with the seed's
+//! numbers beside ours. docs/lockbench.md lists the settings (`plan()` states them).
 //!
 //! Output order, terminal and HTML alike: the verdict ([`crate::verdict`]: klock's
 //! default locks against the best peer, per case), then the charts (HTML) and tables.
