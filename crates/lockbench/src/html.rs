@@ -337,11 +337,8 @@ fn table_html(
     class: Option<&str>,
     cell_class: &dyn Fn(usize, usize) -> Option<&'static str>,
 ) -> String {
-    let mut s = format!(
-        "<h3>{}</h3>\n<table{}><tr>",
-        esc(&t.title),
-        class.map(|c| format!(" class=\"{c}\"")).unwrap_or_default()
-    );
+    let attr = |c: Option<&str>| c.map(|c| format!(" class=\"{c}\"")).unwrap_or_default();
+    let mut s = format!("<h3>{}</h3>\n<table{}><tr>", esc(&t.title), attr(class));
     for h in &t.header {
         s.push_str(&format!("<th>{}</th>", esc(h)));
     }
@@ -350,11 +347,8 @@ fn table_html(
     for (i, r) in t.rows.iter().enumerate() {
         s.push_str("<tr>");
         for (j, c) in r.iter().enumerate() {
-            match cell_class(i, j) {
-                Some(k) => s.push_str(&format!("<td class=\"{k}\">{}</td>", esc(c))),
-                None if text_cols[j] => s.push_str(&format!("<td class=\"t\">{}</td>", esc(c))),
-                None => s.push_str(&format!("<td>{}</td>", esc(c))),
-            }
+            let class = cell_class(i, j).or(text_cols[j].then_some("t"));
+            s.push_str(&format!("<td{}>{}</td>", attr(class), esc(c)));
         }
         s.push_str("</tr>\n");
     }
