@@ -122,14 +122,7 @@ fn bold(lock: &str) -> bool {
 
 /// The x positions of a series: (sort key, label) per distinct point.
 fn points(s: &Series) -> Vec<(usize, String)> {
-    let mut v: Vec<(usize, String)> = s
-        .recs
-        .iter()
-        .map(|r| (r.threads, verdict::point_of(r)))
-        .collect();
-    v.sort();
-    v.dedup();
-    v
+    crate::stats::sorted_distinct(s.recs.iter().map(|r| (r.threads, verdict::point_of(r))))
 }
 
 /// The charts of one series of records: throughput per lock group; fairness (lock
