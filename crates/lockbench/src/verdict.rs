@@ -435,12 +435,10 @@ pub fn cells(samples: &[Sample]) -> Vec<Cell> {
     let mut out = Vec::new();
     for fam in FAMILIES {
         for sc in &scenarios {
-            let mut points: Vec<(usize, &str)> = (samples.iter())
-                .filter(|s| s.scenario == *sc && s.lock == fam.default)
-                .map(|s| (s.order, s.point.as_str()))
-                .collect();
-            points.sort();
-            points.dedup();
+            let klock = samples
+                .iter()
+                .filter(|s| s.scenario == *sc && s.lock == fam.default);
+            let points = crate::stats::sorted_distinct(klock.map(|s| (s.order, s.point.as_str())));
             for (order, pt) in points {
                 let here: Vec<&Sample> = (samples.iter())
                     .filter(|s| s.scenario == *sc && s.point == pt && s.order == order)
