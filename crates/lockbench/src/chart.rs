@@ -4,15 +4,9 @@
 //!
 //! Two kinds: [`line`] (a value against an ordered x such as thread counts, one line
 //! per lock, error bars from the runs' min and max) and [`rows`] (one row per lock,
-//! markers or bars along a value axis, for per-lock figures such as ns/op or latency
-//! percentiles). Every chart has at most [`MAX_SERIES`] series; each series gets its
-//! own colour *and* marker, listed in a legend to the right of the plot. Value axes
-//! use round ticks (1, 2, 5 × 10^k on linear axes, powers of ten on log axes) and
-//! switch to a log scale by themselves when the values span more than a decade
-//! ([`Scale::Auto`]).
-//!
-//! A leaf: it knows nothing of locks, records or the verdict; the renderers
-//! ([`crate::html`], the experiments' sections) decide what to draw.
+//! markers or bars along a value axis). At most [`MAX_SERIES`] series per chart, each
+//! with its own colour *and* marker in a legend right of the plot; value axes have
+//! round ticks ([`Axis`]). A leaf: it knows nothing of locks, records or the verdict.
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint, Ranged};
@@ -32,39 +26,6 @@ pub const COLORS: [RGBColor; MAX_SERIES] = [
     RGBColor(0x56, 0xB4, 0xE9), // sky blue
     RGBColor(0x00, 0x00, 0x00), // black
     RGBColor(0x8C, 0x56, 0x4B), // brown
-];
-
-/// The series markers, in order (paired with [`COLORS`] by index).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Marker {
-    /// Filled circle.
-    Circle,
-    /// Filled square.
-    Square,
-    /// Filled triangle.
-    Triangle,
-    /// Filled diamond.
-    Diamond,
-    /// Open circle.
-    CircleOpen,
-    /// Open square.
-    SquareOpen,
-    /// Open triangle.
-    TriangleOpen,
-    /// Diagonal cross.
-    Cross,
-}
-
-/// Markers in series order.
-pub const MARKERS: [Marker; MAX_SERIES] = [
-    Marker::Circle,
-    Marker::Square,
-    Marker::Triangle,
-    Marker::Diamond,
-    Marker::CircleOpen,
-    Marker::SquareOpen,
-    Marker::TriangleOpen,
-    Marker::Cross,
 ];
 
 /// How a value axis is scaled.
@@ -125,39 +86,8 @@ pub struct Series {
     pub points: Vec<(usize, Value)>,
     /// Drawn thicker (klock's default lock).
     pub bold: bool,
-    /// Index into [`COLORS`] and [`MARKERS`]; must differ between a chart's series.
+    /// Index into [`COLORS`] and the markers; must differ between a chart's series.
     pub style: usize,
-}
-
-/// Style indices for `names`: `fixed(name)` may claim an index (e.g. a klock
-/// default keeps its colour in every chart); the others take the free indices in
-/// order. Distinct for up to [`MAX_SERIES`] names.
-///
-/// ```
-/// let names = ["std", "klock_mutex", "parking_lot"];
-/// let s = lockbench::chart::assign_styles(&names, |n| (n == "klock_mutex").then_some(0));
-/// assert_eq!(s, vec![1, 0, 2]);
-/// ```
-pub fn assign_styles<S: AsRef<str>>(
-    names: &[S],
-    fixed: impl Fn(&str) -> Option<usize>,
-) -> Vec<usize> {
-    let mut used = [false; MAX_SERIES];
-    let mut out: Vec<Option<usize>> = names
-        .iter()
-        .map(|n| {
-            fixed(n.as_ref())
-                .filter(|i| *i < MAX_SERIES && !used[*i])
-                .inspect(|i| used[*i] = true)
-        })
-        .collect();
-    for o in out.iter_mut().filter(|o| o.is_none()) {
-        if let Some(i) = (0..MAX_SERIES).find(|i| !used[*i]) {
-            used[i] = true;
-            *o = Some(i);
-        }
-    }
-    out.into_iter().map(|o| o.unwrap_or(0)).collect()
 }
 
 /// A line chart over ordered categories.
@@ -255,7 +185,8 @@ pub fn fmt_tick(v: f64) -> String {
     }
 }
 
-/// A value axis: its drawn range (in axis units: the value, or log10 of it) and ticks.
+/// A value axis: its drawn range (in axis units: the value, or log10 of it) and its
+/// round ticks (1, 2, 5 x 10^k on a linear axis, powers of ten on a log axis).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Axis {
     /// Logarithmic.
@@ -282,68 +213,48 @@ impl Axis {
     /// assert_eq!(a.ticks, vec![0.01, 0.1, 1.0, 10.0, 100.0]);
     /// ```
     pub fn new(values: &[f64], scale: Scale) -> Axis {
-        let pos: Vec<f64> = values
-            .iter()
-            .copied()
-            .filter(|v| v.is_finite() && *v > 0.0)
-            .collect();
-        let max = pos.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let min = pos.iter().copied().fold(f64::INFINITY, f64::min);
+        let pos = values.iter().copied().filter(|v| v.is_finite() && *v > 0.0);
+        let (min, max) = pos.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
+            (lo.min(v), hi.max(v))
+        });
         let log = match scale {
             Scale::Linear => false,
             Scale::Log => true,
-            Scale::Auto => !pos.is_empty() && max / min > 10.0,
+            Scale::Auto => min.is_finite() && max / min > 10.0,
         };
         if log {
-            let (min, max) = if pos.is_empty() {
-                (1.0, 10.0)
-            } else {
+            let (min, max) = if min.is_finite() {
                 (min, max)
+            } else {
+                (1.0, 10.0)
             };
             let lo = min.log10().floor();
-            let mut hi = max.log10().ceil();
-            if hi <= lo {
-                hi = lo + 1.0;
-            }
+            let hi = max.log10().ceil().max(lo + 1.0);
             let decades = (hi - lo) as i32;
             let mut ticks = Vec::new();
             for k in 0..=decades {
                 let p = 10f64.powi(lo as i32 + k);
                 ticks.push(p);
                 if decades <= 2 && k < decades {
-                    ticks.push(2.0 * p);
-                    ticks.push(5.0 * p);
+                    ticks.extend([2.0 * p, 5.0 * p]);
                 }
             }
-            Axis {
-                log: true,
-                lo,
-                hi,
-                ticks,
-            }
-        } else {
-            let max = values
-                .iter()
-                .copied()
-                .filter(|v| v.is_finite())
-                .fold(0.0, f64::max);
-            let max = if max > 0.0 { max } else { 1.0 };
-            let raw = max / 5.0;
-            let mag = 10f64.powf(raw.log10().floor());
-            let step = [1.0, 2.0, 5.0, 10.0]
-                .iter()
-                .map(|m| m * mag)
-                .find(|s| *s >= raw * 0.999)
-                .unwrap_or(10.0 * mag);
-            let n = (max / step - 1e-9).ceil().max(1.0) as usize;
-            let ticks: Vec<f64> = (0..=n).map(|i| round_to(i as f64 * step, step)).collect();
-            Axis {
-                log: false,
-                lo: 0.0,
-                hi: n as f64 * step,
-                ticks,
-            }
+            return Axis { log, lo, hi, ticks };
         }
+        let finite = values.iter().copied().filter(|v| v.is_finite());
+        let max = finite.fold(0.0, f64::max);
+        let max = if max > 0.0 { max } else { 1.0 };
+        let raw = max / 5.0;
+        let mag = 10f64.powf(raw.log10().floor());
+        let step = [1.0, 2.0, 5.0, 10.0]
+            .iter()
+            .map(|m| m * mag)
+            .find(|s| *s >= raw * 0.999)
+            .unwrap_or(10.0 * mag);
+        let n = (max / step - 1e-9).ceil().max(1.0) as usize;
+        let ticks: Vec<f64> = (0..=n).map(|i| round_to(i as f64 * step, step)).collect();
+        let (lo, hi) = (0.0, n as f64 * step);
+        Axis { log, lo, hi, ticks }
     }
     /// A value in axis units (clamped to the axis on a log axis).
     pub fn to_axis(&self, v: f64) -> f64 {
@@ -351,6 +262,15 @@ impl Axis {
             v.max(10f64.powf(self.lo)).log10()
         } else {
             v
+        }
+    }
+    /// The axis as a coordinate up to `top` (axis units), ticked at its ticks.
+    fn ticked(&self, top: f64) -> Ticked {
+        let ticks = self.tick_points();
+        Ticked {
+            lo: self.lo,
+            hi: top,
+            ticks,
         }
     }
     /// The origin of bars, axis units.
@@ -389,6 +309,15 @@ struct Ticked {
     ticks: Vec<f64>,
 }
 
+impl Ticked {
+    /// `n` categories at 0..n, with `pad` room before the first and after the last.
+    fn categories(n: usize, pad: f64) -> Ticked {
+        let ticks = (0..n).map(|i| i as f64).collect();
+        let (lo, hi) = (-pad, n as f64 - (1.0 - pad));
+        Ticked { lo, hi, ticks }
+    }
+}
+
 impl Ranged for Ticked {
     type FormatOption = DefaultFormatting;
     type ValueType = f64;
@@ -412,42 +341,39 @@ type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 type Ctx<'a, 'b> = ChartContext<'a, SVGBackend<'b>, Cartesian2d<Ticked, Ticked>>;
 type Res = Result<(), Box<dyn std::error::Error>>;
 
-fn style(i: usize) -> (RGBColor, Marker) {
-    (COLORS[i % MAX_SERIES], MARKERS[i % MAX_SERIES])
+fn style(i: usize) -> (RGBColor, usize) {
+    (COLORS[i % MAX_SERIES], i % MAX_SERIES)
 }
 
-/// Draws marker `m` centred on pixel `(x, y)` of `area`.
-fn draw_marker(area: &Area, m: Marker, c: RGBColor, (x, y): (i32, i32), r: i32) -> Res {
+/// Draws marker `m` centred on pixel `(x, y)` of `area`: in series order a filled
+/// circle, square, triangle and diamond, an open circle, square and triangle, a cross.
+fn draw_marker(area: &Area, m: usize, c: RGBColor, (x, y): (i32, i32), r: i32) -> Res {
     let filled = ShapeStyle::from(&c).filled();
     let open = ShapeStyle::from(&c).stroke_width(2);
     let tri = |r: i32| vec![(x, y - r), (x + r, y + r * 3 / 4), (x - r, y + r * 3 / 4)];
+    let square = [(x - r, y - r), (x + r, y + r)];
     match m {
-        Marker::Circle => area.draw(&Circle::new((x, y), r, filled))?,
-        Marker::CircleOpen => area.draw(&Circle::new((x, y), r, open))?,
-        Marker::Square => area.draw(&Rectangle::new([(x - r, y - r), (x + r, y + r)], filled))?,
-        Marker::SquareOpen => area.draw(&Rectangle::new([(x - r, y - r), (x + r, y + r)], open))?,
-        Marker::Triangle => area.draw(&Polygon::new(tri(r + 1), filled))?,
-        Marker::TriangleOpen => {
-            let mut p = tri(r + 1);
-            p.push(p[0]);
-            area.draw(&PathElement::new(p, open))?
-        }
-        Marker::Diamond => {
+        0 => area.draw(&Circle::new((x, y), r, filled))?,
+        1 => area.draw(&Rectangle::new(square, filled))?,
+        2 => area.draw(&Polygon::new(tri(r + 1), filled))?,
+        3 => {
             let r = r + 1;
             area.draw(&Polygon::new(
                 vec![(x, y - r), (x + r, y), (x, y + r), (x - r, y)],
                 filled,
             ))?
         }
-        Marker::Cross => {
-            area.draw(&PathElement::new(
-                vec![(x - r, y - r), (x + r, y + r)],
-                open,
-            ))?;
-            area.draw(&PathElement::new(
-                vec![(x - r, y + r), (x + r, y - r)],
-                open,
-            ))?
+        4 => area.draw(&Circle::new((x, y), r, open))?,
+        5 => area.draw(&Rectangle::new(square, open))?,
+        6 => {
+            let mut p = tri(r + 1);
+            p.push(p[0]);
+            area.draw(&PathElement::new(p, open))?
+        }
+        _ => {
+            for (y0, y1) in [(y - r, y + r), (y + r, y - r)] {
+                area.draw(&PathElement::new(vec![(x - r, y0), (x + r, y1)], open))?;
+            }
         }
     }
     Ok(())
@@ -455,7 +381,6 @@ fn draw_marker(area: &Area, m: Marker, c: RGBColor, (x, y): (i32, i32), r: i32) 
 
 /// The legend panel: one entry per series (line sample + marker + name).
 fn draw_legend(area: &Area, names: &[(String, bool, usize)], with_line: bool) -> Res {
-    let text = (FONT, 13).into_font().color(&BLACK);
     for (i, (name, bold, st)) in names.iter().enumerate() {
         let (c, m) = style(*st);
         let y = 40 + 20 * i as i32;
@@ -467,20 +392,13 @@ fn draw_legend(area: &Area, names: &[(String, bool, usize)], with_line: bool) ->
             ))?;
         }
         draw_marker(area, m, c, (22, y), 4)?;
-        let label = if *bold {
-            format!("{name} (klock default)")
+        let (label, weight) = if *bold {
+            (format!("{name} (klock default)"), FontStyle::Bold)
         } else {
-            name.clone()
+            (name.clone(), FontStyle::Normal)
         };
-        area.draw(&Text::new(
-            label,
-            (44, y - 7),
-            if *bold {
-                (FONT, 13, FontStyle::Bold).into_font().color(&BLACK)
-            } else {
-                text.clone()
-            },
-        ))?;
+        let font = (FONT, 13, weight).into_font().color(&BLACK);
+        area.draw(&Text::new(label, (44, y - 7), font))?;
     }
     Ok(())
 }
@@ -492,52 +410,62 @@ fn finite(v: &Value) -> Option<(f64, f64, f64)> {
     }
 }
 
-fn caption_with_dropped(title: &str, dropped: usize) -> String {
-    if dropped > 0 {
+/// The values an axis must show: every finite value with its range.
+fn extent<'a>(values: impl Iterator<Item = &'a Value>) -> Vec<f64> {
+    values
+        .filter_map(finite)
+        .flat_map(|(y, lo, hi)| [y, lo, hi])
+        .collect()
+}
+
+/// A `w` x `h` chart captioned `title` (and how many series were dropped):
+/// `draw(root, (plot, legend), title)` fills it; an error becomes an SVG saying so.
+/// `series`: each shown series' name and number of points.
+fn render(
+    (title, dropped): (&str, usize),
+    (w, h): (u32, u32),
+    series: Vec<(String, usize)>,
+    draw: impl FnOnce(&Area, (&Area, &Area), &str) -> Res,
+) -> Chart {
+    let title = if dropped > 0 {
         format!("{title} (+{dropped} series not shown)")
     } else {
         title.to_string()
+    };
+    let mut svg = String::new();
+    let res = (|| -> Res {
+        let root = SVGBackend::with_string(&mut svg, (w, h)).into_drawing_area();
+        root.fill(&WHITE)?;
+        let (plot, legend) = root.split_horizontally(w - LEGEND_W);
+        draw(&root, (&plot, &legend), &title)?;
+        root.present()?;
+        Ok(())
+    })();
+    if let Err(e) = res {
+        svg = error_svg(&title, &e.to_string());
     }
+    Chart { title, svg, series }
 }
 
 /// Renders a line chart with error bars (runs' min-max) and a legend.
 pub fn line(c: &LineChart) -> Chart {
     let series: Vec<&Series> = c.series.iter().take(MAX_SERIES).collect();
+    let values = || series.iter().flat_map(|s| s.points.iter().map(|(_, v)| v));
+    let axis = Axis::new(&extent(values()), c.scale);
+    let has_inf = values().any(|v| *v == Value::Inf);
+    let shown = (series.iter())
+        .map(|s| {
+            let n = s.points.iter().filter(|(x, _)| *x < c.x_labels.len());
+            (s.name.clone(), n.count())
+        })
+        .collect();
     let dropped = c.series.len() - series.len();
-    let mut vals: Vec<f64> = Vec::new();
-    for s in &series {
-        for (_, v) in &s.points {
-            if let Some((y, lo, hi)) = finite(v) {
-                vals.extend([y, lo, hi]);
-            }
-        }
-    }
-    let has_inf = series
-        .iter()
-        .any(|s| s.points.iter().any(|(_, v)| *v == Value::Inf));
-    let axis = Axis::new(&vals, c.scale);
-    let title = caption_with_dropped(&c.title, dropped);
-    let mut svg = String::new();
-    let res = draw_line(&mut svg, c, &series, &axis, &title, has_inf);
-    if let Err(e) = res {
-        svg = error_svg(&title, &e.to_string());
-    }
-    Chart {
-        title,
-        svg,
-        series: series
-            .iter()
-            .map(|s| {
-                (
-                    s.name.clone(),
-                    s.points
-                        .iter()
-                        .filter(|(x, _)| *x < c.x_labels.len())
-                        .count(),
-                )
-            })
-            .collect(),
-    }
+    render(
+        (&c.title, dropped),
+        (960, 360),
+        shown,
+        |root, areas, title| draw_line(root, areas, (c, &series), (&axis, has_inf), title),
+    )
 }
 
 /// A chart's plotting frame: caption, margins, label areas and the two ranges.
@@ -667,35 +595,21 @@ fn draw_series_line(
 }
 
 fn draw_line(
-    svg: &mut String,
-    c: &LineChart,
-    series: &[&Series],
-    axis: &Axis,
+    root: &Area,
+    (plot, legend): (&Area, &Area),
+    (c, series): (&LineChart, &[&Series]),
+    (axis, has_inf): (&Axis, bool),
     title: &str,
-    has_inf: bool,
 ) -> Res {
-    let (w, h) = (960u32, 360u32);
-    let root = SVGBackend::with_string(svg, (w, h)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let (plot, legend) = root.split_horizontally(w - LEGEND_W);
     let n = c.x_labels.len().max(1);
-    let x_range = Ticked {
-        lo: -0.4,
-        hi: n as f64 - 0.6,
-        ticks: (0..n).map(|i| i as f64).collect(),
-    };
     // Room above the top tick for `inf` markers.
     let top = if has_inf {
         axis.hi + (axis.hi - axis.lo) * 0.08
     } else {
         axis.hi
     };
-    let y_range = Ticked {
-        lo: axis.lo,
-        hi: top,
-        ticks: axis.tick_points(),
-    };
-    let mut chart = frame(&plot, title, (x_range, y_range), (64, 20))?;
+    let ranges = (Ticked::categories(n, 0.4), axis.ticked(top));
+    let mut chart = frame(plot, title, ranges, (64, 20))?;
     let xl = |x: &f64| {
         let i = x.round();
         if (x - i).abs() < 1e-6 && i >= 0.0 {
@@ -707,79 +621,56 @@ fn draw_line(
     let descs = (c.x_desc.clone(), Some(desc(&c.y_desc, axis)));
     mesh(&mut chart, descs, &xl, &|y| axis.label(*y))?;
     if let Some(r) = (c.reference).filter(|r| r.is_finite() && (!axis.log || *r > 0.0)) {
-        draw_reference(&root, &chart, axis, (r, top), n)?;
+        draw_reference(root, &chart, axis, (r, top), n)?;
     }
     if has_inf {
-        draw_inf_row(&root, &chart, top, n)?;
+        draw_inf_row(root, &chart, top, n)?;
     }
     for (i, s) in series.iter().enumerate() {
-        draw_series_line(&root, &mut chart, (axis, top, n), s, (i, series.len()))?;
+        draw_series_line(root, &mut chart, (axis, top, n), s, (i, series.len()))?;
     }
     let names: Vec<(String, bool, usize)> = (series.iter())
         .map(|s| (s.name.clone(), s.bold, s.style))
         .collect();
-    draw_legend(&legend, &names, true)?;
-    root.present()?;
+    draw_legend(legend, &names, true)?;
     Ok(())
 }
 
 /// Renders a row chart (markers or bars per row, whiskers for the runs' min-max).
 pub fn rows(c: &RowChart) -> Chart {
-    let names: Vec<&String> = c.series.iter().take(MAX_SERIES).collect();
-    let dropped = c.series.len() - names.len();
-    let mut vals = Vec::new();
-    for r in &c.rows {
-        for v in r.values.iter().take(names.len()).flatten() {
-            if let Some((y, lo, hi)) = finite(v) {
-                vals.extend([y, lo, hi]);
-            }
-        }
-    }
-    let axis = Axis::new(&vals, c.scale);
-    let title = caption_with_dropped(&c.title, dropped);
-    let mut svg = String::new();
-    if let Err(e) = draw_rows(&mut svg, c, names.len(), &axis, &title) {
-        svg = error_svg(&title, &e.to_string());
-    }
-    Chart {
-        title,
-        svg,
-        series: names
-            .iter()
-            .enumerate()
-            .map(|(i, n)| {
-                (
-                    n.to_string(),
-                    c.rows
-                        .iter()
-                        .filter(|r| r.values.get(i).is_some_and(|v| v.is_some()))
-                        .count(),
-                )
-            })
-            .collect(),
-    }
+    let ns = c.series.len().min(MAX_SERIES);
+    let values = c
+        .rows
+        .iter()
+        .flat_map(|r| r.values.iter().take(ns).flatten());
+    let axis = Axis::new(&extent(values), c.scale);
+    let shown = (c.series.iter().take(ns).enumerate())
+        .map(|(i, n)| {
+            let has = |r: &&Row| r.values.get(i).is_some_and(|v| v.is_some());
+            (n.to_string(), c.rows.iter().filter(has).count())
+        })
+        .collect();
+    let h = (90 + 24 * c.rows.len().max(1) as u32).max(160);
+    render(
+        (&c.title, c.series.len() - ns),
+        (960, h),
+        shown,
+        |root, areas, title| draw_rows(root, areas, (c, ns), &axis, title),
+    )
 }
 
-fn draw_rows(svg: &mut String, c: &RowChart, ns: usize, axis: &Axis, title: &str) -> Res {
+fn draw_rows(
+    root: &Area,
+    (plot, legend): (&Area, &Area),
+    (c, ns): (&RowChart, usize),
+    axis: &Axis,
+    title: &str,
+) -> Res {
     let n = c.rows.len().max(1);
-    let w = 960u32;
-    let h = (90 + 24 * n as u32).max(160);
     let longest = c.rows.iter().map(|r| r.label.chars().count()).max();
     let label_w = longest.unwrap_or(4) as u32 * 8 + 16;
-    let root = SVGBackend::with_string(svg, (w, h)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let (plot, legend) = root.split_horizontally(w - LEGEND_W);
-    let y_range = Ticked {
-        lo: -0.5,
-        hi: n as f64 - 0.5,
-        ticks: (0..n).map(|i| i as f64).collect(),
-    };
-    let x_range = Ticked {
-        lo: axis.lo,
-        hi: axis.hi,
-        ticks: axis.tick_points(),
-    };
-    let mut chart = frame(&plot, title, (x_range, y_range), (label_w, 24))?;
+    let ranges = (axis.ticked(axis.hi), Ticked::categories(n, 0.5));
+    let mut chart = frame(plot, title, ranges, (label_w, 24))?;
     // Row i is drawn at y = n-1-i so the first row is at the top.
     let yl = |y: &f64| {
         let i = y.round();
@@ -801,15 +692,14 @@ fn draw_rows(svg: &mut String, c: &RowChart, ns: usize, axis: &Axis, title: &str
         &yl,
     )?;
     for (ri, r) in c.rows.iter().enumerate() {
-        draw_row(&root, &chart, (axis, (n - 1 - ri) as f64), r, (ns, c.bars))?;
+        draw_row(root, &chart, (axis, (n - 1 - ri) as f64), r, (ns, c.bars))?;
     }
     if ns > 1 || !c.bars {
         let names: Vec<(String, bool, usize)> = (c.series.iter().take(ns).enumerate())
             .map(|(i, s)| (s.clone(), false, i))
             .collect();
-        draw_legend(&legend, &names, false)?;
+        draw_legend(legend, &names, false)?;
     }
-    root.present()?;
     Ok(())
 }
 

@@ -81,13 +81,8 @@ pub struct Row {
     pub change: Change,
 }
 
-/// Matches and compares two reports; `threshold` in percent.
-pub fn compare(a: &Report, b: &Report, threshold: f64) -> (Vec<Row>, Vec<String>) {
-    compare_lists(&samples(a), &samples(b), threshold)
-}
-
-/// [`compare`] on sample lists (a report's records plus, for `report --full`, its
-/// seed experiments).
+/// Matches and compares two reports' samples (their records' plus, for `report
+/// --full`, the seed experiments'); `threshold` in percent.
 pub fn compare_lists(sa: &[Sample], sb: &[Sample], threshold: f64) -> (Vec<Row>, Vec<String>) {
     let mut rows = Vec::new();
     let mut unmatched = Vec::new();
@@ -160,6 +155,16 @@ pub fn flag(c: Change) -> &'static str {
     }
 }
 
+const HEADER: [&str; 7] = [
+    "lock",
+    "threads",
+    "A (median ±half range)",
+    "B (median ±half range)",
+    "B vs A (>1 = B better)",
+    "change",
+    "flag",
+];
+
 /// The comparison as tables, one per workload.
 pub fn tables(rows: &[Row], a_name: &str, b_name: &str, flagged_only: bool) -> Vec<Table> {
     let scen = crate::stats::first_seen(rows.iter().map(|r| r.scenario.as_str()));
@@ -184,19 +189,8 @@ pub fn tables(rows: &[Row], a_name: &str, b_name: &str, flagged_only: bool) -> V
                 })
                 .collect();
             (!rs.is_empty()).then(|| Table {
-                title: format!("{sc}: A = {a_name}, B = {b_name}"),
-                header: [
-                    "lock",
-                    "threads",
-                    "A (median ±half range)",
-                    "B (median ±half range)",
-                    "B vs A (>1 = B better)",
-                    "change",
-                    "flag",
-                ]
-                .map(String::from)
-                .to_vec(),
                 rows: rs,
+                ..Table::new(format!("{sc}: A = {a_name}, B = {b_name}"), &HEADER)
             })
         })
         .collect()
@@ -253,16 +247,13 @@ pub fn run(args: &CompareArgs) -> Result<i32, CliError> {
         &args.b.display().to_string(),
         args.flagged_only,
     ) {
+        // The ratio, change and flag columns, coloured by the flag.
         let style = |r: usize, c: usize| {
-            if !color || c < 4 {
-                return None;
-            }
-            let flagword = t.rows[r][6].as_str();
-            match flagword {
-                "improved" => Some("\x1b[1;32m"),
-                "REGRESSED" => Some("\x1b[1;31m"),
-                _ => Some("\x1b[2m"),
-            }
+            (color && c >= 4).then(|| match t.rows[r][6].as_str() {
+                "improved" => "\x1b[1;32m",
+                "REGRESSED" => "\x1b[1;31m",
+                _ => "\x1b[2m",
+            })
         };
         s.push_str(&t.to_text_styled(&style));
     }
@@ -284,12 +275,7 @@ pub fn run(args: &CompareArgs) -> Result<i32, CliError> {
         s.push_str(&format!(
             "{} not matched: {}{}\n",
             unmatched.len(),
-            unmatched
-                .iter()
-                .take(8)
-                .cloned()
-                .collect::<Vec<_>>()
-                .join("; "),
+            unmatched[..unmatched.len().min(8)].join("; "),
             if unmatched.len() > 8 { "; ..." } else { "" }
         ));
     }
@@ -300,43 +286,22 @@ pub fn run(args: &CompareArgs) -> Result<i32, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Params, Record};
+    use crate::record::testing::{has, report, uncontended};
 
-    fn rec(lock: &str, t: usize, runs: &[f64]) -> Record {
-        let mut v = runs.to_vec();
-        v.sort_by(|a, b| a.total_cmp(b));
-        Record {
-            experiment: "mutex".into(),
-            lock: lock.into(),
-            threads: t,
-            params: Params {
-                workload: "balanced".into(),
-                ..Params::default()
-            },
-            throughput_mops: v[v.len() / 2],
-            runs_mops: runs.to_vec(),
-            runs: runs.len(),
-            ..Record::default()
-        }
-    }
-
-    fn report(recs: Vec<Record>) -> Report {
-        Report {
-            results: recs,
-            ..Report::default()
-        }
+    fn rec(lock: &str, t: usize, runs: &[f64]) -> crate::record::Record {
+        crate::record::testing::rec("mutex", lock, t, runs)
     }
 
     #[test]
     fn flags_a_regression_and_not_noise() {
-        let a = report(vec![
+        let a = samples(&report(vec![
             rec("klock_mutex", 8, &[4.0, 4.1, 4.2]),
             rec("std", 8, &[2.0, 2.2, 2.4]),
             rec("parking_lot", 8, &[3.0, 3.0, 3.0]),
             rec("ttas", 8, &[1.0]),
             rec("mcs", 8, &[1.0, 1.0]),
-        ]);
-        let b = report(vec![
+        ]));
+        let b = samples(&report(vec![
             // A real regression: every B run is below every A run, by more than
             // either side's range.
             rec("klock_mutex", 8, &[3.0, 3.1, 3.2]),
@@ -347,8 +312,8 @@ mod tests {
             // One run: cannot tell.
             rec("ttas", 8, &[2.0]),
             rec("pthread", 8, &[1.0, 1.0]),
-        ]);
-        let (rows, unmatched) = compare(&a, &b, 0.0);
+        ]));
+        let (rows, unmatched) = compare_lists(&a, &b, 0.0);
         let get = |l: &str| rows.iter().find(|r| r.lock == l).unwrap();
         assert_eq!(get("klock_mutex").change, Change::Regressed);
         assert!((get("klock_mutex").ratio - 3.1 / 4.1).abs() < 1e-9);
@@ -357,44 +322,26 @@ mod tests {
         assert_eq!(get("ttas").change, Change::Unknown);
         assert_eq!(unmatched.len(), 2, "{unmatched:?}");
         // A threshold above the change silences the flag.
-        let (rows, _) = compare(&a, &b, 30.0);
-        assert_eq!(
-            rows.iter()
-                .find(|r| r.lock == "klock_mutex")
-                .unwrap()
-                .change,
-            Change::Noise
-        );
+        let (rows, _) = compare_lists(&a, &b, 30.0);
+        assert_eq!(rows[0].change, Change::Noise, "{:?}", rows[0]);
         let t = tables(&rows, "a.json", "b.json", false);
         assert_eq!(t.len(), 1);
-        assert!(t[0].to_text().contains("a.json"));
+        has(&t[0].to_text(), "a.json");
     }
 
     #[test]
     fn noise_alone_is_never_flagged() {
         // Both sides draw from the same spread; medians differ a little.
-        let a = report(vec![rec("std", 2, &[1.9, 2.0, 2.1, 2.2, 1.8])]);
-        let b = report(vec![rec("std", 2, &[2.05, 1.95, 2.15, 1.85, 2.2])]);
-        let (rows, _) = compare(&a, &b, 0.0);
+        let a = samples(&report(vec![rec("std", 2, &[1.9, 2.0, 2.1, 2.2, 1.8])]));
+        let b = samples(&report(vec![rec("std", 2, &[2.05, 1.95, 2.15, 1.85, 2.2])]));
+        let (rows, _) = compare_lists(&a, &b, 0.0);
         assert_eq!(rows[0].change, Change::Noise);
     }
 
     #[test]
     fn ns_per_op_is_better_when_lower() {
-        let mk = |ns: f64| Record {
-            experiment: "uncontended".into(),
-            lock: "std".into(),
-            threads: 1,
-            params: Params {
-                workload: "uncontended".into(),
-                ..Params::default()
-            },
-            throughput_mops: 1e3 / ns,
-            runs_mops: vec![1e3 / ns * 0.99, 1e3 / ns, 1e3 / ns * 1.01],
-            uncontended_ns_per_op: Some(ns),
-            ..Record::default()
-        };
-        let (rows, _) = compare(&report(vec![mk(20.0)]), &report(vec![mk(10.0)]), 0.0);
+        let mk = |ns: f64| samples(&report(vec![uncontended("std", ns)]));
+        let (rows, _) = compare_lists(&mk(20.0), &mk(10.0), 0.0);
         assert_eq!(rows[0].change, Change::Improved);
         assert!((rows[0].ratio - 2.0).abs() < 1e-6);
     }

@@ -2,20 +2,15 @@
 //! document is well-formed XML (XHTML syntax), so any XML parser reads it.
 //!
 //! Layout: machine line; the **verdict** (one sentence per klock family naming the
-//! lock to pick, then the table of klock's defaults against the best peer, coloured
-//! better / same / worse); then per series the charts ([`crate::chart`]): throughput
-//! against threads split into *klock defaults vs peers* and *klock variants (seed
-//! reproductions, ablations)*, at most 8 series each, with error bars from the runs'
-//! min and max; fairness (max/min per-thread ops, log) and acquisition latency
-//! (p50/p99/p99.9 per lock) for the defaults-vs-peers locks; reader vs writer
-//! throughput for reader/writer series; uncontended ns/op bars. Then the extra
-//! sections (the seed experiments of `report --full`) and all tables of the terminal
+//! lock to pick, then the coloured table of klock's defaults against the best peer);
+//! per series its charts ([`series_charts`], locks split by [`groups`]); the extra
+//! sections (the seed experiments of `report --full`); all tables of the terminal
 //! output.
 
 use crate::chart::{self, Chart, LineChart, MAX_SERIES, Row, RowChart, Scale, Value, esc};
 use crate::record::{Record, Report};
 use crate::table::{Section, Series, Table, series, tables};
-use crate::verdict::{self, Outcome};
+use crate::verdict;
 
 /// A chart group: a title and the locks it shows (defaults first, marked bold).
 #[derive(Clone, Debug, PartialEq)]
@@ -60,16 +55,10 @@ fn chunks(title: &str, fixed: &[String], rest: &[String], peers: bool) -> Vec<Gr
 /// assert_eq!(g[1].locks, ["klock_mutex", "klock_mutex_nospin"]);
 /// ```
 pub fn groups(locks: &[String]) -> Vec<Group> {
-    let defaults: Vec<String> = locks
-        .iter()
-        .filter(|l| verdict::family_of_default(l).is_some())
-        .cloned()
-        .collect();
-    let peers: Vec<String> = locks
-        .iter()
-        .filter(|l| !verdict::is_klock(l))
-        .cloned()
-        .collect();
+    let pick = |keep: &dyn Fn(&str) -> bool| -> Vec<String> {
+        locks.iter().filter(|l| keep(l)).cloned().collect()
+    };
+    let (defaults, peers) = (pick(&bold), pick(&|l| !verdict::is_klock(l)));
     let mut out = Vec::new();
     if defaults.len() + peers.len() <= MAX_SERIES {
         out.extend(chunks("klock defaults vs peers", &defaults, &peers, true));
@@ -92,35 +81,15 @@ pub fn groups(locks: &[String]) -> Vec<Group> {
         ));
     }
     for fam in verdict::FAMILIES {
-        let vars: Vec<String> = locks
-            .iter()
-            .filter(|l| verdict::family_of_variant(l) == Some(fam))
-            .cloned()
-            .collect();
-        let fixed: Vec<String> = locks
-            .iter()
-            .filter(|l| *l == fam.default)
-            .cloned()
-            .collect();
-        out.extend(chunks(
-            &format!(
-                "klock {} variants (seed reproductions, ablations)",
-                fam.name
-            ),
-            &fixed,
-            &vars,
-            false,
-        ));
+        let vars = pick(&|l| verdict::family_of_variant(l) == Some(fam));
+        let title = format!(
+            "klock {} variants (seed reproductions, ablations)",
+            fam.name
+        );
+        out.extend(chunks(&title, &pick(&|l| l == fam.default), &vars, false));
     }
-    let other: Vec<String> = locks
-        .iter()
-        .filter(|l| {
-            verdict::is_klock(l)
-                && verdict::family_of_default(l).is_none()
-                && verdict::family_of_variant(l).is_none()
-        })
-        .cloned()
-        .collect();
+    let other =
+        pick(&|l| verdict::is_klock(l) && !bold(l) && verdict::family_of_variant(l).is_none());
     out.extend(chunks("other klock locks", &[], &other, false));
     if out.is_empty() && !locks.is_empty() {
         out.extend(chunks("locks", &[], locks, true));
@@ -130,10 +99,7 @@ pub fn groups(locks: &[String]) -> Vec<Group> {
 
 /// Chart styles of a group: each klock default keeps its family's colour and
 /// marker in every chart (SpinLock blue circle, Mutex vermillion square, RwLock green
-/// triangle); the other locks take the rest in order.
-///
-/// The other locks take the styles no default owns first, so a blue circle or a
-/// vermillion square means klock's SpinLock or Mutex wherever the chart has room.
+/// triangle); the other locks take first the styles no default owns, then the rest.
 ///
 /// ```
 /// let l = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
@@ -141,27 +107,13 @@ pub fn groups(locks: &[String]) -> Vec<Group> {
 /// assert_eq!(s, vec![1, 4]);
 /// ```
 pub fn styles(locks: &[String]) -> Vec<usize> {
-    let n = verdict::FAMILIES.len().min(MAX_SERIES);
     let fixed = |l: &str| verdict::FAMILIES.iter().position(|f| f.default == l);
-    let mut used = [false; MAX_SERIES];
-    for l in locks {
-        if let Some(i) = fixed(l).filter(|i| *i < MAX_SERIES) {
-            used[i] = true;
-        }
-    }
-    let order: Vec<usize> = (n..MAX_SERIES).chain(0..n).collect();
-    let mut out = Vec::with_capacity(locks.len());
-    for l in locks {
-        match fixed(l).filter(|i| *i < MAX_SERIES) {
-            Some(i) => out.push(i),
-            None => {
-                let i = order.iter().copied().find(|i| !used[*i]).unwrap_or(0);
-                used[i] = true;
-                out.push(i);
-            }
-        }
-    }
-    out
+    let taken: Vec<usize> = locks.iter().filter_map(|l| fixed(l)).collect();
+    let n = verdict::FAMILIES.len();
+    let mut free = (n..MAX_SERIES).chain(0..n).filter(|i| !taken.contains(i));
+    (locks.iter())
+        .map(|l| fixed(l).unwrap_or_else(|| free.next().unwrap_or(0)))
+        .collect()
 }
 
 fn bold(lock: &str) -> bool {
@@ -170,14 +122,7 @@ fn bold(lock: &str) -> bool {
 
 /// The x positions of a series: (sort key, label) per distinct point.
 fn points(s: &Series) -> Vec<(usize, String)> {
-    let mut v: Vec<(usize, String)> = s
-        .recs
-        .iter()
-        .map(|r| (r.threads, verdict::point_of(r)))
-        .collect();
-    v.sort();
-    v.dedup();
-    v
+    crate::stats::sorted_distinct(s.recs.iter().map(|r| (r.threads, verdict::point_of(r))))
 }
 
 /// The charts of one series of records: throughput per lock group; fairness (lock
@@ -385,11 +330,8 @@ fn table_html(
     class: Option<&str>,
     cell_class: &dyn Fn(usize, usize) -> Option<&'static str>,
 ) -> String {
-    let mut s = format!(
-        "<h3>{}</h3>\n<table{}><tr>",
-        esc(&t.title),
-        class.map(|c| format!(" class=\"{c}\"")).unwrap_or_default()
-    );
+    let attr = |c: Option<&str>| c.map(|c| format!(" class=\"{c}\"")).unwrap_or_default();
+    let mut s = format!("<h3>{}</h3>\n<table{}><tr>", esc(&t.title), attr(class));
     for h in &t.header {
         s.push_str(&format!("<th>{}</th>", esc(h)));
     }
@@ -398,11 +340,8 @@ fn table_html(
     for (i, r) in t.rows.iter().enumerate() {
         s.push_str("<tr>");
         for (j, c) in r.iter().enumerate() {
-            match cell_class(i, j) {
-                Some(k) => s.push_str(&format!("<td class=\"{k}\">{}</td>", esc(c))),
-                None if text_cols[j] => s.push_str(&format!("<td class=\"t\">{}</td>", esc(c))),
-                None => s.push_str(&format!("<td>{}</td>", esc(c))),
-            }
+            let class = cell_class(i, j).or(text_cols[j].then_some("t"));
+            s.push_str(&format!("<td{}>{}</td>", attr(class), esc(c)));
         }
         s.push_str("</tr>\n");
     }
@@ -436,12 +375,8 @@ pub fn verdict_html(report: &Report, extra: &[verdict::Sample]) -> String {
     s.push_str("</ul>\n");
     for (_, cs, t) in &fams {
         let class = |i: usize, j: usize| {
-            (j >= 4).then(|| match cs[i].outcome {
-                Outcome::Better => "better",
-                Outcome::Same => "same",
-                Outcome::Worse => "worse",
-                Outcome::Inconclusive => "inconclusive",
-            })
+            // The outcome's word is its CSS class.
+            (j >= 4).then(|| cs[i].outcome.word())
         };
         s.push_str(&table_html(t, Some("verdict"), &class));
     }

@@ -4,9 +4,9 @@
 //!
 //! Units are planned milliseconds of measurement (a run of a 0.3 s window counts 300
 //! plus a small fixed overhead), so the ETA tracks wall time even when the phases'
-//! windows differ. A suite such as `report` opens one [`Suite`] bar for all its
-//! phases; a [`Progress`] created while it is open ticks that bar instead of drawing
-//! its own.
+//! windows differ. A suite such as `report` opens one [`Progress::suite`] bar for all
+//! its phases; a [`Progress`] created while it is open ticks that bar instead of
+//! drawing its own.
 
 use std::sync::Mutex;
 use std::time::Duration;
@@ -42,33 +42,49 @@ fn new_bar(total: u64, on: bool) -> Option<ProgressBar> {
     Some(bar)
 }
 
-/// A progress handle for one batch of runs.
+/// A progress handle for one batch of runs, or for a whole suite of them
+/// ([`Progress::suite`]); its bar is cleared when it is dropped.
 pub struct Progress {
     bar: Option<ProgressBar>,
+    /// The bar is this handle's (not an open suite's).
     owned: bool,
+    /// This handle is the open suite's.
+    suite: bool,
 }
 
 impl Progress {
     /// A bar of `total` units, drawn if `on` and stderr is a terminal; while a
-    /// [`Suite`] is open, the suite's bar is ticked instead.
+    /// suite is open, the suite's bar is ticked instead.
     pub fn new(total: u64, on: bool) -> Progress {
         if let Some(b) = suite_bar() {
             return Progress {
                 bar: on.then_some(b),
                 owned: false,
+                suite: false,
             };
         }
         Progress {
             bar: new_bar(total, on),
             owned: true,
+            suite: false,
+        }
+    }
+    /// Opens a bar over a whole suite of `total` planned units (see [`run_units`]):
+    /// the handles created until it is dropped tick it.
+    pub fn suite(total: u64, on: bool) -> Progress {
+        let bar = new_bar(total, on);
+        if let (Some(b), Ok(mut g)) = (&bar, SUITE.lock()) {
+            *g = Some(b.clone());
+        }
+        Progress {
+            bar,
+            owned: true,
+            suite: true,
         }
     }
     /// A handle that never draws.
     pub fn hidden() -> Progress {
-        Progress {
-            bar: None,
-            owned: true,
-        }
+        Progress::new(0, false)
     }
     /// Whether anything is drawn.
     pub fn visible(&self) -> bool {
@@ -95,48 +111,19 @@ impl Progress {
         }
     }
     /// Removes the bar (a suite's bar stays until the suite ends).
-    pub fn finish(self) {
+    pub fn finish(self) {}
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if self.suite
+            && let Ok(mut g) = SUITE.lock()
+        {
+            *g = None;
+        }
         if let Some(b) = &self.bar
             && self.owned
         {
-            b.finish_and_clear();
-        }
-    }
-}
-
-/// A bar over a whole suite of phases; closed (and cleared) when dropped.
-pub struct Suite {
-    bar: Option<ProgressBar>,
-}
-
-impl Suite {
-    /// Opens the suite bar of `total` planned units (see [`run_units`]), drawn if `on`
-    /// and stderr is a terminal.
-    pub fn begin(total: u64, on: bool) -> Suite {
-        let bar = new_bar(total, on);
-        if let (Some(b), Ok(mut g)) = (&bar, SUITE.lock()) {
-            *g = Some(b.clone());
-        }
-        Suite { bar }
-    }
-    /// Prints a line above the bar (nothing when there is no bar).
-    pub fn println(&self, line: &str) {
-        if let Some(b) = &self.bar {
-            b.println(line);
-        }
-    }
-    /// Whether the bar is drawn.
-    pub fn visible(&self) -> bool {
-        self.bar.is_some()
-    }
-}
-
-impl Drop for Suite {
-    fn drop(&mut self) {
-        if let Ok(mut g) = SUITE.lock() {
-            *g = None;
-        }
-        if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
     }
@@ -150,7 +137,7 @@ mod tests {
     fn quiet_or_not_a_terminal_draws_nothing() {
         // Tests run with stderr captured or piped, or `on` is false: never a bar.
         assert!(!Progress::new(10, false).visible());
-        let s = Suite::begin(10, false);
+        let s = Progress::suite(10, false);
         assert!(!s.visible());
         assert!(!Progress::new(10, true).visible() || crate::sys::stderr_is_tty());
         drop(s);

@@ -216,3 +216,60 @@ pub fn to_csv(records: &[Record]) -> String {
     }
     s
 }
+
+/// Records and checks the unit tests share.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// A `balanced` record of `exp` for `lock` at `t` threads: these runs, the
+    /// middle one (the upper of the two for an even count) as the median.
+    pub fn rec(exp: &str, lock: &str, t: usize, runs: &[f64]) -> Record {
+        let mut v = runs.to_vec();
+        v.sort_by(f64::total_cmp);
+        Record {
+            experiment: exp.into(),
+            lock: lock.into(),
+            threads: t,
+            params: Params {
+                workload: "balanced".into(),
+                ..Params::default()
+            },
+            throughput_mops: v[v.len() / 2],
+            runs_mops: runs.to_vec(),
+            runs: runs.len(),
+            ..Record::default()
+        }
+    }
+
+    /// An `uncontended` record of `lock` at `ns` per op (runs within 1 %).
+    pub fn uncontended(lock: &str, ns: f64) -> Record {
+        let mops = 1e3 / ns;
+        Record {
+            experiment: "uncontended".into(),
+            lock: lock.into(),
+            threads: 1,
+            params: Params {
+                workload: "uncontended".into(),
+                ..Params::default()
+            },
+            throughput_mops: mops,
+            runs_mops: vec![mops * 0.99, mops, mops * 1.01],
+            uncontended_ns_per_op: Some(ns),
+            ..Record::default()
+        }
+    }
+
+    /// A report of these records.
+    pub fn report(results: Vec<Record>) -> Report {
+        Report {
+            results,
+            ..Report::default()
+        }
+    }
+
+    /// Asserts that `text` contains `part`, showing the text if not.
+    pub fn has(text: &str, part: &str) {
+        assert!(text.contains(part), "{part:?} not in:\n{text}");
+    }
+}

@@ -31,6 +31,7 @@ pub fn sorted_distinct<T: Ord>(v: impl IntoIterator<Item = T>) -> Vec<T> {
 /// ```
 /// assert_eq!(lockbench::stats::median(&[3.0, 1.0, 2.0]), 2.0);
 /// assert_eq!(lockbench::stats::median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+/// assert!(lockbench::stats::median(&[]).is_nan());
 /// ```
 pub fn median(v: &[f64]) -> f64 {
     if v.is_empty() {
@@ -123,10 +124,11 @@ pub fn ratio_ci(a: &[f64], b: &[f64]) -> (f64, f64, f64) {
 /// Nearest-rank percentile `p` (0..=100) of an ascending-sorted slice; 0 when empty.
 ///
 /// ```
-/// let v: Vec<u64> = (1..=100).collect();
-/// assert_eq!(lockbench::stats::percentile_sorted(&v, 50.0), 50);
-/// assert_eq!(lockbench::stats::percentile_sorted(&v, 99.0), 99);
-/// assert_eq!(lockbench::stats::percentile_sorted(&v, 100.0), 100);
+/// use lockbench::stats::percentile_sorted;
+/// let v: Vec<u64> = (1..=1000).collect();
+/// let p = |q| percentile_sorted(&v, q);
+/// assert_eq!([p(0.0), p(50.0), p(99.0), p(99.9), p(100.0)], [1, 500, 990, 999, 1000]);
+/// assert_eq!((percentile_sorted(&[], 50.0), percentile_sorted(&[7], 99.9)), (0, 7));
 /// ```
 pub fn percentile_sorted(sorted: &[u64], p: f64) -> u64 {
     if sorted.is_empty() {
@@ -155,6 +157,7 @@ pub struct MinAvgMax {
 /// ```
 /// let m = lockbench::stats::min_avg_max(&[1, 2, 6]);
 /// assert_eq!((m.min, m.avg, m.max), (1.0, 3.0, 6.0));
+/// assert_eq!(lockbench::stats::min_avg_max(&[]), Default::default());
 /// ```
 pub fn min_avg_max(v: &[u64]) -> MinAvgMax {
     if v.is_empty() {
@@ -172,7 +175,8 @@ pub fn min_avg_max(v: &[u64]) -> MinAvgMax {
 /// ```
 /// use lockbench::stats::fairness;
 /// assert_eq!(fairness(&[10, 20]), Some(2.0));
-/// assert_eq!(fairness(&[0, 5]), None);
+/// assert_eq!(fairness(&[0, 5]), None, "a starved thread is infinite unfairness");
+/// assert!([&[0, 0][..], &[], &[42]].iter().all(|v| fairness(v) == Some(1.0)));
 /// ```
 pub fn fairness(v: &[u64]) -> Option<f64> {
     let (Some(&min), Some(&max)) = (v.iter().min(), v.iter().max()) else {
@@ -191,6 +195,7 @@ pub fn fairness(v: &[u64]) -> Option<f64> {
 ///
 /// ```
 /// assert_eq!(lockbench::stats::spread(&[1.0, 2.0, 3.0]), 1.0);
+/// assert_eq!(lockbench::stats::spread(&[3.0]), 0.0);
 /// ```
 pub fn spread(v: &[f64]) -> f64 {
     if v.len() < 2 {
@@ -208,6 +213,7 @@ pub fn spread(v: &[f64]) -> f64 {
 /// use lockbench::stats::median_opt;
 /// assert_eq!(median_opt(&[Some(1.0), None, Some(3.0)]), Some(3.0));
 /// assert_eq!(median_opt(&[None, None, Some(3.0)]), None);
+/// assert_eq!(median_opt(&[Some(2.0), None, Some(1.0)]), Some(2.0));
 /// ```
 pub fn median_opt(v: &[Option<f64>]) -> Option<f64> {
     if v.is_empty() {
@@ -217,59 +223,4 @@ pub fn median_opt(v: &[Option<f64>]) -> Option<f64> {
     s.sort_by(f64::total_cmp);
     let m = median(&s);
     if m.is_finite() { Some(m) } else { None }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn median_odd_even_empty() {
-        assert_eq!(median(&[5.0]), 5.0);
-        assert_eq!(median(&[9.0, 1.0, 5.0]), 5.0);
-        assert_eq!(median(&[1.0, 2.0, 3.0, 10.0]), 2.5);
-        assert!(median(&[]).is_nan());
-    }
-
-    #[test]
-    fn percentiles_nearest_rank() {
-        let v: Vec<u64> = (1..=1000).collect();
-        assert_eq!(percentile_sorted(&v, 50.0), 500);
-        assert_eq!(percentile_sorted(&v, 99.0), 990);
-        assert_eq!(percentile_sorted(&v, 99.9), 999);
-        assert_eq!(percentile_sorted(&v, 0.0), 1);
-        assert_eq!(percentile_sorted(&v, 100.0), 1000);
-        assert_eq!(percentile_sorted(&[], 50.0), 0);
-        assert_eq!(percentile_sorted(&[7], 99.9), 7);
-    }
-
-    #[test]
-    fn fairness_ratio_including_starved_thread() {
-        assert_eq!(fairness(&[100, 100]), Some(1.0));
-        assert_eq!(fairness(&[50, 100, 200]), Some(4.0));
-        assert_eq!(
-            fairness(&[0, 100]),
-            None,
-            "a starved thread is infinite unfairness"
-        );
-        assert_eq!(fairness(&[0, 0]), Some(1.0));
-        assert_eq!(fairness(&[]), Some(1.0));
-        assert_eq!(fairness(&[42]), Some(1.0));
-    }
-
-    #[test]
-    fn min_avg_max_and_spread() {
-        let m = min_avg_max(&[2, 4, 9]);
-        assert_eq!((m.min, m.avg, m.max), (2.0, 5.0, 9.0));
-        assert_eq!(min_avg_max(&[]), MinAvgMax::default());
-        assert_eq!(spread(&[2.0, 4.0, 6.0]), 1.0);
-        assert_eq!(spread(&[3.0]), 0.0);
-    }
-
-    #[test]
-    fn median_of_optional_fairness() {
-        assert_eq!(median_opt(&[Some(2.0), Some(4.0), Some(3.0)]), Some(3.0));
-        assert_eq!(median_opt(&[Some(2.0), None, None]), None);
-        assert_eq!(median_opt(&[Some(2.0), None, Some(1.0)]), Some(2.0));
-    }
 }

@@ -381,26 +381,29 @@ fn mutex_tables(s: &Series) -> Vec<Table> {
 }
 
 fn rw_table(s: &Series) -> Table {
-    let header = [
-        "lock",
-        "R+W",
-        "reader Mops/s",
-        "writer Mops/s",
-        "reader ops/thread min / avg / max",
-        "writer ops/thread min / avg / max",
-        "writer share",
-        "writer max/min",
-        "p99.9 R / W",
-        "ceil",
-    ];
-    let mut rows = Vec::new();
+    let title = format!("{}: readers vs writers (median runs)", s.title);
+    let mut t = Table::new(
+        title,
+        &[
+            "lock",
+            "R+W",
+            "reader Mops/s",
+            "writer Mops/s",
+            "reader ops/thread min / avg / max",
+            "writer ops/thread min / avg / max",
+            "writer share",
+            "writer max/min",
+            "p99.9 R / W",
+            "ceil",
+        ],
+    );
     let mut recs = s.recs.clone();
     recs.sort_by_key(|r| r.threads);
     for r in recs {
         let (Some(rd), Some(wr)) = (&r.readers, &r.writers) else {
             continue;
         };
-        rows.push(vec![
+        t.rows.push(vec![
             r.lock.clone(),
             format!("{}+{}", rd.threads, wr.threads),
             fmt_mops(rd.throughput_mops),
@@ -417,11 +420,7 @@ fn rw_table(s: &Series) -> Table {
             fmt_ceiling(r),
         ]);
     }
-    Table {
-        title: format!("{}: readers vs writers (median runs)", s.title),
-        header: header.iter().map(|h| h.to_string()).collect(),
-        rows,
-    }
+    t
 }
 
 fn notes(s: &Series) -> Table {
@@ -450,20 +449,18 @@ fn notes(s: &Series) -> Table {
             ]
         })
         .collect();
+    let title = format!("{}: violations, collapses, idle-gate discards", s.title);
+    let header = [
+        "lock",
+        "T",
+        "violations",
+        "collapsed runs",
+        "discarded",
+        "flagged noisy",
+    ];
     Table {
-        title: format!("{}: violations, collapses, idle-gate discards", s.title),
-        header: [
-            "lock",
-            "T",
-            "violations",
-            "collapsed runs",
-            "discarded",
-            "flagged noisy",
-        ]
-        .iter()
-        .map(|h| h.to_string())
-        .collect(),
         rows,
+        ..Table::new(title, &header)
     }
 }
 
@@ -522,8 +519,8 @@ pub fn verdict_table(fam: &Family, cells: &[&Cell]) -> Table {
         .iter()
         .map(|c| {
             vec![
-                c.scenario.clone(),
-                c.point.clone(),
+                c.klock.scenario.clone(),
+                c.klock.point.clone(),
                 fmt_value(c.klock.median, &c.klock.unit),
                 format!("{} {}", c.peer.lock, fmt_value(c.peer.median, &c.peer.unit)),
                 fmt_ratio(c),
@@ -531,22 +528,21 @@ pub fn verdict_table(fam: &Family, cells: &[&Cell]) -> Table {
             ]
         })
         .collect();
+    let title = format!(
+        "{} ({}, lockbench name {}) against the best other lock in the same run",
+        fam.name, fam.api, fam.default
+    );
+    let header = [
+        "workload",
+        "threads",
+        "klock (median)",
+        "best peer (median)",
+        "klock vs peer (95% CI)",
+        "verdict",
+    ];
     Table {
-        title: format!(
-            "{} ({}, lockbench name {}) against the best other lock in the same run",
-            fam.name, fam.api, fam.default
-        ),
-        header: [
-            "workload",
-            "threads",
-            "klock (median)",
-            "best peer (median)",
-            "klock vs peer (95% CI)",
-            "verdict",
-        ]
-        .map(String::from)
-        .to_vec(),
         rows,
+        ..Table::new(title, &header)
     }
 }
 

@@ -2,24 +2,14 @@
 //!
 //! For every case (a workload at one thread count) in which a klock default lock
 //! ([`FAMILIES`]) was measured, the verdict picks the best *eligible peer* (a lock
-//! that is not klock's, of the same kind) by its median and reports
+//! that is not klock's, of the same kind) by its median, and reports the ratio klock /
+//! best peer (> 1: klock is better) with a 95 % bootstrap confidence interval over the
+//! interleaved runs ([`crate::stats::ratio_ci`]) and the [`Outcome`] it decides.
 //!
-//! * the ratio klock / best peer, oriented so that > 1 means klock is better (for a
-//!   time or ns/op, peer / klock), with a 95 % bootstrap confidence interval over
-//!   the interleaved runs ([`crate::stats::ratio_ci`]: paired by round);
-//! * the outcome: **same** when the whole interval lies within ±[`SAME_MARGIN`]
-//!   (5 %), else **better** when it lies above 1, **worse** when below 1, and
-//!   **inconclusive** when it straddles 1 and reaches past ±5 %: the row then says
-//!   how many more runs would likely decide it ([`Cell::more_runs`]).
-//!
-//! Fairness and tail latency are part of the verdict, not footnotes. A lock is not
-//! eligible as "the pick" when, in some run, a thread did less than
-//! [`STARVED_MIN_AVG`] of the mean over all threads (zero-op classes included:
-//! glibc's default rwlock starves writers, std's does at 18+18), or when its
-//! p99.9 is more than [`TAIL_MAX_X`] times the best eligible peer's. Such a
-//! peer is left out; when klock is such a lock its row reads **worse**, saying
-//! why ([`Cell::note`]).
-//!
+//! Fairness and tail latency are part of the verdict, not footnotes: a lock that
+//! starved a thread ([`STARVED_MIN_AVG`]; glibc's default rwlock starves writers) or
+//! whose p99.9 is over [`TAIL_MAX_X`] the best eligible peer's is never the pick; when
+//! klock is such a lock its row reads **worse**, saying why ([`Cell::note`]).
 //! [`summarize`] turns a family's cases into one sentence naming the lock to pick.
 
 use crate::locks::LockKind;
@@ -171,30 +161,19 @@ pub const SAME_MARGIN: f64 = 0.05;
 /// (`min_thread_share`; for reports written before it, the median run's
 /// per-thread counts and the classes' minima).
 fn starved_class(r: &Record) -> Option<&'static str> {
-    let classes = [&r.readers, &r.writers].into_iter().flatten();
-    let all_mean = if r.ops_per_thread.avg > 0.0 {
-        r.ops_per_thread.avg
-    } else {
-        // Older records may carry only the classes' figures.
-        let (n, sum) = classes.fold((0usize, 0.0), |(n, s), c| {
-            (n + c.threads, s + c.threads as f64 * c.ops_per_thread.avg)
-        });
-        if n > 0 { sum / n as f64 } else { 0.0 }
-    };
+    let classes = || [&r.readers, &r.writers].into_iter().flatten();
     let share = r.min_thread_share.unwrap_or_else(|| {
-        let classes = [&r.readers, &r.writers]
-            .into_iter()
-            .flatten()
-            .map(|c| c.ops_per_thread.min);
-        let min = classes.fold(
-            if r.ops_per_thread.avg > 0.0 {
-                r.ops_per_thread.min
-            } else {
-                f64::INFINITY
-            },
-            f64::min,
-        );
-        if all_mean > 0.0 { min / all_mean } else { 1.0 }
+        // Older records may carry only the classes' figures.
+        let (min, mean) = if r.ops_per_thread.avg > 0.0 {
+            (r.ops_per_thread.min, r.ops_per_thread.avg)
+        } else {
+            let (n, sum) = classes().fold((0usize, 0.0), |(n, s), c| {
+                (n + c.threads, s + c.threads as f64 * c.ops_per_thread.avg)
+            });
+            (f64::INFINITY, if n > 0 { sum / n as f64 } else { 0.0 })
+        };
+        let min = classes().map(|c| c.ops_per_thread.min).fold(min, f64::min);
+        if mean > 0.0 { min / mean } else { 1.0 }
     });
     if share >= STARVED_MIN_AVG {
         return None;
@@ -243,16 +222,13 @@ impl Sample {
         xs: &[usize],
         runs: impl Fn(&str, usize) -> Vec<f64>,
     ) -> Vec<Sample> {
-        let mut v = Vec::new();
-        for l in locks {
-            for &x in xs {
+        let cells = locks.iter().flat_map(|l| xs.iter().map(move |x| (l, *x)));
+        cells
+            .filter_map(|(l, x)| {
                 let r = runs(l, x);
-                if !r.is_empty() {
-                    v.push(Sample::of_runs(scenario, x, l, r, higher_better, unit));
-                }
-            }
-        }
-        v
+                (!r.is_empty()).then(|| Sample::of_runs(scenario, x, l, r, higher_better, unit))
+            })
+            .collect()
     }
     /// (median, min, max) over runs.
     pub fn range(&self) -> (f64, f64, f64) {
@@ -357,13 +333,7 @@ impl Outcome {
 pub struct Cell {
     /// The family.
     pub family: &'static Family,
-    /// Scenario (workload).
-    pub scenario: String,
-    /// Point (threads).
-    pub point: String,
-    /// Sort key of the point.
-    pub order: usize,
-    /// klock's sample.
+    /// klock's sample (its scenario and point are the case's).
     pub klock: Sample,
     /// The best peer's sample.
     pub peer: Sample,
@@ -465,12 +435,10 @@ pub fn cells(samples: &[Sample]) -> Vec<Cell> {
     let mut out = Vec::new();
     for fam in FAMILIES {
         for sc in &scenarios {
-            let mut points: Vec<(usize, &str)> = (samples.iter())
-                .filter(|s| s.scenario == *sc && s.lock == fam.default)
-                .map(|s| (s.order, s.point.as_str()))
-                .collect();
-            points.sort();
-            points.dedup();
+            let klock = samples
+                .iter()
+                .filter(|s| s.scenario == *sc && s.lock == fam.default);
+            let points = crate::stats::sorted_distinct(klock.map(|s| (s.order, s.point.as_str())));
             for (order, pt) in points {
                 let here: Vec<&Sample> = (samples.iter())
                     .filter(|s| s.scenario == *sc && s.point == pt && s.order == order)
@@ -538,9 +506,6 @@ fn cell(fam: &'static Family, here: &[&Sample]) -> Option<Cell> {
     }
     Some(Cell {
         family: fam,
-        scenario: k.scenario.clone(),
-        point: k.point.clone(),
-        order: k.order,
         klock: (*k).clone(),
         peer: p.clone(),
         peers: peers.iter().map(|s| (*s).clone()).collect(),
@@ -577,43 +542,35 @@ pub struct Summary {
 }
 
 fn case(c: &Cell) -> String {
-    format!("{} {}", c.scenario, c.point)
+    format!("{} {}", c.klock.scenario, c.klock.point)
 }
 
 /// Cases grouped by workload: `mutex hot T=2, T=8; spin job T=8` (at most 4
 /// workloads, then a count).
-fn list(cs: &[&Cell]) -> String {
-    let mut groups: Vec<(&str, Vec<&str>)> = Vec::new();
-    for c in cs {
-        match groups.iter_mut().find(|(s, _)| *s == c.scenario) {
-            Some((_, pts)) => pts.push(&c.point),
-            None => groups.push((&c.scenario, vec![&c.point])),
-        }
-    }
-    let mut v: Vec<String> = groups
-        .iter()
-        .take(4)
-        .map(|(s, pts)| format!("{s} {}", pts.join(", ")))
+fn list<'a>(cs: impl Iterator<Item = &'a Cell> + Clone) -> String {
+    let scenarios = crate::stats::first_seen(cs.clone().map(|c| c.klock.scenario.as_str()));
+    let mut v: Vec<String> = (scenarios.iter().take(4))
+        .map(|s| {
+            let here = cs.clone().filter(|c| c.klock.scenario == *s);
+            let points: Vec<&str> = here.map(|c| c.klock.point.as_str()).collect();
+            format!("{s} {}", points.join(", "))
+        })
         .collect();
-    if groups.len() > 4 {
-        v.push(format!("{} more workloads", groups.len() - 4));
+    if scenarios.len() > 4 {
+        v.push(format!("{} more workloads", scenarios.len() - 4));
     }
     v.join("; ")
 }
 
+/// The lock that is most often the best peer (the last seen of equals).
 fn most_common_peer(cs: &[&Cell]) -> String {
-    let mut counts: Vec<(String, usize)> = Vec::new();
-    for c in cs {
-        match counts.iter_mut().find(|(n, _)| *n == c.peer.lock) {
-            Some((_, k)) => *k += 1,
-            None => counts.push((c.peer.lock.clone(), 1)),
-        }
-    }
-    counts
+    let peers = crate::stats::first_seen(cs.iter().map(|c| c.peer.lock.as_str()));
+    let count = |p: &&str| cs.iter().filter(|c| c.peer.lock == *p).count();
+    peers
         .into_iter()
-        .max_by_key(|(_, k)| *k)
-        .map(|(n, _)| n)
+        .max_by_key(count)
         .unwrap_or_default()
+        .into()
 }
 
 /// One summary per family that has verdict rows.
@@ -673,10 +630,6 @@ fn head_to_head<'a>(cs: &[&'a Cell], peer: &str) -> [Vec<(&'a Cell, f64)>; 2] {
     v
 }
 
-fn cells_of<'a>(v: &[(&'a Cell, f64)]) -> Vec<&'a Cell> {
-    v.iter().map(|x| x.0).collect()
-}
-
 /// The pick when klock is never behind the best peer: klock when it beats it
 /// somewhere, or when the most frequent best peer falls behind klock somewhere;
 /// otherwise either.
@@ -710,7 +663,7 @@ fn pick_never_worse(fam: &Family, cs: &[&Cell], b: &[&Cell], s: &[&Cell]) -> Pic
         format!("{name}: pick {api}."),
         format!(
             "It is within noise of the best peer in all {n} cases, and no single other lock keeps up everywhere: {p}, the most frequent best peer, is behind {api} at {}.",
-            list(&cells_of(&ahead))
+            list(ahead.iter().map(|x| x.0))
         ),
     )
 }
@@ -746,7 +699,7 @@ fn pick_sometimes_worse(fam: &Family, cs: &[&Cell], b: &[&Cell], s: &[&Cell], w:
         ("none".to_string(), String::new())
     } else {
         (
-            list(&cells_of(&behind)),
+            list(behind.iter().map(|x| x.0)),
             format!(" ({api} down to {down:.2}x)"),
         )
     };
@@ -755,7 +708,7 @@ fn pick_sometimes_worse(fam: &Family, cs: &[&Cell], b: &[&Cell], s: &[&Cell], w:
         format!("{name}: it depends on the load."),
         format!(
             "Against {p}: pick {api} for {} (up to {up:.2}x), {p} for {lose}{by}. Against the best peer of each case: {} better, {} within noise, {} worse of {n}.",
-            list(&cells_of(&ahead)),
+            list(ahead.iter().map(|x| x.0)),
             b.len(),
             s.len(),
             w.len()
@@ -773,7 +726,7 @@ fn caveats(cs: &[&Cell], inc: &[&Cell]) -> String {
             " {} of {} cases are inconclusive ({}){}.",
             inc.len(),
             cs.len(),
-            list(inc),
+            list(inc.iter().copied()),
             if more > MORE_RUNS_SHOWN {
                 ": the runs are too noisy to decide; rerun on a quieter machine".to_string()
             } else if more == 0 {
@@ -783,11 +736,11 @@ fn caveats(cs: &[&Cell], inc: &[&Cell]) -> String {
             }
         ));
     }
-    let starved: Vec<&Cell> = cs.iter().copied().filter(|c| c.note.is_some()).collect();
-    if let Some(first) = starved.first() {
+    let starved = cs.iter().copied().filter(|c| c.note.is_some());
+    if let Some(first) = starved.clone().next() {
         s.push_str(&format!(
             " Fairness or tail ruled klock out at {} ({}).",
-            list(&starved),
+            list(starved),
             first.note.as_deref().unwrap_or_default()
         ));
     }
@@ -803,24 +756,11 @@ pub const LEGEND: &str = "klock vs peer > 1 means klock is better (throughput ra
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{Params, Record};
+    use crate::record::testing::{has, rec, report, uncontended};
+    use crate::table::outcome_text;
 
-    fn rec(exp: &str, lock: &str, t: usize, runs: &[f64]) -> Record {
-        let mut v = runs.to_vec();
-        v.sort_by(|a, b| a.total_cmp(b));
-        Record {
-            experiment: exp.into(),
-            lock: lock.into(),
-            threads: t,
-            params: Params {
-                workload: "balanced".into(),
-                ..Params::default()
-            },
-            throughput_mops: v[v.len() / 2],
-            runs_mops: runs.to_vec(),
-            runs: runs.len(),
-            ..Record::default()
-        }
+    fn cells_of(recs: Vec<Record>) -> Vec<Cell> {
+        cells(&samples(&report(recs)))
     }
 
     /// A synthetic report: klock_mutex clearly ahead at T=8, tied at T=2, behind at
@@ -846,28 +786,13 @@ mod tests {
             rec("rwlock", "std", 4, &[50.0, 50.0, 50.0]),
         ];
         for (lock, ns) in [("klock_mutex", 10.0), ("std", 20.0), ("parking_lot", 12.0)] {
-            results.push(Record {
-                experiment: "uncontended".into(),
-                lock: lock.into(),
-                threads: 1,
-                params: Params {
-                    workload: "uncontended".into(),
-                    ..Params::default()
-                },
-                throughput_mops: 1e3 / ns,
-                runs_mops: vec![1e3 / ns * 0.99, 1e3 / ns, 1e3 / ns * 1.01],
-                uncontended_ns_per_op: Some(ns),
-                ..Record::default()
-            });
+            results.push(uncontended(lock, ns));
         }
-        Report {
-            results,
-            ..Report::default()
-        }
+        report(results)
     }
 
     #[test]
-    fn a_peer_that_starves_a_class_is_not_the_best_peer() {
+    fn a_peer_that_starves_writers_is_not_the_best_peer() {
         use crate::record::ClassMetrics;
         let class = |min: f64, avg: f64| ClassMetrics {
             threads: 4,
@@ -878,29 +803,34 @@ mod tests {
             },
             ..ClassMetrics::default()
         };
-        let rw = |lock: &str, mops: f64, wmin: f64| {
-            let mut r = rec("rwlock", lock, 8, &[mops, mops, mops]);
-            r.readers = Some(class(90.0, 100.0));
-            r.writers = Some(class(wmin, 100.0));
-            r
-        };
-        let report = Report {
-            results: vec![
-                rw("klock_rwsem", 5.0, 80.0),
-                rw("pthread_rw", 6.5, 0.0),
-                rw("parking_lot_rw", 6.0, 60.0),
-            ],
-            ..Report::default()
-        };
-        let ss = samples(&report);
-        assert_eq!(
-            ss.iter().find(|s| s.lock == "pthread_rw").unwrap().starves,
-            Some("writers")
-        );
-        let c = cells(&ss);
-        let c = c.iter().find(|c| c.family.name == "RwLock").unwrap();
-        assert_eq!(c.peer.lock, "parking_lot_rw");
-        assert!(c.peers.iter().all(|p| p.lock != "pthread_rw"));
+        // The fastest lock's writers, min and mean ops per thread: one writer did
+        // nothing; the whole class did nothing (each writer equals its class mean,
+        // which a per-class rule let pass).
+        for (wmin, wavg) in [(0.0, 100.0), (0.0, 0.0)] {
+            let rw = |lock: &str, mops: f64, (wmin, wavg): (f64, f64)| {
+                let mut r = rec("rwlock", lock, 8, &[mops, mops * 1.01, mops * 0.99]);
+                r.readers = Some(class(90.0, 100.0));
+                r.writers = Some(class(wmin, wavg));
+                r
+            };
+            let ss = samples(&report(vec![
+                rw("klock_rwsem", 5.0, (80.0, 100.0)),
+                rw("std_rw", 9.0, (wmin, wavg)),
+                rw("parking_lot_rw", 6.0, (60.0, 100.0)),
+            ]));
+            let std_rw = ss.iter().find(|s| s.lock == "std_rw").unwrap();
+            assert_eq!(std_rw.starves, Some("writers"));
+            let c = &cells(&ss)[0];
+            assert_eq!(
+                (c.family.name, c.peer.lock.as_str()),
+                ("RwLock", "parking_lot_rw")
+            );
+            assert!(c.peers.iter().all(|p| p.lock != "std_rw"));
+        }
+        // The same through the per-run share the runner records.
+        let mut r = rec("mutex", "std", 8, &[9.0, 9.0, 9.0]);
+        r.min_thread_share = Some(0.0);
+        assert_eq!(samples(&report(vec![r]))[0].starves, Some("a thread"));
     }
 
     #[test]
@@ -910,95 +840,35 @@ mod tests {
         // "same"). Paired by round, the interval is 0.9..0.9: worse.
         let peer = [4.0, 6.0, 3.0, 5.5, 4.5];
         let k: Vec<f64> = peer.iter().map(|x| x * 0.9).collect();
-        let cs = cells(&samples(&Report {
-            results: vec![
-                rec("mutex", "klock_mutex", 8, &k),
-                rec("mutex", "parking_lot", 8, &peer),
-            ],
-            ..Report::default()
-        }));
+        let cs = cells_of(vec![
+            rec("mutex", "klock_mutex", 8, &k),
+            rec("mutex", "parking_lot", 8, &peer),
+        ]);
         assert_eq!(cs[0].outcome, Outcome::Worse, "{:?}", cs[0]);
         assert!((cs[0].ratio - 0.9).abs() < 1e-9);
         // A 0.66x median with scattered rounds is not "same" either.
-        let cs = cells(&samples(&Report {
-            results: vec![
-                rec("mutex", "klock_mutex", 8, &[2.0, 4.5, 2.6, 3.9, 2.2]),
-                rec("mutex", "parking_lot", 8, &[4.0, 5.0, 3.5, 4.8, 3.9]),
-            ],
-            ..Report::default()
-        }));
+        let cs = cells_of(vec![
+            rec("mutex", "klock_mutex", 8, &[2.0, 4.5, 2.6, 3.9, 2.2]),
+            rec("mutex", "parking_lot", 8, &[4.0, 5.0, 3.5, 4.8, 3.9]),
+        ]);
         assert_ne!(cs[0].outcome, Outcome::Same, "{:?}", cs[0]);
     }
 
     #[test]
     fn noisy_rounds_are_inconclusive_and_say_how_many_more_runs() {
         // Rounds scatter around 1.0 by +-15 %: neither within 5 % nor clear of 1.
-        let cs = cells(&samples(&Report {
-            results: vec![
-                rec("mutex", "klock_mutex", 8, &[1.15, 0.85, 1.1, 0.9, 1.0]),
-                rec("mutex", "parking_lot", 8, &[1.0, 1.0, 1.0, 1.0, 1.0]),
-            ],
-            ..Report::default()
-        }));
+        let cs = cells_of(vec![
+            rec("mutex", "klock_mutex", 8, &[1.15, 0.85, 1.1, 0.9, 1.0]),
+            rec("mutex", "parking_lot", 8, &[1.0, 1.0, 1.0, 1.0, 1.0]),
+        ]);
         let c = &cs[0];
         assert_eq!(c.outcome, Outcome::Inconclusive, "{c:?}");
         let more = c.more_runs.expect("a number of runs");
         assert!((1..1000).contains(&more), "{more}");
-        assert!(
-            crate::table::outcome_text(c).contains("more runs"),
-            "{}",
-            crate::table::outcome_text(c)
-        );
+        has(&outcome_text(c), "more runs");
         let sm = summarize(&cs).remove(0);
         assert_eq!(sm.inconclusive, 1);
-        assert!(sm.detail.contains("inconclusive"), "{}", sm.detail);
-    }
-
-    #[test]
-    fn a_zero_op_class_makes_a_peer_ineligible() {
-        use crate::record::ClassMetrics;
-        // The whole writer class did nothing: each writer equals its class
-        // mean (0), which the old per-class rule let pass.
-        let class = |avg: f64| ClassMetrics {
-            threads: 4,
-            ops_per_thread: crate::stats::MinAvgMax {
-                min: avg,
-                avg,
-                max: avg,
-            },
-            ..ClassMetrics::default()
-        };
-        let rw = |lock: &str, mops: f64, writer_ops: f64| {
-            let mut r = rec("rwlock", lock, 8, &[mops, mops * 1.01, mops * 0.99]);
-            r.readers = Some(class(100.0));
-            r.writers = Some(class(writer_ops));
-            r
-        };
-        let report = Report {
-            results: vec![
-                rw("klock_rwsem", 5.0, 40.0),
-                rw("std_rw", 9.0, 0.0),
-                rw("parking_lot_rw", 6.0, 30.0),
-            ],
-            ..Report::default()
-        };
-        let ss = samples(&report);
-        let std_rw = ss.iter().find(|s| s.lock == "std_rw").unwrap();
-        assert_eq!(std_rw.starves, Some("writers"));
-        let c = cells(&ss);
-        let c = c.iter().find(|c| c.family.name == "RwLock").unwrap();
-        assert_eq!(c.peer.lock, "parking_lot_rw");
-        // The same through the per-run share the runner records.
-        let mut r = rec("mutex", "std", 8, &[9.0, 9.0, 9.0]);
-        r.min_thread_share = Some(0.0);
-        assert_eq!(
-            samples(&Report {
-                results: vec![r],
-                ..Report::default()
-            })[0]
-                .starves,
-            Some("a thread")
-        );
+        has(&sm.detail, "inconclusive");
     }
 
     #[test]
@@ -1010,48 +880,35 @@ mod tests {
             r.min_thread_share = Some(share);
             r
         };
-        // std is fastest but its p99.9 is 3x parking_lot's: not the peer.
-        let cs = cells(&samples(&Report {
-            results: vec![
-                with_tail("klock_mutex", &[5.0, 5.0, 5.0], 1000, 0.8),
-                with_tail("std", &[6.0, 6.0, 6.0], 3000, 0.8),
-                with_tail("parking_lot", &[5.0, 5.1, 4.9], 1000, 0.8),
-            ],
-            ..Report::default()
-        }));
-        let c = cs.iter().find(|c| c.family.name == "Mutex").unwrap();
-        assert_eq!(c.peer.lock, "parking_lot");
-        assert_eq!(c.outcome, Outcome::Same);
-        // klock faster but starving a thread: worse, and the row says why.
-        let cs = cells(&samples(&Report {
-            results: vec![
-                with_tail("klock_mutex", &[7.0, 7.0, 7.0], 1000, 0.001),
-                with_tail("parking_lot", &[5.0, 5.1, 4.9], 1000, 0.8),
-            ],
-            ..Report::default()
-        }));
-        let c = cs.iter().find(|c| c.family.name == "Mutex").unwrap();
-        assert_eq!(c.outcome, Outcome::Worse);
-        assert!(
-            crate::table::outcome_text(c).contains("starved a thread"),
-            "{}",
-            crate::table::outcome_text(c)
-        );
-        // klock faster but with 5x the tail: worse.
-        let cs = cells(&samples(&Report {
-            results: vec![
-                with_tail("klock_mutex", &[7.0, 7.0, 7.0], 5000, 0.8),
-                with_tail("parking_lot", &[5.0, 5.1, 4.9], 1000, 0.8),
-            ],
-            ..Report::default()
-        }));
-        let c = cs.iter().find(|c| c.family.name == "Mutex").unwrap();
-        assert_eq!(c.outcome, Outcome::Worse);
-        assert!(
-            crate::table::outcome_text(c).contains("p99.9 5.0x"),
-            "{}",
-            crate::table::outcome_text(c)
-        );
+        let pl = || with_tail("parking_lot", &[5.0, 5.1, 4.9], 1000, 0.8);
+        for (recs, outcome, why) in [
+            // std is fastest but its p99.9 is 3x parking_lot's: not the peer.
+            (
+                vec![
+                    with_tail("klock_mutex", &[5.0; 3], 1000, 0.8),
+                    with_tail("std", &[6.0; 3], 3000, 0.8),
+                    pl(),
+                ],
+                Outcome::Same,
+                "same",
+            ),
+            // klock faster but starving a thread, or with 5x the tail: worse, and
+            // the row says why.
+            (
+                vec![with_tail("klock_mutex", &[7.0; 3], 1000, 0.001), pl()],
+                Outcome::Worse,
+                "starved a thread",
+            ),
+            (
+                vec![with_tail("klock_mutex", &[7.0; 3], 5000, 0.8), pl()],
+                Outcome::Worse,
+                "p99.9 5.0x",
+            ),
+        ] {
+            let c = &cells_of(recs)[0];
+            assert_eq!((c.peer.lock.as_str(), c.outcome), ("parking_lot", outcome));
+            has(&outcome_text(c), why);
+        }
     }
 
     #[test]
@@ -1059,7 +916,7 @@ mod tests {
         let cs = cells(&samples(&synthetic()));
         let get = |fam: &str, sc: &str, pt: &str| {
             cs.iter()
-                .find(|c| c.family.name == fam && c.scenario == sc && c.point == pt)
+                .find(|c| c.family.name == fam && c.klock.scenario == sc && c.klock.point == pt)
                 .unwrap_or_else(|| panic!("no cell {fam} {sc} {pt}: {cs:#?}"))
         };
         // T=8: best peer is parking_lot (2.1); std_rw (an rwlock) is not a mutex peer,
@@ -1102,21 +959,15 @@ mod tests {
         let get = |n: &str| s.iter().find(|x| x.family.name == n).unwrap();
         let m = get("Mutex");
         assert_eq!((m.better, m.same, m.worse), (2, 1, 1));
-        assert!(m.sentence.contains("depends"), "{}", m.sentence);
-        assert!(m.sentence.contains("std"), "{}", m.sentence);
+        has(&m.sentence, "depends");
+        has(&m.sentence, "std");
         let sp = get("SpinLock");
         assert_eq!(sp.pick, "klock::SpinLock");
         assert!(sp.sentence.starts_with("SpinLock: pick klock::SpinLock"));
         assert_eq!(sp.headline, "SpinLock: pick klock::SpinLock.");
         let rw = get("RwLock");
         assert_eq!((rw.better, rw.worse), (1, 0));
-        let summary = |recs: Vec<Record>| {
-            summarize(&cells(&samples(&Report {
-                results: recs,
-                ..Report::default()
-            })))
-            .remove(0)
-        };
+        let summary = |recs: Vec<Record>| summarize(&cells_of(recs)).remove(0);
         // Behind parking_lot everywhere, never ahead of it: pick parking_lot.
         let m = summary(vec![
             rec("mutex", "klock_mutex", 1, &[1.0, 1.1]),
@@ -1125,11 +976,7 @@ mod tests {
             rec("mutex", "parking_lot", 8, &[2.0, 2.1]),
         ]);
         assert_eq!(m.headline, "Mutex: pick parking_lot.");
-        assert!(
-            m.detail.contains("never ahead of parking_lot"),
-            "{}",
-            m.detail
-        );
+        has(&m.detail, "never ahead of parking_lot");
         // Behind std at T=1 (std best there), but far ahead of std at T=8, where
         // parking_lot is the best peer and within noise: it depends.
         let m = summary(vec![
@@ -1140,11 +987,7 @@ mod tests {
             rec("mutex", "parking_lot", 8, &[2.1, 2.3]),
         ]);
         assert_eq!(m.headline, "Mutex: it depends on the load.");
-        assert!(
-            m.detail.contains("klock::Mutex for mutex balanced T=8"),
-            "{}",
-            m.detail
-        );
+        has(&m.detail, "klock::Mutex for mutex balanced T=8");
         // Within 5 % of the best peer in every round everywhere, and of that
         // peer everywhere.
         let m = summary(vec![
@@ -1164,11 +1007,7 @@ mod tests {
             rec("mutex", "parking_lot", 8, &[1.01, 1.19]),
         ]);
         assert_eq!(m.headline, "Mutex: pick klock::Mutex.");
-        assert!(
-            m.detail.contains("std, the most frequent best peer"),
-            "{}",
-            m.detail
-        );
+        has(&m.detail, "std, the most frequent best peer");
     }
 
     #[test]
@@ -1181,16 +1020,8 @@ mod tests {
             assert!(t.rows.iter().all(|r| r.len() == t.header.len()));
         }
         let m = fams.iter().find(|f| f.0.family.name == "Mutex").unwrap();
-        assert!(
-            m.2.to_text().contains("2.00x (2.00-2.00)"),
-            "{}",
-            m.2.to_text()
-        );
+        has(&m.2.to_text(), "2.00x (2.00-2.00)");
         // The mixed sentence groups cases by workload.
-        assert!(
-            m.0.detail.contains("mutex balanced T=8; uncontended T=1"),
-            "{}",
-            m.0.detail
-        );
+        has(&m.0.detail, "mutex balanced T=8; uncontended T=1");
     }
 }

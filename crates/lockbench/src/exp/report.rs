@@ -1,16 +1,11 @@
 //! `lockbench report [--quick|--full]`: the standard suite; also what runs with no
 //! subcommand. Writes report.json, report.csv and report.html into `--out`.
 //!
-//! * quick (default, ≲ 3 min on 2 CPUs): every mutex competitor on `balanced` at
-//!   T = 1, 2, 4, 8 (0.2 s × 5 runs); every rwlock at 2+2 and 8+8 (0.2 s × 5);
-//!   uncontended (10^6 ops × 5). Idle gate shortened (0.5 s wait, 1 retry, 50 s total
-//!   budget; after that runs are only flagged).
-//! * full (~30 min): `balanced` at T = 1, 2, 4, 8, 32 (2 s × 5), `hot` at the same
-//!   thread counts (1 s × 3), rwlock 2+2 and 8+8 (2 s × 5: the writer-starvation check),
-//!   uncontended (10^7 ops × 10); a quota row (`balanced` at T = 8, 32 under
-//!   `--quota 0.5`, a child process); then the seed experiments, each laid out like its
-//!   seed's tables with the seed's numbers beside ours: `spin` (seed 001), `fserver`
-//!   (seed 004), `rwsem` and `fio` (seed 003). Full idle gate.
+//! quick (default, ≲ 3 min on 2 CPUs, idle gate shortened): uncontended, every mutex
+//! on `balanced`, every rwlock at 2+2 and 8+8. full (~30 min): longer windows, `hot`,
+//! a quota row (a child process), then the seed experiments `spin`, `fserver`,
+//! `rwsem`, `fio` and `preload`, each laid out like its seed's tables with the seed's
+//! numbers beside ours. docs/lockbench.md lists the settings (`plan()` states them).
 //!
 //! Output order, terminal and HTML alike: the verdict ([`crate::verdict`]: klock's
 //! default locks against the best peer, per case), then the charts (HTML) and tables.
@@ -24,7 +19,7 @@ use super::proc::Finished;
 use super::{CliError, Config, RunOptions, Workload, fio, fserver, preload, rwsem, spin};
 use crate::gate::GateConfig;
 use crate::locks::{LockEntry, LockKind};
-use crate::progress::{Progress, Suite, run_units};
+use crate::progress::{Progress, run_units};
 use crate::record::{Record, Report};
 use crate::stats::{first_seen, sorted_distinct};
 use crate::sys::Machine;
@@ -98,12 +93,15 @@ fn plan(full: bool, no_gate: bool, scale: f64) -> Plan {
     if no_gate {
         gate.enabled = false;
     }
-    let mut p = if full {
+    // `--scale`: every window, and the uncontended operations.
+    let d = |secs: f64| secs * scale;
+    let ops = |n: u64| ((n as f64 * scale) as u64).max(1000);
+    if full {
         Plan {
-            balanced: (vec![1, 2, 4, 8, 32], 2.0, 5),
-            hot: Some((vec![1, 2, 4, 8, 32], 1.0, 3)),
-            rw: (vec![(2, 2), (8, 8)], 2.0, 5),
-            uncontended: (10_000_000, 10),
+            balanced: (vec![1, 2, 4, 8, 32], d(2.0), 5),
+            hot: Some((vec![1, 2, 4, 8, 32], d(1.0), 3)),
+            rw: (vec![(2, 2), (8, 8)], d(2.0), 5),
+            uncontended: (ops(10_000_000), 10),
             gate,
         }
     } else {
@@ -115,20 +113,13 @@ fn plan(full: bool, no_gate: bool, scale: f64) -> Plan {
         // Five interleaved rounds per case (the verdict's bootstrap needs
         // them to tell a 5 % gap from noise), in about the same time.
         Plan {
-            balanced: (vec![1, 2, 4, 8], 0.2, 5),
+            balanced: (vec![1, 2, 4, 8], d(0.2), 5),
             hot: None,
-            rw: (vec![(2, 2), (8, 8)], 0.2, 5),
-            uncontended: (1_000_000, 5),
+            rw: (vec![(2, 2), (8, 8)], d(0.2), 5),
+            uncontended: (ops(1_000_000), 5),
             gate,
         }
-    };
-    p.balanced.1 *= scale;
-    if let Some(h) = &mut p.hot {
-        h.1 *= scale;
     }
-    p.rw.1 *= scale;
-    p.uncontended.0 = ((p.uncontended.0 as f64 * scale) as u64).max(1000);
-    p
 }
 
 /// The seed experiments' arguments in the full report.
@@ -146,12 +137,13 @@ pub struct SeedPlan {
     /// its programs or the interposer are missing).
     pub preload: preload::PreloadArgs,
     /// The child's extra arguments (`--quiet`, `--no-idle-gate`, `--duration`).
-    pub preload_argv: Vec<String>,
+    pub preload_argv: String,
 }
 
-/// Parses an experiment's arguments from `args` (its defaults when empty).
-fn parse<A: clap::Args>(args: &[String]) -> A {
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+/// Parses an experiment's arguments from `args`, separated by spaces (its defaults
+/// when empty).
+fn parse<A: clap::Args>(args: &str) -> A {
+    let args: Vec<&str> = args.split_whitespace().collect();
     super::parse_args(&args).expect("the report's own seed arguments parse")
 }
 
@@ -160,29 +152,25 @@ impl SeedPlan {
     /// windows (0.5 s: it has 120 configurations) and a spin timeout of 5 s at 1x, 2x
     /// and 4x the CPUs (the 16x column mostly measures the timeout).
     pub fn full(scale: f64, quiet: bool, no_gate: bool) -> SeedPlan {
-        let d = |x: f64| format!("{}", x * scale);
         // `gated`: the experiment has an idle gate (spin has none).
-        let with = |v: &[&str], quiet: bool, gated: bool| {
-            let mut a: Vec<String> = v.iter().map(|s| s.to_string()).collect();
-            a.extend(quiet.then(|| "--quiet".to_string()));
-            a.extend((gated && no_gate).then(|| "--no-idle-gate".to_string()));
-            a
+        let flags = |quiet: bool, gated: bool| {
+            let q = if quiet { " --quiet" } else { "" };
+            let g = if gated && no_gate {
+                " --no-idle-gate"
+            } else {
+                ""
+            };
+            format!("{q}{g}")
         };
-        let sections = ((200_000.0 * scale) as u64).max(1000).to_string();
-        let spin = [
-            "--mults",
-            "1,2,4",
-            "--timeout",
-            "5",
-            "--sections",
-            &sections,
-        ];
-        let pre = with(&["--duration", &d(2.0)], true, true);
+        let d = |x: f64, quiet: bool| format!("--duration {}{}", x * scale, flags(quiet, true));
+        let sections = ((200_000.0 * scale) as u64).max(1000);
+        let spin = format!("--mults 1,2,4 --timeout 5 --sections {sections}");
+        let pre = d(2.0, true);
         SeedPlan {
-            spin: parse(&with(&spin, quiet, false)),
-            fserver: parse(&with(&["--duration", &d(1.0)], quiet, true)),
-            rwsem: parse(&with(&["--duration", &d(0.5)], quiet, true)),
-            fio: parse(&with(&["--duration", &d(1.0)], quiet, true)),
+            spin: parse(&(spin + &flags(quiet, false))),
+            fserver: parse(&d(1.0, quiet)),
+            rwsem: parse(&d(0.5, quiet)),
+            fio: parse(&d(1.0, quiet)),
             preload: parse(&pre),
             preload_argv: pre,
         }
@@ -277,24 +265,13 @@ fn fio_part(runs: &[fio::FioRun], read_pct: u64, file_mib: u64) -> (Section, Vec
         .first()
         .map_or(1.0, |r| (r.secs * 100.0).round() / 100.0);
     let t: Vec<String> = threads.iter().map(|t| t.to_string()).collect();
-    let fa: fio::FioArgs = parse(&[
-        "--threads".into(),
+    let fa: fio::FioArgs = parse(&format!(
+        "--threads {} --runs {per} --duration {} --read-pct {read_pct} --file-mib {file_mib}",
         t.join(","),
-        "--runs".into(),
-        per.to_string(),
-        "--duration".into(),
-        format!("{}", dur.max(0.01)),
-        "--read-pct".into(),
-        read_pct.to_string(),
-        "--file-mib".into(),
-        file_mib.to_string(),
-    ]);
+        dur.max(0.01)
+    ));
     let samples = fio::samples(runs, &locks, &threads);
     (fio::section(runs, &locks, &fa), samples)
-}
-
-fn preload_part(recs: &[Record], note: &str) -> (Section, Vec<Sample>) {
-    (preload::section(recs, note), samples_of(recs))
 }
 
 /// The verdict samples of some records.
@@ -305,7 +282,7 @@ fn samples_of(recs: &[Record]) -> Vec<Sample> {
     })
 }
 
-/// Runs the seed experiments of `plan` (progress on the open [`Suite`], if any).
+/// Runs the seed experiments of `plan` (progress on the open suite bar, if any).
 /// `preload_dir`: where the `preload` child writes its files; `None` skips it.
 pub fn run_seeds(
     plan: &SeedPlan,
@@ -387,7 +364,7 @@ pub fn seeds_from_json(seed: &serde_json::Value) -> SeedResults {
     if let Ok(recs) = from_value::<Vec<Record>>(seed["preload"].clone())
         && !recs.is_empty()
     {
-        out.push(preload_part(&recs, ""));
+        out.push((preload::section(&recs, ""), samples_of(&recs)));
     }
     out
 }
@@ -416,8 +393,7 @@ fn run_preload(plan: &SeedPlan, dir: &std::path::Path) -> (Section, Vec<Record>)
     if let Err(e) = check {
         return skip(e.0);
     }
-    let mut args = vec!["preload".to_string()];
-    args.extend(plan.preload_argv.iter().cloned());
+    let args = format!("preload {}", plan.preload_argv);
     let (f, recs, txt) = match run_child(dir, "preload", &args) {
         Ok(r) => r,
         Err(e) => return skip(e),
@@ -451,15 +427,13 @@ fn run_quota_row(
     no_gate: bool,
 ) -> Result<Vec<Record>, String> {
     let names: Vec<&str> = mutexes.iter().map(|e| e.name).collect();
-    let mut args: Vec<String> = ["--quota", &QUOTA_ROW_CPUS.to_string(), "mutex", "--locks"]
-        .map(String::from)
-        .to_vec();
-    args.push(names.join(","));
-    args.extend(["--workload", "balanced", "--threads", "8,32", "--quiet"].map(String::from));
-    args.extend(["--duration".into(), p.balanced.1.to_string()]);
-    args.extend(["--runs".into(), p.balanced.2.to_string()]);
+    let (_, dur, runs) = &p.balanced;
+    let mut args = format!(
+        "--quota {QUOTA_ROW_CPUS} mutex --locks {} --workload balanced --threads 8,32 --quiet --duration {dur} --runs {runs}",
+        names.join(",")
+    );
     if no_gate {
-        args.push("--no-idle-gate".into());
+        args.push_str(" --no-idle-gate");
     }
     let (f, recs, txt) = run_child(dir, "quota", &args)?;
     if !f.ok {
@@ -479,13 +453,13 @@ fn run_quota_row(
     })
 }
 
-/// Runs this binary with `args` and `--json DIR/NAME.json`, in its own process group
+/// Runs this binary with `args` (separated by spaces) and `--json DIR/NAME.json`, in its own process group
 /// (its output goes to DIR/NAME.txt): how it finished, the records of the report it
 /// wrote (if any), and where its output is.
 fn run_child(
     dir: &Path,
     name: &str,
-    args: &[String],
+    args: &str,
 ) -> Result<(Finished, Option<Vec<Record>>, PathBuf), String> {
     let exe =
         std::env::current_exe().map_err(|e| format!("cannot find the lockbench binary: {e}"))?;
@@ -495,7 +469,7 @@ fn run_child(
         dir.join(format!("{name}.txt")),
     );
     let mut c = std::process::Command::new(exe);
-    c.args(args).arg("--json").arg(&json);
+    c.args(args.split_whitespace()).arg("--json").arg(&json);
     let f = super::proc::run_captured(c, None);
     let _ = std::fs::write(&txt, format!("{}{}", f.stdout, f.stderr));
     let recs = (std::fs::read_to_string(&json).ok())
@@ -607,7 +581,7 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
     let plans = series(&p, &mutexes, &rws);
 
     let (unc_units, total) = planned(&p, reg.len(), &plans, seeds.as_ref());
-    let suite = Suite::begin(total, !args.quiet);
+    let suite = Progress::suite(total, !args.quiet);
     let chatty = !args.quiet && crate::sys::stderr_is_tty();
     let say = |s: &str| {
         if suite.visible() {
@@ -680,58 +654,15 @@ mod tests {
     #[test]
     fn seed_sections_render_with_the_seeds_numbers() {
         let mut plan = SeedPlan::full(0.01, true, true);
-        let parse = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-        plan.spin = super::parse(&parse(&[
-            "--locks",
-            "klock_unfair,klock_pvqspin,std",
-            "--mults",
-            "1,2",
-            "--sections",
-            "2000",
-            "--runs",
-            "1",
-            "--quiet",
-        ]));
-        plan.fserver = super::parse(&parse(&[
-            "--users",
-            "1,2",
-            "--locks",
-            "klock_mutex,klock_mutex_noqueue,parking_lot",
-            "--duration",
-            "0.02",
-            "--runs",
-            "1",
-            "--quiet",
-            "--no-idle-gate",
-        ]));
-        plan.rwsem = super::parse(&parse(&[
-            "--pairs",
-            "1",
-            "--loads",
-            "1,sleep1us",
-            "--locks",
-            "klock_rwsem,std_rw",
-            "--duration",
-            "0.02",
-            "--runs",
-            "2",
-            "--quiet",
-            "--no-idle-gate",
-        ]));
-        plan.fio = super::parse(&parse(&[
-            "--threads",
-            "2",
-            "--locks",
-            "klock_rwsem,parking_lot_rw",
-            "--file-mib",
-            "1",
-            "--duration",
-            "0.02",
-            "--runs",
-            "1",
-            "--quiet",
-            "--no-idle-gate",
-        ]));
+        let spin = "--locks klock_unfair,klock_pvqspin,std --mults 1,2 --sections 2000 --runs 1";
+        plan.spin = parse(&format!("{spin} --quiet"));
+        let tiny = "--duration 0.02 --quiet --no-idle-gate";
+        let fs = "--users 1,2 --locks klock_mutex,klock_mutex_noqueue,parking_lot --runs 1";
+        plan.fserver = parse(&format!("{fs} {tiny}"));
+        let rw = "--pairs 1 --loads 1,sleep1us --locks klock_rwsem,std_rw --runs 2";
+        plan.rwsem = parse(&format!("{rw} {tiny}"));
+        let fio = "--threads 2 --locks klock_rwsem,parking_lot_rw --file-mib 1 --runs 1";
+        plan.fio = parse(&format!("{fio} {tiny}"));
         let mut m = Machine::default();
         let r = run_seeds(&plan, &mut m, &|_| {}, None).unwrap();
         assert_eq!(r.violations, 0);
