@@ -163,29 +163,23 @@ mod tests {
 
     #[test]
     fn pollution_threshold_is_fraction_of_window_but_at_least_two_ticks() {
-        let tick = tick_ns();
-        let second = 1_000_000_000;
-        let rep = |foreign_ns| WindowReport {
-            foreign_ns,
-            steal_ns: 0,
-            elapsed_ns: second,
-        };
-        // 10% of one CPU over 1 s = 100 ms.
-        assert!(!rep(0).polluted(&cfg()));
-        assert!(!rep(second / 20).polluted(&cfg()));
-        assert!(rep(second / 5).polluted(&cfg()));
-        // Short window: the two-tick floor applies (one tick of noise is not pollution).
-        let short = WindowReport {
-            foreign_ns: tick,
-            steal_ns: 0,
-            elapsed_ns: 10_000_000,
-        };
-        assert!(!short.polluted(&cfg()));
-        let short = WindowReport {
-            foreign_ns: 3 * tick,
-            ..short
-        };
-        assert!(short.polluted(&cfg()));
+        let (tick, second) = (tick_ns(), 1_000_000_000);
+        // 10% of one CPU over 1 s = 100 ms; over 10 ms the two-tick floor applies
+        // (one tick of noise is not pollution).
+        for (foreign_ns, elapsed_ns, polluted) in [
+            (0, second, false),
+            (second / 20, second, false),
+            (second / 5, second, true),
+            (tick, 10_000_000, false),
+            (3 * tick, 10_000_000, true),
+        ] {
+            let rep = WindowReport {
+                foreign_ns,
+                steal_ns: 0,
+                elapsed_ns,
+            };
+            assert_eq!(rep.polluted(&cfg()), polluted, "{rep:?}");
+        }
     }
 
     #[test]

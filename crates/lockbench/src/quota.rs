@@ -42,12 +42,12 @@ pub struct QuotaGroup {
     pub cpus: f64,
 }
 
-/// Which cgroup interface controls `cpu` on this machine.
-enum Hierarchy {
-    /// cgroup v1: the `cpu` controller's mount and the process's group in it.
-    V1 { mount: PathBuf, group: String },
-    /// cgroup v2: the unified mount and the process's group in it.
-    V2 { mount: PathBuf, group: String },
+/// The cgroup interface that controls `cpu` here (v1 or v2), its mount and the
+/// process's group in it.
+struct Hierarchy {
+    v2: bool,
+    mount: PathBuf,
+    group: String,
 }
 
 fn write(path: &Path, value: &str) -> Result<(), String> {
@@ -68,7 +68,8 @@ fn hierarchy() -> Result<Hierarchy, String> {
         if ctrl.split(',').any(|c| c == "cpu") {
             for m in ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"] {
                 if Path::new(m).join("cpu.cfs_quota_us").exists() {
-                    return Ok(Hierarchy::V1 {
+                    return Ok(Hierarchy {
+                        v2: false,
                         mount: m.into(),
                         group: path.trim().to_string(),
                     });
@@ -82,7 +83,8 @@ fn hierarchy() -> Result<Hierarchy, String> {
         let controllers =
             std::fs::read_to_string(mount.join("cgroup.controllers")).unwrap_or_default();
         if controllers.split_whitespace().any(|c| c == "cpu") {
-            return Ok(Hierarchy::V2 {
+            return Ok(Hierarchy {
+                v2: true,
                 mount,
                 group: path.trim().to_string(),
             });
@@ -106,35 +108,32 @@ impl QuotaGroup {
         }
         let quota_us = ((cpus * PERIOD_US as f64).round() as u64).max(MIN_QUOTA_US);
         let name = format!("lockbench-{}", std::process::id());
-        let (dir, home, limits) = match hierarchy()? {
-            Hierarchy::V1 { mount, group } => {
-                let here = mount.join(group.trim_start_matches('/'));
-                (
-                    here.join(&name),
-                    here.join("cgroup.procs"),
-                    vec![
-                        ("cpu.cfs_period_us", PERIOD_US.to_string()),
-                        ("cpu.cfs_quota_us", quota_us.to_string()),
-                    ],
-                )
+        let Hierarchy { v2, mount, group } = hierarchy()?;
+        let here = mount.join(group.trim_start_matches('/'));
+        let (dir, home, limits) = if !v2 {
+            (
+                here.join(&name),
+                here.join("cgroup.procs"),
+                vec![
+                    ("cpu.cfs_period_us", PERIOD_US.to_string()),
+                    ("cpu.cfs_quota_us", quota_us.to_string()),
+                ],
+            )
+        } else {
+            // A v2 group with processes may not have children that use
+            // controllers: create a sibling, under the parent, which
+            // must delegate `cpu` to its children.
+            let parent = here.parent().unwrap_or(&mount).to_path_buf();
+            let sub = parent.join("cgroup.subtree_control");
+            let on = std::fs::read_to_string(&sub).unwrap_or_default();
+            if !on.split_whitespace().any(|c| c == "cpu") {
+                write(&sub, "+cpu")?;
             }
-            Hierarchy::V2 { mount, group } => {
-                // A v2 group with processes may not have children that use
-                // controllers: create a sibling, under the parent, which
-                // must delegate `cpu` to its children.
-                let here = mount.join(group.trim_start_matches('/'));
-                let parent = here.parent().unwrap_or(&mount).to_path_buf();
-                let sub = parent.join("cgroup.subtree_control");
-                let on = std::fs::read_to_string(&sub).unwrap_or_default();
-                if !on.split_whitespace().any(|c| c == "cpu") {
-                    write(&sub, "+cpu")?;
-                }
-                (
-                    parent.join(&name),
-                    here.join("cgroup.procs"),
-                    vec![("cpu.max", format!("{quota_us} {PERIOD_US}"))],
-                )
-            }
+            (
+                parent.join(&name),
+                here.join("cgroup.procs"),
+                vec![("cpu.max", format!("{quota_us} {PERIOD_US}"))],
+            )
         };
         std::fs::create_dir(&dir).map_err(|e| {
             format!(

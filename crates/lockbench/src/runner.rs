@@ -393,20 +393,12 @@ fn uncontended_loop<L: BenchLock, const READ: bool>(ops: u64) -> f64 {
         let a = s.a.load(Ordering::Relaxed);
         s.a.store(a.wrapping_add(1), Ordering::Relaxed);
     };
-    for _ in 0..ops / 10 {
-        if READ {
-            s.lock.with_read(&ctx, body);
-        } else {
-            s.lock.with_lock(&ctx, body);
-        }
-    }
+    let op = || match READ {
+        true => s.lock.with_read(&ctx, body),
+        false => s.lock.with_lock(&ctx, body),
+    };
+    (0..ops / 10).for_each(|_| op());
     let t = Instant::now();
-    for _ in 0..ops {
-        if READ {
-            s.lock.with_read(&ctx, body);
-        } else {
-            s.lock.with_lock(&ctx, body);
-        }
-    }
+    (0..ops).for_each(|_| op());
     t.elapsed().as_nanos() as f64 / ops.max(1) as f64
 }

@@ -10,11 +10,6 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 /// Runs `iters` iterations of the opaque dependent arithmetic chain and returns its value.
-///
-/// ```
-/// let v = lockbench::work::spin_work(10);
-/// let _ = v;
-/// ```
 #[inline(always)]
 pub fn spin_work(iters: u64) -> u64 {
     spin_work_from(0x9E37_79B9_7F4A_7C15, iters)

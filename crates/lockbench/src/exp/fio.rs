@@ -476,13 +476,13 @@ pub fn run(a: &FioArgs) -> Result<i32, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    fn parse(args: &[&str]) -> Result<FioArgs, String> {
-        super::super::parse_args(args)
+    fn parse(args: &str) -> Result<FioArgs, String> {
+        super::super::parse_args(&args.split_whitespace().collect::<Vec<_>>())
     }
 
     #[test]
     fn defaults_and_bad_flags() {
-        let a = parse(&[]).unwrap();
+        let a = parse("").unwrap();
         assert_eq!(a.threads.0, vec![2, 8, 36]);
         assert_eq!(a.read_pct, 50);
         assert_eq!(select(&a.locks).unwrap().len(), 6);
@@ -491,12 +491,14 @@ mod tests {
             let e = crate::locks::find(n).unwrap();
             assert_eq!(e.kind, crate::locks::LockKind::RwLock, "{n}");
         }
-        let e = parse(&["--read-pct", "101"]).unwrap_err();
-        assert!(e.contains("0..=100"), "{e}");
-        let e = parse(&["--threads", "0"]).unwrap_err();
-        assert!(e.contains("1..=1024"), "{e}");
-        let e = parse(&["--file-mib", "0"]).unwrap_err();
-        assert!(e.contains("1..=4096"), "{e}");
+        for (args, allowed) in [
+            ("--read-pct 101", "0..=100"),
+            ("--threads 0", "1..=1024"),
+            ("--file-mib 0", "1..=4096"),
+        ] {
+            let e = parse(args).unwrap_err();
+            assert!(e.contains(allowed), "{e}");
+        }
         let e = select(&["std".into()]).unwrap_err();
         assert!(
             e.0.contains("allowed") && e.0.contains("klock_rwsem_nospin"),
@@ -524,7 +526,7 @@ mod tests {
         let names: Vec<String> = lock_table().iter().map(|t| t.0.to_string()).collect();
         let cs = cells(&runs, &names, &[3]);
         assert_eq!(cs.len(), names.len());
-        let a = parse(&["--file-mib", "1"]).unwrap();
+        let a = parse("--file-mib 1").unwrap();
         let text = render(&cs, &names, &[3], &a);
         assert!(
             text.contains("aggregated MB/s") && text.contains("T=3"),

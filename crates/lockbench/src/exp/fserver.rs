@@ -663,13 +663,7 @@ mod tests {
 
     #[test]
     fn short_run_counts_jobs_without_violations() {
-        for name in [
-            "klock_mutex",
-            "klock_mutex_noqueue",
-            "klock_mutex_nospin",
-            "klock_mutex_pltree",
-            "parking_lot",
-        ] {
+        for (name, _) in VARIANTS {
             let m = run_variant(name, 4, 4, 8, Duration::from_millis(50));
             assert!(m.jobs > 0, "{name}: no job completed");
             assert_eq!(m.violations, 0, "{name}: mutual exclusion violated");
@@ -678,53 +672,25 @@ mod tests {
 
     #[test]
     fn render_has_tables() {
-        let r = FsReport {
-            command: "x".into(),
-            ops_per_job: OPS_PER_JOB,
-            runs: vec![
-                FsRun {
-                    lock: "klock_mutex".into(),
-                    users: 2,
-                    jpm: 110.0,
-                    ..FsRun::default()
-                },
-                FsRun {
-                    lock: "klock_mutex_noqueue".into(),
-                    users: 2,
-                    jpm: 100.0,
-                    ..FsRun::default()
-                },
-            ],
-        };
-        let s = render(
-            &r,
-            &["klock_mutex".into(), "klock_mutex_noqueue".into()],
-            &[2],
-        );
-        assert!(s.contains("jobs per minute"));
-        assert!(s.contains("+10.0%"));
-        let r = FsReport {
-            runs: vec![
-                FsRun {
-                    lock: "klock_mutex".into(),
-                    users: 2,
-                    jpm: 90.0,
-                    ..FsRun::default()
-                },
-                FsRun {
-                    lock: "klock_mutex_pltree".into(),
-                    users: 2,
-                    jpm: 100.0,
-                    ..FsRun::default()
-                },
-            ],
-            ..r
-        };
-        let s = render(
-            &r,
-            &["klock_mutex".into(), "klock_mutex_pltree".into()],
-            &[2],
-        );
-        assert!(s.contains("tree lock") && s.contains("-10.0%"), "{s}");
+        // (the second lock, its JPM against klock_mutex's 100, what the table says)
+        for (other, jpm, want) in [
+            ("klock_mutex_noqueue", 100.0 / 1.1, "+10.0%"),
+            ("klock_mutex_pltree", 100.0 / 0.9, "tree lock"),
+            ("klock_mutex_pltree", 100.0 / 0.9, "-10.0%"),
+        ] {
+            let run = |lock: &str, jpm| FsRun {
+                lock: lock.into(),
+                users: 2,
+                jpm,
+                ..FsRun::default()
+            };
+            let r = FsReport {
+                command: "x".into(),
+                ops_per_job: OPS_PER_JOB,
+                runs: vec![run("klock_mutex", 100.0), run(other, jpm)],
+            };
+            let s = render(&r, &["klock_mutex".into(), other.into()], &[2]);
+            assert!(s.contains("jobs per minute") && s.contains(want), "{s}");
+        }
     }
 }

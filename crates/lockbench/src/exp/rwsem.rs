@@ -570,11 +570,6 @@ impl View<'_> {
     }
 }
 
-/// The seed's own tables, verbatim numbers (18 readers + 18 writers, 10 s), as text.
-pub fn seed_tables() -> String {
-    seed_table_list().iter().map(Table::to_text).collect()
-}
-
 /// The seed's own tables (patched and unpatched 4.14).
 pub fn seed_table_list() -> Vec<Table> {
     let mut s = Vec::new();
@@ -667,13 +662,10 @@ pub fn run(a: &RwsemArgs) -> Result<i32, CliError> {
     };
     super::out(&view.render());
     super::out(&crate::table::exclusion_line(report.violations()));
-    if a.run.json.is_some() {
-        let mut j = serde_json::to_value(&report)
-            .map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
-        j["rwsem_slowpath"] = serde_json::to_value(&slow)
-            .map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
-        super::write_json(a.run.json.as_ref(), &j)?;
-    }
+    // The report `lockbench render` reads, plus the slow-path rows.
+    let (m, c, r) = (&report.machine, &report.command, &report.results);
+    let j = serde_json::json!({"machine": m, "command": c, "results": r, "rwsem_slowpath": slow});
+    super::write_json(a.run.json.as_ref(), &j)?;
     if let Some(p) = &a.csv {
         super::write_file(p, &crate::record::to_csv(&report.results))?;
     }
@@ -683,13 +675,13 @@ pub fn run(a: &RwsemArgs) -> Result<i32, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    fn parse(args: &[&str]) -> Result<RwsemArgs, String> {
-        super::super::parse_args(args)
+    fn parse(args: &str) -> Result<RwsemArgs, String> {
+        super::super::parse_args(&args.split_whitespace().collect::<Vec<_>>())
     }
 
     #[test]
     fn defaults_match_the_seed() {
-        let a = parse(&[]).unwrap();
+        let a = parse("").unwrap();
         assert_eq!(a.pairs.0, vec![4, 18]);
         assert_eq!(
             a.loads.0,
@@ -708,45 +700,31 @@ mod tests {
 
     #[test]
     fn bad_flags_say_what_is_allowed() {
-        let e = parse(&["--loads", "1,fast"]).unwrap_err();
-        assert!(e.contains("sleep<N>us") && e.contains("0..=100000"), "{e}");
-        let e = parse(&["--loads", "sleep0us"]).unwrap_err();
-        assert!(e.contains("1..=1000000"), "{e}");
-        let e = parse(&["--pairs", "0"]).unwrap_err();
-        assert!(e.contains("1..=512"), "{e}");
-        let e = parse(&["--duration", "0"]).unwrap_err();
-        assert!(e.contains("seconds > 0"), "{e}");
-        let a = parse(&["--locks", "std"]).unwrap();
-        let e = run(&a).unwrap_err();
-        assert!(
-            e.0.contains("cannot be used here") && e.0.contains("klock_rwsem"),
-            "{e}"
-        );
-        let a = parse(&["--locks", "nope"]).unwrap();
-        let e = run(&a).unwrap_err();
-        assert!(
-            e.0.contains("known locks") && e.0.contains("pthread_rw_wpref"),
-            "{e}"
-        );
+        for (args, allowed) in [
+            ("--loads 1,fast", "sleep<N>us"),
+            ("--loads 1,fast", "0..=100000"),
+            ("--loads sleep0us", "1..=1000000"),
+            ("--pairs 0", "1..=512"),
+            ("--duration 0", "seconds > 0"),
+        ] {
+            let e = parse(args).unwrap_err();
+            assert!(e.contains(allowed), "{e}");
+        }
+        for (lock, why, allowed) in [
+            ("std", "cannot be used here", "klock_rwsem"),
+            ("nope", "known locks", "pthread_rw_wpref"),
+        ] {
+            let e = run(&parse(&format!("--locks {lock}")).unwrap())
+                .unwrap_err()
+                .0;
+            assert!(e.contains(why) && e.contains(allowed), "{e}");
+        }
     }
 
     #[test]
     fn tiny_run_produces_the_three_tables() {
-        let a = parse(&[
-            "--pairs",
-            "1",
-            "--loads",
-            "1,sleep1us",
-            "--locks",
-            "klock_rwsem,parking_lot_rw",
-            "--duration",
-            "0.05",
-            "--runs",
-            "1",
-            "--quiet",
-            "--no-idle-gate",
-        ])
-        .unwrap();
+        let a = parse("--pairs 1 --loads 1,sleep1us --locks klock_rwsem,parking_lot_rw --duration 0.05 --runs 1 --quiet --no-idle-gate")
+            .unwrap();
         let locks = select_locks(&a.locks, &[LockKind::RwLock], &[]).unwrap();
         let cfgs = configs(&locks, &a.pairs.0, &a.loads.0, 0.0, a.run.window(), 0, true);
         assert_eq!(cfgs.len(), 2 * 2 * 2);

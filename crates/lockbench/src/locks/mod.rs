@@ -33,8 +33,6 @@ pub fn registry() -> Vec<LockEntry> {
     v.extend(pthread::entries());
     v.extend(spin::entries());
     v.extend(klock::entries());
-    v.extend(klock::mutex_entries());
-    v.extend(klock::rwsem_entries());
     v
 }
 
