@@ -196,13 +196,6 @@ pub fn select(names: &[String]) -> Result<Vec<Workload>, CliError> {
         .collect())
 }
 
-/// `prog` found in the directories of `path` (a `$PATH` value).
-fn in_path(prog: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
-    std::env::split_paths(path)
-        .map(|d| d.join(prog))
-        .find(|p| p.is_file())
-}
-
 /// Checks that every program the workloads need is installed.
 pub fn check_programs(ws: &[Workload]) -> Result<(), CliError> {
     check_programs_in(ws, &std::env::var_os("PATH").unwrap_or_default())
@@ -217,7 +210,8 @@ pub fn check_programs_in(ws: &[Workload], path: &std::ffi::OsStr) -> Result<(), 
                 "{prog} (for {}; Debian package {pkg}: apt-get install {pkg})",
                 w.name()
             );
-            if in_path(prog, path).is_none() && !missing.contains(&m) {
+            let found = std::env::split_paths(path).any(|d| d.join(prog).is_file());
+            if !found && !missing.contains(&m) {
                 missing.push(m);
             }
         }
@@ -229,11 +223,6 @@ pub fn check_programs_in(ws: &[Workload], path: &std::ffi::OsStr) -> Result<(), 
         "not found in PATH: {}; or leave those workloads out with --workloads",
         missing.join(", ")
     )))
-}
-
-/// The workspace root (from this crate's manifest directory at build time).
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// Finds (or builds) the interposer.
@@ -265,7 +254,8 @@ pub fn find_lib(explicit: Option<&Path>) -> Result<PathBuf, CliError> {
             return Ok(p);
         }
     }
-    let root = workspace_root();
+    // The workspace root, from this crate's manifest directory at build time.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
@@ -278,22 +268,18 @@ pub fn find_lib(explicit: Option<&Path>) -> Result<PathBuf, CliError> {
             .args(["build", "--release", "-p", "klock-preload"])
             .current_dir(&root)
             .status();
-        match st {
-            Ok(s) if s.success() && built.is_file() => return Ok(built),
-            Ok(s) => {
-                return Err(CliError(format!(
-                    "`cargo build --release -p klock-preload` failed ({s}) or did not produce {}; \
-                     give the library with --lib PATH",
-                    built.display()
-                )));
-            }
-            Err(e) => {
-                return Err(CliError(format!(
-                    "cannot run cargo to build {LIB} ({e}); build it with \
-                     `cargo build --release -p klock-preload` or give --lib PATH"
-                )));
-            }
-        }
+        return match st {
+            Ok(s) if s.success() && built.is_file() => Ok(built),
+            Ok(s) => Err(CliError(format!(
+                "`cargo build --release -p klock-preload` failed ({s}) or did not produce {}; \
+                 give the library with --lib PATH",
+                built.display()
+            ))),
+            Err(e) => Err(CliError(format!(
+                "cannot run cargo to build {LIB} ({e}); build it with \
+                 `cargo build --release -p klock-preload` or give --lib PATH"
+            ))),
+        };
     }
     Err(CliError(format!(
         "cannot find {LIB} (not next to lockbench, no workspace at {}); build it with \
