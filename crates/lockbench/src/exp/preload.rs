@@ -847,16 +847,10 @@ pub fn render(recs: &[Record], ws: &[Workload], threads: &[usize], runs: u32) ->
 /// Every (workload, T) point on both sides, `--runs` times, interleaved (the order of
 /// the two sides alternates between repetitions); failures are reported as they happen.
 fn run_points(a: &PreloadArgs, ws: &[Workload], lib: &Path, scratch: &Path) -> Vec<RunResult> {
-    let sides = [
-        Side {
-            name: GLIBC,
-            preload: None,
-        },
-        Side {
-            name: KLOCK,
-            preload: Some(lib),
-        },
-    ];
+    let sides = [GLIBC, KLOCK].map(|name| Side {
+        name,
+        preload: (name == KLOCK).then_some(lib),
+    });
     let mut gate = a.run.gate();
     // The gate only waits for quiet before a run (the workload's own processes are
     // foreign to it, so it cannot judge the run itself); bounded for busy machines.
