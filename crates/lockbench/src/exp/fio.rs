@@ -307,16 +307,7 @@ pub fn cells(runs: &[FioRun], locks: &[String], threads: &[usize]) -> Vec<FioCel
         .collect()
 }
 
-/// The tables as terminal text: MB/s (median) per lock × threads, the spread, and
-/// the seed's numbers.
-pub fn render(cells: &[FioCell], locks: &[String], threads: &[usize], a: &FioArgs) -> String {
-    tables(cells, locks, threads, a)
-        .iter()
-        .map(Table::to_text)
-        .collect()
-}
-
-/// The tables of [`render`].
+/// The tables: MB/s (median) per lock × threads, the spread, and the seed's numbers.
 pub fn tables(cells: &[FioCell], locks: &[String], threads: &[usize], a: &FioArgs) -> Vec<Table> {
     let get = |l: &str, t: &usize| cells.iter().find(|c| c.lock == l && c.threads == *t);
     let col = |t: &usize| format!("T={t}");
@@ -441,7 +432,7 @@ pub fn run(a: &FioArgs) -> Result<i32, CliError> {
     let cs = cells(&runs, &names, &a.threads.0);
     let m = crate::sys::Machine::probe();
     out(&super::header_line("fio", &m, a.run.runs));
-    out(&render(&cs, &names, &a.threads.0, a));
+    out(&super::text(&tables(&cs, &names, &a.threads.0, a)));
     let bad: u64 = runs.iter().map(|r| r.violations).sum();
     out(&format!(
         "\nMutual exclusion: {}\n",
@@ -527,7 +518,7 @@ mod tests {
         let cs = cells(&runs, &names, &[3]);
         assert_eq!(cs.len(), names.len());
         let a = parse("--file-mib 1").unwrap();
-        let text = render(&cs, &names, &[3], &a);
+        let text = super::super::text(&tables(&cs, &names, &[3], &a));
         assert!(
             text.contains("aggregated MB/s") && text.contains("T=3"),
             "{text}"

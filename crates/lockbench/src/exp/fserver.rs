@@ -500,10 +500,7 @@ fn med(report: &FsReport, lock: &str, users: usize, f: fn(&FsRun) -> Option<f64>
 /// Render the tables: JPM per users, the OSQ ablation, and the contention
 /// profile at the largest user count (as terminal text).
 pub fn render(report: &FsReport, locks: &[String], users: &[usize]) -> String {
-    let mut s: String = tables(report, locks, users)
-        .iter()
-        .map(Table::to_text)
-        .collect();
+    let mut s = super::text(&tables(report, locks, users));
     if !cfg!(feature = "stats") {
         s.push_str(
             "\n(contention profile: build with `--features stats` to get the share of time in lock slow paths)\n",

@@ -40,6 +40,7 @@ use crate::record::{ClassMetrics, Latency, Params, Record, Report};
 use crate::runner::{ClassOutput, RunOutput, RunSpec};
 use crate::stats::{fairness, median, median_opt, min_avg_max, percentile_sorted, spread};
 use crate::sys::Machine;
+use crate::table::Table;
 
 /// A usage error: printed as `error: ...` and exits with status 2.
 #[derive(Debug, Clone, PartialEq)]
@@ -863,6 +864,11 @@ pub fn finish(
         write_file(p, &crate::record::to_csv(&report.results))?;
     }
     Ok(exit_status(report))
+}
+
+/// Tables as terminal text, one after the other.
+pub fn text(tables: &[Table]) -> String {
+    tables.iter().map(Table::to_text).collect()
 }
 
 /// Writes `s` to stdout, ignoring errors (a closed pipe such as `| head` must not

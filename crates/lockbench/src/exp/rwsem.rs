@@ -357,13 +357,8 @@ pub struct View<'a> {
 }
 
 impl View<'_> {
-    /// Renders seed 003's three tables (per pair count) from our records and
-    /// slow-path rows, then the seed's own numbers.
-    pub fn render(&self) -> String {
-        self.tables().iter().map(Table::to_text).collect()
-    }
-
-    /// Seed 003's three tables per pair count (see [`View::render`]), then the seed's own.
+    /// Seed 003's three tables per pair count (ops per thread, slow-path counts, all
+    /// writers against half writers) from our records, then the seed's own numbers.
     pub fn tables(&self) -> Vec<Table> {
         let mut s: Vec<Table> = Vec::new();
         for &n in self.pairs {
@@ -660,7 +655,7 @@ pub fn run(a: &RwsemArgs) -> Result<i32, CliError> {
         loads: &a.loads.0,
         duration_s: a.run.duration,
     };
-    super::out(&view.render());
+    super::out(&super::text(&view.tables()));
     super::out(&crate::table::exclusion_line(report.violations()));
     // The report `lockbench render` reads, plus the slow-path rows.
     let (m, c, r) = (&report.machine, &report.command, &report.results);
@@ -756,7 +751,7 @@ mod tests {
             loads: &a.loads.0,
             duration_s: 0.05,
         };
-        let text = view.render();
+        let text = super::super::text(&view.tables());
         assert!(text.contains("locking ops per thread"), "{text}");
         assert!(text.contains("slow-path locking ops"), "{text}");
         assert!(text.contains("all writers"), "{text}");

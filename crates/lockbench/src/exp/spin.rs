@@ -685,9 +685,7 @@ pub fn run(a: &SpinArgs) -> Result<i32, CliError> {
          cs {} ns, work {} ns between; {} runs per cell, medians\n",
         a.sections, a.per_task, a.shared_locks, a.cs_ns, a.work_ns, a.runs
     ));
-    for t in tables(&d) {
-        out(&t.to_text());
-    }
+    out(&super::text(&tables(&d)));
     if !klock::stat::ENABLED {
         out("\n(lock-event counters: build with `--features stats` to see them)\n");
     }
