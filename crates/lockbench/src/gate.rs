@@ -1,15 +1,7 @@
 //! The idle gate: wait for other processes to quiet down before a run, and detect runs
-//! polluted by foreign CPU use.
-//!
-//! Foreign CPU = (busy time of all CPUs from /proc/stat) − (this process's own CPU time
-//! from `getrusage(RUSAGE_SELF)`), over a window. /proc/stat counts in USER_HZ ticks
-//! (10 ms), so thresholds are never below two ticks. Our own noise threads and any
-//! stuck threads of a collapsed run count as "own", never as foreign.
-//!
-//! The gate is bounded everywhere: the pre-run wait gives up after `max_wait`, and a
-//! polluted run is retried at most `max_retries` times; after that the run is kept and
-//! flagged (`gate_flagged_runs` in the JSON) so lockbench never loops forever on a busy
-//! machine. `LOCKBENCH_NO_IDLE_GATE=1` (or `--no-idle-gate`) disables it.
+//! polluted by foreign CPU use (all CPUs' busy time from /proc/stat minus our own
+//! `getrusage`); bounded everywhere, so a busy machine only flags runs. How it decides
+//! and its limits: `docs/lockbench.md`, "Idle gate".
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};

@@ -1,17 +1,9 @@
-//! `--quota CPUS`: run the whole lockbench process inside a cgroup whose CPU
-//! bandwidth is limited to `CPUS` (a container with a CPU quota, the third
-//! place klock is meant for).
-//!
-//! [`QuotaGroup::enter`] creates `lockbench-<pid>` beside the process's current
-//! group, limits it (cgroup v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us` under
-//! the `cpu` controller, or cgroup v2 `cpu.max`, whichever controls `cpu`
-//! here), and moves the process into it; dropping the guard moves the process
-//! back and removes the group. Every failure is an error that says which file
-//! could not be written and why (typically: not root, or a v2 hierarchy that
-//! has not delegated the `cpu` controller).
-//!
-//! It must run before anything reads the effective CPU count (klock computes
-//! it once per process), so `main` enters the group before dispatching.
+//! `--quota CPUS`: run the whole lockbench process inside a new cgroup limited to
+//! `CPUS` (a container with a CPU quota, the third place klock is meant for); the
+//! v1/v2 details and errors: `docs/lockbench.md`. [`QuotaGroup::enter`] must run before
+//! anything reads the effective CPU count (klock computes it once per process), so
+//! `main` enters the group before dispatching; dropping the guard moves the process
+//! back and removes the group.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

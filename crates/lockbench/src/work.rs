@@ -1,10 +1,7 @@
-//! Calibrated busy work: the critical-section and non-critical-section payloads.
-//!
-//! The work is a dependent multiply-add chain on one register, made opaque to the
-//! optimiser (an empty `asm!` on x86_64/aarch64, `black_box` elsewhere), so LLVM can
-//! neither fold nor vectorise it and every iteration costs the same few cycles.
-//! It is calibrated once per process ([`calibration`]); a request of `n` ns becomes
-//! `round(n / ns_per_iter)` iterations.
+//! Calibrated busy work, the critical-section and outside payloads: a dependent
+//! multiply-add chain made opaque to the optimiser (an empty `asm!` on x86_64/aarch64,
+//! `black_box` elsewhere), calibrated once per process ([`calibration`]); see
+//! `docs/lockbench.md`, "Workloads".
 
 use std::sync::OnceLock;
 use std::time::Instant;

@@ -1,23 +1,9 @@
-//! `lockbench fio`: seed 003's fio `randrw` test in user space.
-//!
-//! The seed ran a 36-thread fio randrw job on a ramdisk with xfs: buffered
-//! 4 KiB reads take the inode's `i_rwsem` shared, writes take it exclusive,
-//! so the rwsem is the one contended lock and its critical section is a 4 KiB
-//! copy (long, compared with the microbenchmark's). It reported aggregated
-//! bandwidth: 2787 MB/s patched, 297 MB/s unpatched.
-//!
-//! Here T threads do 4 KiB reads and writes at random block-aligned offsets
-//! (`--read-pct` reads, default 50) on one in-memory file (`--file-mib`,
-//! default 64 MiB) behind one reader/writer lock. The file is a vector of
-//! `AtomicU64` accessed with relaxed loads and stores, so a broken lock shows
-//! up as a torn block (every block's words are `stamp + i`; a reader checks
-//! its copy) instead of undefined behaviour. Bandwidth is (reads + writes) ×
-//! 4096 bytes per second in MB/s (10^6 bytes), median of `--runs`
-//! interleaved runs, with the spread ((max − min) / median).
-//!
-//! ```no_run
-//! // lockbench fio --threads 2,8,36 --duration 1 --runs 3
-//! ```
+//! `lockbench fio`: seed 003's fio `randrw` test in user space. T threads do 4 KiB
+//! reads (shared) and writes (exclusive) at random offsets of one in-memory file behind
+//! one rw lock, as buffered I/O does under xfs's `i_rwsem`: the critical section is a
+//! 4 KiB copy, long compared with the microbenchmark's. The file is relaxed atomics
+//! (each block `stamp + i`), so a broken lock shows as a torn block, not undefined
+//! behaviour. Aggregated MB/s per lock and T: `docs/lockbench.md`, "fio (seed 003)".
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -23,9 +23,7 @@
 //! in the rest of the mutex slow path (sleeping; `__mutex_lock_slowpath`),
 //! from klock's counters. Only klock variants have counters.
 //!
-//! ```no_run
-//! // lockbench fserver --users 1,2,8,32,128 --duration 1 --runs 3
-//! ```
+//! Example: `lockbench fserver --users 1,2,8,32,128 --duration 1 --runs 3`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

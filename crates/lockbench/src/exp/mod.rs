@@ -1,22 +1,8 @@
-//! Experiments and the path they share.
-//!
-//! Every experiment goes through the same pieces:
-//! * flags: [`RunArgs`] (window, repetitions, JSON, progress, idle gate), flattened into
-//!   each experiment's clap `Args`; the lock experiments flatten [`CommonArgs`] (which
-//!   holds it); [`select_locks`] and [`pick`] resolve `--locks`-like lists;
-//! * running: [`interleave`] is the one loop: repetitions round-robin over the points
-//!   (A B C A B C …), the idle gate before each run (with bounded discard-and-retry when
-//!   asked), noise threads, klock's event counters and steal around each run, progress.
-//!   [`run_configs`] runs [`Config`]s of the generic runner through it and aggregates
-//!   them into [`Record`]s (medians, spread, ceiling fraction);
-//! * output: tables are built with [`crate::table::Table`]'s helpers, charts with
-//!   [`crate::html::lines`], verdict samples with [`crate::verdict::Sample::of_runs`];
-//!   [`finish`] prints a report's tables and writes `--json`/`--csv`.
-//!
-//! Adding an experiment (say `spin`): create `exp/spin.rs` with a clap `Args` struct and
-//! `pub fn run(args: &SpinArgs) -> Result<i32, CliError>`, add `pub mod spin;` below, and
-//! add one variant `Spin(exp::spin::SpinArgs)` to [`crate::cli::Command`] with one match
-//! arm in [`crate::cli::dispatch`].
+//! Experiments and the path they share: flags ([`RunArgs`], flattened into each
+//! experiment's `Args`, or [`CommonArgs`] for the lock experiments), the one
+//! interleaved loop with the idle gate ([`interleave`]; [`run_configs`] for the generic
+//! runner's [`Config`]s), and the common ending ([`finish`]). How to add an
+//! experiment, piece by piece: `docs/lockbench.md`, "Adding an experiment".
 
 pub mod fio;
 pub mod fserver;

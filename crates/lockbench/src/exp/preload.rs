@@ -34,9 +34,7 @@
 //! Cabinet record count that does not match) is counted in `collapsed_runs`, and
 //! makes the exit status 1.
 //!
-//! ```no_run
-//! // lockbench preload --threads 2,8 --runs 3 --duration 2 --json target/preload.json
-//! ```
+//! Example: `lockbench preload --threads 2,8 --runs 3 --duration 2 --json target/preload.json`.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;

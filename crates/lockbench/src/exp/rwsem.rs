@@ -1,35 +1,9 @@
-//! `lockbench rwsem`: seed 003's rwsem microbenchmark in user space.
-//!
-//! The seed ran N reader and N writer threads (18 + 18 on a 2-socket 36-core
-//! machine, 10 s) on one rwsem, with critical-section loads of 1, 10, 50 and
-//! 100 `pause` instructions and a 1 µs sleep, and printed three tables:
-//!
-//! 1. per load, the reader and the writer locking ops per thread, min/avg/max;
-//! 2. per load, the reader and writer locking ops that took the slow path;
-//! 3. per load, the mean writer ops per thread with all threads writers
-//!    against half of them writers, and the % change.
-//!
-//! Here the threads are the generic runner's ([`crate::runner`]): readers take
-//! the lock shared, writers exclusive, the load is `std::hint::spin_loop()`
-//! calls (x86 `pause`) or a 1 µs sleep inside the critical section, nothing
-//! outside unless `--ncs-ns`. Every configuration runs `--runs` times,
-//! interleaved with the others; the min/avg/max are those of the run with the
-//! median throughput of that class. The slow-path counts come from klock's
-//! counters (`rwsem_rlock_slow`, `rwsem_wlock_slow`; build with
-//! `--features stats`), median over runs, for klock's locks only. The
-//! all-writers configuration has the same total thread count (2N writers).
-//!
-//! The seed's own numbers (patched and unpatched 4.14, 18 + 18, 10 s) are
-//! printed beside ours for the shape: absolute counts differ (window length,
-//! machine), ratios such as reader:writer ops are comparable.
-//!
-//! `KLOCK_RWSEM_READER` (4 steal then wait running, the default; 1 steal; 2 spin; 3 join; 0 queue) is a
-//! process-wide tunable: compare reader stealing with reader spinning by
-//! running the command twice with the variable set.
-//!
-//! ```no_run
-//! // lockbench rwsem --pairs 4,18 --loads 1,10,50,100,sleep1us --duration 1 --runs 3
-//! ```
+//! `lockbench rwsem`: seed 003's rwsem microbenchmark in user space. N readers and N
+//! writers (2N writers for the all-writers configurations) run on the generic runner
+//! ([`crate::runner`]) at pause or sleep critical-section loads; the output is the
+//! seed's three tables (ops per thread, slow-path counts from klock's counters, all
+//! writers against half writers) beside the seed's own numbers. Options, tables and
+//! the `KLOCK_RWSEM_READER` tunable: `docs/lockbench.md`, "rwsem (seed 003)".
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,5 +1,5 @@
 //! klock's competitors: one registry line per lock (a `lock_api` lock needs no adapter
-//! of its own: wrap it in [`LockApiMutex`] or [`LockApiRwLock`](crate::adapter::LockApiRwLock)).
+//! of its own: wrap it in [`LockApiMutex`] or [`LockApiRwLock`]).
 //! Names start with `klock_`; the description is one line.
 
 use super::entry::LockEntry;
