@@ -10,11 +10,9 @@
 //! seed's ablation: `klock_mutex` (spinners queued in an OSQ) against
 //! `klock_mutex_noqueue` (every spinner polls the owner).
 //!
-//! The tree lock is klock's rwsem (`klock::RwLock`, `RawRwLock<SpinOsq>`) for
-//! every klock variant, so only the mutexes differ between the klock columns;
-//! `parking_lot` keeps `parking_lot::RwLock` for its tree. `klock_mutex_pltree`
-//! is `klock_mutex` with the old `parking_lot::RwLock` tree, so the tree
-//! lock's own effect shows as `klock_mutex` vs `klock_mutex_pltree`.
+//! The tree lock is klock's rwsem for the klock variants, so only their mutexes
+//! differ; `klock_mutex_pltree` shows the tree lock's own effect (`docs/lockbench.md`,
+//! "fserver tree lock").
 //!
 //! With `--features stats` the run also prints a **contention profile** laid
 //! out like the seed's perf table: the share of all user-thread time spent
