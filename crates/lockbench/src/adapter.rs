@@ -1,6 +1,6 @@
 //! The one adapter trait every competitor implements, [`BenchLock`], and the generic
-//! adapters for `lock_api` locks ([`LockApiMutex`], [`LockApiRwLock`],
-//! [`LockApiFairMutex`]), so any `lock_api` lock registers without writing one.
+//! adapters for `lock_api` locks ([`LockApiMutex`], [`LockApiRwLock`]), so any
+//! `lock_api` lock registers without writing one.
 //!
 //! This module is a leaf: the runner ([`crate::runner`]) is generic over
 //! [`BenchLock`], and the registry ([`crate::locks`]) instantiates the runner per type.
@@ -45,28 +45,6 @@ where
         let r = f();
         // SAFETY: `g` is the guard of the acquisition made just above on this thread.
         unsafe { self.0.unlock(g) };
-        r
-    }
-}
-
-/// Generic adapter for a [`lock_api::RawMutexFair`] that always unlocks fairly
-/// (hand-off to the next waiter), as `parking_lot::FairMutex` does.
-pub struct LockApiFairMutex<R: lock_api::RawMutexFair>(R);
-
-impl<R> BenchLock for LockApiFairMutex<R>
-where
-    R: lock_api::RawMutexFair + Send + Sync + 'static,
-{
-    type Ctx = ();
-    fn new() -> Self {
-        LockApiFairMutex(R::INIT)
-    }
-    #[inline]
-    fn with_lock<T>(&self, _: &(), f: impl FnOnce() -> T) -> T {
-        let g = self.0.lock();
-        let r = f();
-        // SAFETY: `g` is the guard of the acquisition made just above on this thread.
-        unsafe { self.0.unlock_fair(g) };
         r
     }
 }

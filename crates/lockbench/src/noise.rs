@@ -33,21 +33,16 @@ impl Noise {
             .collect();
         Noise { stop, handles }
     }
-    /// Stops and joins the threads.
-    pub fn stop(mut self) {
-        self.halt();
-    }
-    fn halt(&mut self) {
+    /// Stops and joins the threads (as dropping does).
+    pub fn stop(self) {}
+}
+
+impl Drop for Noise {
+    fn drop(&mut self) {
         // Relaxed: pairs with nothing; the join below is the synchronisation.
         self.stop.store(true, Ordering::Relaxed);
         for h in self.handles.drain(..) {
             let _ = h.join();
         }
-    }
-}
-
-impl Drop for Noise {
-    fn drop(&mut self) {
-        self.halt();
     }
 }

@@ -1,17 +1,9 @@
-//! `--quota CPUS`: run the whole lockbench process inside a cgroup whose CPU
-//! bandwidth is limited to `CPUS` (a container with a CPU quota, the third
-//! place klock is meant for).
-//!
-//! [`QuotaGroup::enter`] creates `lockbench-<pid>` beside the process's current
-//! group, limits it (cgroup v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us` under
-//! the `cpu` controller, or cgroup v2 `cpu.max`, whichever controls `cpu`
-//! here), and moves the process into it; dropping the guard moves the process
-//! back and removes the group. Every failure is an error that says which file
-//! could not be written and why (typically: not root, or a v2 hierarchy that
-//! has not delegated the `cpu` controller).
-//!
-//! It must run before anything reads the effective CPU count (klock computes
-//! it once per process), so `main` enters the group before dispatching.
+//! `--quota CPUS`: run the whole lockbench process inside a new cgroup limited to
+//! `CPUS` (a container with a CPU quota, the third place klock is meant for); the
+//! v1/v2 details and errors: `docs/lockbench.md`. [`QuotaGroup::enter`] must run before
+//! anything reads the effective CPU count (klock computes it once per process), so
+//! `main` enters the group before dispatching; dropping the guard moves the process
+//! back and removes the group.
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -42,12 +34,12 @@ pub struct QuotaGroup {
     pub cpus: f64,
 }
 
-/// Which cgroup interface controls `cpu` on this machine.
-enum Hierarchy {
-    /// cgroup v1: the `cpu` controller's mount and the process's group in it.
-    V1 { mount: PathBuf, group: String },
-    /// cgroup v2: the unified mount and the process's group in it.
-    V2 { mount: PathBuf, group: String },
+/// The cgroup interface that controls `cpu` here (v1 or v2), its mount and the
+/// process's group in it.
+struct Hierarchy {
+    v2: bool,
+    mount: PathBuf,
+    group: String,
 }
 
 fn write(path: &Path, value: &str) -> Result<(), String> {
@@ -68,7 +60,8 @@ fn hierarchy() -> Result<Hierarchy, String> {
         if ctrl.split(',').any(|c| c == "cpu") {
             for m in ["/sys/fs/cgroup/cpu", "/sys/fs/cgroup/cpu,cpuacct"] {
                 if Path::new(m).join("cpu.cfs_quota_us").exists() {
-                    return Ok(Hierarchy::V1 {
+                    return Ok(Hierarchy {
+                        v2: false,
                         mount: m.into(),
                         group: path.trim().to_string(),
                     });
@@ -82,7 +75,8 @@ fn hierarchy() -> Result<Hierarchy, String> {
         let controllers =
             std::fs::read_to_string(mount.join("cgroup.controllers")).unwrap_or_default();
         if controllers.split_whitespace().any(|c| c == "cpu") {
-            return Ok(Hierarchy::V2 {
+            return Ok(Hierarchy {
+                v2: true,
                 mount,
                 group: path.trim().to_string(),
             });
@@ -106,35 +100,32 @@ impl QuotaGroup {
         }
         let quota_us = ((cpus * PERIOD_US as f64).round() as u64).max(MIN_QUOTA_US);
         let name = format!("lockbench-{}", std::process::id());
-        let (dir, home, limits) = match hierarchy()? {
-            Hierarchy::V1 { mount, group } => {
-                let here = mount.join(group.trim_start_matches('/'));
-                (
-                    here.join(&name),
-                    here.join("cgroup.procs"),
-                    vec![
-                        ("cpu.cfs_period_us", PERIOD_US.to_string()),
-                        ("cpu.cfs_quota_us", quota_us.to_string()),
-                    ],
-                )
+        let Hierarchy { v2, mount, group } = hierarchy()?;
+        let here = mount.join(group.trim_start_matches('/'));
+        let (dir, home, limits) = if !v2 {
+            (
+                here.join(&name),
+                here.join("cgroup.procs"),
+                vec![
+                    ("cpu.cfs_period_us", PERIOD_US.to_string()),
+                    ("cpu.cfs_quota_us", quota_us.to_string()),
+                ],
+            )
+        } else {
+            // A v2 group with processes may not have children that use
+            // controllers: create a sibling, under the parent, which
+            // must delegate `cpu` to its children.
+            let parent = here.parent().unwrap_or(&mount).to_path_buf();
+            let sub = parent.join("cgroup.subtree_control");
+            let on = std::fs::read_to_string(&sub).unwrap_or_default();
+            if !on.split_whitespace().any(|c| c == "cpu") {
+                write(&sub, "+cpu")?;
             }
-            Hierarchy::V2 { mount, group } => {
-                // A v2 group with processes may not have children that use
-                // controllers: create a sibling, under the parent, which
-                // must delegate `cpu` to its children.
-                let here = mount.join(group.trim_start_matches('/'));
-                let parent = here.parent().unwrap_or(&mount).to_path_buf();
-                let sub = parent.join("cgroup.subtree_control");
-                let on = std::fs::read_to_string(&sub).unwrap_or_default();
-                if !on.split_whitespace().any(|c| c == "cpu") {
-                    write(&sub, "+cpu")?;
-                }
-                (
-                    parent.join(&name),
-                    here.join("cgroup.procs"),
-                    vec![("cpu.max", format!("{quota_us} {PERIOD_US}"))],
-                )
-            }
+            (
+                parent.join(&name),
+                here.join("cgroup.procs"),
+                vec![("cpu.max", format!("{quota_us} {PERIOD_US}"))],
+            )
         };
         std::fs::create_dir(&dir).map_err(|e| {
             format!(

@@ -1,25 +1,9 @@
-//! The generic contended runner, monomorphized per lock type.
-//!
-//! One run: `threads` workers (the first `readers` of them readers, the rest writers)
-//! hammer one lock guarding two counters `a` and `b`, which share a 128-byte-aligned
-//! block with the lock (like `Mutex<u64>`).
-//!
-//! * Writer critical section: load `a` and `b`, store `a+1`, do the calibrated CS work
-//!   (and/or sleep), store `b+1`. A broken lock loses updates (final `a`/`b` ≠ writer ops).
-//! * Reader critical section: load `a`, do the CS work, load `b`, count a torn read if
-//!   `a ≠ b`.
-//! * Outside: the calibrated NCS work.
-//!
-//! The counters are relaxed atomics, so even a broken lock is not undefined behaviour:
-//! it only shows up as violations.
-//!
-//! Timing: workers spin (yielding) at a gate until all are ready, then the window starts.
-//! Each worker counts ops in its own cache-padded slot; the main thread snapshots all
-//! slots the instant it raises the stop flag, so throughput covers exactly the window.
-//! Workers then drain (finish the acquisition they are in); if that takes longer than
-//! `drain_timeout` the run is `collapsed`: the stuck threads are detached and keep the
-//! `Arc`ed state alive until they finish, so nothing is freed under them.
-//! One acquisition in `2^sample_shift` is timed (`Instant`, vDSO clock) for latency.
+//! The generic contended runner, monomorphized per lock type: `threads` workers (the
+//! first `readers` of them readers) hammer one lock guarding two counters whose lost
+//! updates and torn reads count as violations; ops are counted per worker over exactly
+//! the window, a run whose workers do not drain in time is `collapsed`. The reader's
+//! description (critical sections, timing, drain, latency sampling): `docs/lockbench.md`,
+//! "Workloads" and "Measurement method".
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -248,8 +232,8 @@ fn publish(ctl: &Control, idx: usize, r: WorkerResult) {
     ctl.done.fetch_add(1, Ordering::Release);
 }
 
-/// Runs one contended run of lock type `L` (the entry point a [`LockEntry`]
-/// (crate::locks::LockEntry) stores).
+/// Runs one contended run of lock type `L` (the entry point a
+/// [`LockEntry`](crate::locks::LockEntry) stores).
 pub fn run<L: BenchLock>(spec: &RunSpec) -> RunOutput {
     crate::sys::leave_single_threaded_mode();
     let t = spec.threads.max(1);
@@ -393,20 +377,12 @@ fn uncontended_loop<L: BenchLock, const READ: bool>(ops: u64) -> f64 {
         let a = s.a.load(Ordering::Relaxed);
         s.a.store(a.wrapping_add(1), Ordering::Relaxed);
     };
-    for _ in 0..ops / 10 {
-        if READ {
-            s.lock.with_read(&ctx, body);
-        } else {
-            s.lock.with_lock(&ctx, body);
-        }
-    }
+    let op = || match READ {
+        true => s.lock.with_read(&ctx, body),
+        false => s.lock.with_lock(&ctx, body),
+    };
+    (0..ops / 10).for_each(|_| op());
     let t = Instant::now();
-    for _ in 0..ops {
-        if READ {
-            s.lock.with_read(&ctx, body);
-        } else {
-            s.lock.with_lock(&ctx, body);
-        }
-    }
+    (0..ops).for_each(|_| op());
     t.elapsed().as_nanos() as f64 / ops.max(1) as f64
 }

@@ -111,12 +111,6 @@ pub fn affinity_cpus() -> Option<usize> {
     }
 }
 
-/// This process's cgroup CPU quota in CPUs (v2 `cpu.max` or v1
-/// `cpu.cfs_quota_us`, own group and ancestors): [`klock::wait::cgroup_quota`].
-pub fn cgroup_quota_cpus() -> Option<f64> {
-    klock::wait::cgroup_quota()
-}
-
 /// Description of the machine a report was measured on.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Machine {
@@ -161,7 +155,8 @@ impl Machine {
             .any(|l| l.starts_with("flags") && l.split_whitespace().any(|w| w == "hypervisor"));
         let online = online_cpus();
         let aff = affinity_cpus();
-        let quota = cgroup_quota_cpus();
+        // v2 `cpu.max` or v1 `cpu.cfs_quota_us`, own group and ancestors.
+        let quota = klock::wait::cgroup_quota();
         let mut eff = online;
         if let Some(a) = aff {
             eff = eff.min(a);

@@ -1,20 +1,12 @@
-//! Calibrated busy work: the critical-section and non-critical-section payloads.
-//!
-//! The work is a dependent multiply-add chain on one register, made opaque to the
-//! optimiser (an empty `asm!` on x86_64/aarch64, `black_box` elsewhere), so LLVM can
-//! neither fold nor vectorise it and every iteration costs the same few cycles.
-//! It is calibrated once per process ([`calibration`]); a request of `n` ns becomes
-//! `round(n / ns_per_iter)` iterations.
+//! Calibrated busy work, the critical-section and outside payloads: a dependent
+//! multiply-add chain made opaque to the optimiser (an empty `asm!` on x86_64/aarch64,
+//! `black_box` elsewhere), calibrated once per process ([`calibration`]); see
+//! `docs/lockbench.md`, "Workloads".
 
 use std::sync::OnceLock;
 use std::time::Instant;
 
 /// Runs `iters` iterations of the opaque dependent arithmetic chain and returns its value.
-///
-/// ```
-/// let v = lockbench::work::spin_work(10);
-/// let _ = v;
-/// ```
 #[inline(always)]
 pub fn spin_work(iters: u64) -> u64 {
     spin_work_from(0x9E37_79B9_7F4A_7C15, iters)

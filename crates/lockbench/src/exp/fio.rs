@@ -1,23 +1,9 @@
-//! `lockbench fio`: seed 003's fio `randrw` test in user space.
-//!
-//! The seed ran a 36-thread fio randrw job on a ramdisk with xfs: buffered
-//! 4 KiB reads take the inode's `i_rwsem` shared, writes take it exclusive,
-//! so the rwsem is the one contended lock and its critical section is a 4 KiB
-//! copy (long, compared with the microbenchmark's). It reported aggregated
-//! bandwidth: 2787 MB/s patched, 297 MB/s unpatched.
-//!
-//! Here T threads do 4 KiB reads and writes at random block-aligned offsets
-//! (`--read-pct` reads, default 50) on one in-memory file (`--file-mib`,
-//! default 64 MiB) behind one reader/writer lock. The file is a vector of
-//! `AtomicU64` accessed with relaxed loads and stores, so a broken lock shows
-//! up as a torn block (every block's words are `stamp + i`; a reader checks
-//! its copy) instead of undefined behaviour. Bandwidth is (reads + writes) ×
-//! 4096 bytes per second in MB/s (10^6 bytes), median of `--runs`
-//! interleaved runs, with the spread ((max − min) / median).
-//!
-//! ```no_run
-//! // lockbench fio --threads 2,8,36 --duration 1 --runs 3
-//! ```
+//! `lockbench fio`: seed 003's fio `randrw` test in user space. T threads do 4 KiB
+//! reads (shared) and writes (exclusive) at random offsets of one in-memory file behind
+//! one rw lock, as buffered I/O does under xfs's `i_rwsem`: the critical section is a
+//! 4 KiB copy, long compared with the microbenchmark's. The file is relaxed atomics
+//! (each block `stamp + i`), so a broken lock shows as a torn block, not undefined
+//! behaviour. Aggregated MB/s per lock and T: `docs/lockbench.md`, "fio (seed 003)".
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -307,16 +293,7 @@ pub fn cells(runs: &[FioRun], locks: &[String], threads: &[usize]) -> Vec<FioCel
         .collect()
 }
 
-/// The tables as terminal text: MB/s (median) per lock × threads, the spread, and
-/// the seed's numbers.
-pub fn render(cells: &[FioCell], locks: &[String], threads: &[usize], a: &FioArgs) -> String {
-    tables(cells, locks, threads, a)
-        .iter()
-        .map(Table::to_text)
-        .collect()
-}
-
-/// The tables of [`render`].
+/// The tables: MB/s (median) per lock × threads, the spread, and the seed's numbers.
 pub fn tables(cells: &[FioCell], locks: &[String], threads: &[usize], a: &FioArgs) -> Vec<Table> {
     let get = |l: &str, t: &usize| cells.iter().find(|c| c.lock == l && c.threads == *t);
     let col = |t: &usize| format!("T={t}");
@@ -441,7 +418,7 @@ pub fn run(a: &FioArgs) -> Result<i32, CliError> {
     let cs = cells(&runs, &names, &a.threads.0);
     let m = crate::sys::Machine::probe();
     out(&super::header_line("fio", &m, a.run.runs));
-    out(&render(&cs, &names, &a.threads.0, a));
+    out(&super::text(&tables(&cs, &names, &a.threads.0, a)));
     let bad: u64 = runs.iter().map(|r| r.violations).sum();
     out(&format!(
         "\nMutual exclusion: {}\n",
@@ -476,13 +453,13 @@ pub fn run(a: &FioArgs) -> Result<i32, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    fn parse(args: &[&str]) -> Result<FioArgs, String> {
-        super::super::parse_args(args)
+    fn parse(args: &str) -> Result<FioArgs, String> {
+        super::super::parse_args(&args.split_whitespace().collect::<Vec<_>>())
     }
 
     #[test]
     fn defaults_and_bad_flags() {
-        let a = parse(&[]).unwrap();
+        let a = parse("").unwrap();
         assert_eq!(a.threads.0, vec![2, 8, 36]);
         assert_eq!(a.read_pct, 50);
         assert_eq!(select(&a.locks).unwrap().len(), 6);
@@ -491,12 +468,14 @@ mod tests {
             let e = crate::locks::find(n).unwrap();
             assert_eq!(e.kind, crate::locks::LockKind::RwLock, "{n}");
         }
-        let e = parse(&["--read-pct", "101"]).unwrap_err();
-        assert!(e.contains("0..=100"), "{e}");
-        let e = parse(&["--threads", "0"]).unwrap_err();
-        assert!(e.contains("1..=1024"), "{e}");
-        let e = parse(&["--file-mib", "0"]).unwrap_err();
-        assert!(e.contains("1..=4096"), "{e}");
+        for (args, allowed) in [
+            ("--read-pct 101", "0..=100"),
+            ("--threads 0", "1..=1024"),
+            ("--file-mib 0", "1..=4096"),
+        ] {
+            let e = parse(args).unwrap_err();
+            assert!(e.contains(allowed), "{e}");
+        }
         let e = select(&["std".into()]).unwrap_err();
         assert!(
             e.0.contains("allowed") && e.0.contains("klock_rwsem_nospin"),
@@ -524,8 +503,8 @@ mod tests {
         let names: Vec<String> = lock_table().iter().map(|t| t.0.to_string()).collect();
         let cs = cells(&runs, &names, &[3]);
         assert_eq!(cs.len(), names.len());
-        let a = parse(&["--file-mib", "1"]).unwrap();
-        let text = render(&cs, &names, &[3], &a);
+        let a = parse("--file-mib 1").unwrap();
+        let text = super::super::text(&tables(&cs, &names, &[3], &a));
         assert!(
             text.contains("aggregated MB/s") && text.contains("T=3"),
             "{text}"

@@ -10,11 +10,9 @@
 //! seed's ablation: `klock_mutex` (spinners queued in an OSQ) against
 //! `klock_mutex_noqueue` (every spinner polls the owner).
 //!
-//! The tree lock is klock's rwsem (`klock::RwLock`, `RawRwLock<SpinOsq>`) for
-//! every klock variant, so only the mutexes differ between the klock columns;
-//! `parking_lot` keeps `parking_lot::RwLock` for its tree. `klock_mutex_pltree`
-//! is `klock_mutex` with the old `parking_lot::RwLock` tree, so the tree
-//! lock's own effect shows as `klock_mutex` vs `klock_mutex_pltree`.
+//! The tree lock is klock's rwsem for the klock variants, so only their mutexes
+//! differ; `klock_mutex_pltree` shows the tree lock's own effect (`docs/lockbench.md`,
+//! "fserver tree lock").
 //!
 //! With `--features stats` the run also prints a **contention profile** laid
 //! out like the seed's perf table: the share of all user-thread time spent
@@ -23,9 +21,7 @@
 //! in the rest of the mutex slow path (sleeping; `__mutex_lock_slowpath`),
 //! from klock's counters. Only klock variants have counters.
 //!
-//! ```no_run
-//! // lockbench fserver --users 1,2,8,32,128 --duration 1 --runs 3
-//! ```
+//! Example: `lockbench fserver --users 1,2,8,32,128 --duration 1 --runs 3`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -500,10 +496,7 @@ fn med(report: &FsReport, lock: &str, users: usize, f: fn(&FsRun) -> Option<f64>
 /// Render the tables: JPM per users, the OSQ ablation, and the contention
 /// profile at the largest user count (as terminal text).
 pub fn render(report: &FsReport, locks: &[String], users: &[usize]) -> String {
-    let mut s: String = tables(report, locks, users)
-        .iter()
-        .map(Table::to_text)
-        .collect();
+    let mut s = super::text(&tables(report, locks, users));
     if !cfg!(feature = "stats") {
         s.push_str(
             "\n(contention profile: build with `--features stats` to get the share of time in lock slow paths)\n",
@@ -663,13 +656,7 @@ mod tests {
 
     #[test]
     fn short_run_counts_jobs_without_violations() {
-        for name in [
-            "klock_mutex",
-            "klock_mutex_noqueue",
-            "klock_mutex_nospin",
-            "klock_mutex_pltree",
-            "parking_lot",
-        ] {
+        for (name, _) in VARIANTS {
             let m = run_variant(name, 4, 4, 8, Duration::from_millis(50));
             assert!(m.jobs > 0, "{name}: no job completed");
             assert_eq!(m.violations, 0, "{name}: mutual exclusion violated");
@@ -678,53 +665,25 @@ mod tests {
 
     #[test]
     fn render_has_tables() {
-        let r = FsReport {
-            command: "x".into(),
-            ops_per_job: OPS_PER_JOB,
-            runs: vec![
-                FsRun {
-                    lock: "klock_mutex".into(),
-                    users: 2,
-                    jpm: 110.0,
-                    ..FsRun::default()
-                },
-                FsRun {
-                    lock: "klock_mutex_noqueue".into(),
-                    users: 2,
-                    jpm: 100.0,
-                    ..FsRun::default()
-                },
-            ],
-        };
-        let s = render(
-            &r,
-            &["klock_mutex".into(), "klock_mutex_noqueue".into()],
-            &[2],
-        );
-        assert!(s.contains("jobs per minute"));
-        assert!(s.contains("+10.0%"));
-        let r = FsReport {
-            runs: vec![
-                FsRun {
-                    lock: "klock_mutex".into(),
-                    users: 2,
-                    jpm: 90.0,
-                    ..FsRun::default()
-                },
-                FsRun {
-                    lock: "klock_mutex_pltree".into(),
-                    users: 2,
-                    jpm: 100.0,
-                    ..FsRun::default()
-                },
-            ],
-            ..r
-        };
-        let s = render(
-            &r,
-            &["klock_mutex".into(), "klock_mutex_pltree".into()],
-            &[2],
-        );
-        assert!(s.contains("tree lock") && s.contains("-10.0%"), "{s}");
+        // (the second lock, its JPM against klock_mutex's 100, what the table says)
+        for (other, jpm, want) in [
+            ("klock_mutex_noqueue", 100.0 / 1.1, "+10.0%"),
+            ("klock_mutex_pltree", 100.0 / 0.9, "tree lock"),
+            ("klock_mutex_pltree", 100.0 / 0.9, "-10.0%"),
+        ] {
+            let run = |lock: &str, jpm| FsRun {
+                lock: lock.into(),
+                users: 2,
+                jpm,
+                ..FsRun::default()
+            };
+            let r = FsReport {
+                command: "x".into(),
+                ops_per_job: OPS_PER_JOB,
+                runs: vec![run("klock_mutex", 100.0), run(other, jpm)],
+            };
+            let s = render(&r, &["klock_mutex".into(), other.into()], &[2]);
+            assert!(s.contains("jobs per minute") && s.contains(want), "{s}");
+        }
     }
 }

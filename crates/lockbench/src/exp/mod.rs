@@ -1,22 +1,8 @@
-//! Experiments and the path they share.
-//!
-//! Every experiment goes through the same pieces:
-//! * flags: [`RunArgs`] (window, repetitions, JSON, progress, idle gate), flattened into
-//!   each experiment's clap `Args`; the lock experiments flatten [`CommonArgs`] (which
-//!   holds it); [`select_locks`] and [`pick`] resolve `--locks`-like lists;
-//! * running: [`interleave`] is the one loop: repetitions round-robin over the points
-//!   (A B C A B C …), the idle gate before each run (with bounded discard-and-retry when
-//!   asked), noise threads, klock's event counters and steal around each run, progress.
-//!   [`run_configs`] runs [`Config`]s of the generic runner through it and aggregates
-//!   them into [`Record`]s (medians, spread, ceiling fraction);
-//! * output: tables are built with [`crate::table::Table`]'s helpers, charts with
-//!   [`crate::html::lines`], verdict samples with [`crate::verdict::Sample::of_runs`];
-//!   [`finish`] prints a report's tables and writes `--json`/`--csv`.
-//!
-//! Adding an experiment (say `spin`): create `exp/spin.rs` with a clap `Args` struct and
-//! `pub fn run(args: &SpinArgs) -> Result<i32, CliError>`, add `pub mod spin;` below, and
-//! add one variant `Spin(exp::spin::SpinArgs)` to [`crate::cli::Command`] with one match
-//! arm in [`crate::cli::dispatch`].
+//! Experiments and the path they share: flags ([`RunArgs`], flattened into each
+//! experiment's `Args`, or [`CommonArgs`] for the lock experiments), the one
+//! interleaved loop with the idle gate ([`interleave`]; [`run_configs`] for the generic
+//! runner's [`Config`]s), and the common ending ([`finish`]). How to add an
+//! experiment, piece by piece: `docs/lockbench.md`, "Adding an experiment".
 
 pub mod fio;
 pub mod fserver;
@@ -40,6 +26,7 @@ use crate::record::{ClassMetrics, Latency, Params, Record, Report};
 use crate::runner::{ClassOutput, RunOutput, RunSpec};
 use crate::stats::{fairness, median, median_opt, min_avg_max, percentile_sorted, spread};
 use crate::sys::Machine;
+use crate::table::Table;
 
 /// A usage error: printed as `error: ...` and exits with status 2.
 #[derive(Debug, Clone, PartialEq)]
@@ -310,19 +297,10 @@ impl CommonArgs {
                 self.workload
             ))
         })?;
-        let mut custom = false;
-        if let Some(x) = self.cs_ns {
-            w.cs_ns = x;
-            custom = true;
-        }
-        if let Some(x) = self.ncs_ns {
-            w.ncs_ns = x;
-            custom = true;
-        }
-        if let Some(x) = self.cs_sleep_us {
-            w.cs_sleep_us = x;
-            custom = true;
-        }
+        let custom = self.cs_ns.or(self.ncs_ns).or(self.cs_sleep_us).is_some();
+        w.cs_ns = self.cs_ns.unwrap_or(w.cs_ns);
+        w.ncs_ns = self.ncs_ns.unwrap_or(w.ncs_ns);
+        w.cs_sleep_us = self.cs_sleep_us.unwrap_or(w.cs_sleep_us);
         if custom {
             w.name = format!("{}+custom", w.name);
         }
@@ -434,6 +412,37 @@ pub fn pick<T: Copy>(
         return Err(CliError(format!("no {what} given; allowed: {}", allowed())));
     }
     Ok(v)
+}
+
+/// Configurations for `locks` × `(readers, writers)` pairs plus the implicit
+/// single-thread references; `rw` splits the metrics per class.
+pub fn pair_configs(
+    experiment: &str,
+    locks: &[LockEntry],
+    pairs: &[(usize, usize)],
+    rw: bool,
+    workload: &Workload,
+    duration: Duration,
+    noise: usize,
+) -> Vec<Config> {
+    let mut v = Vec::new();
+    for &(readers, writers) in pairs {
+        for e in locks {
+            v.push(Config {
+                experiment: experiment.into(),
+                entry: *e,
+                threads: readers + writers,
+                readers,
+                rw,
+                workload: workload.clone(),
+                duration,
+                noise,
+                implicit: false,
+            });
+        }
+    }
+    add_single_thread_refs(&mut v);
+    v
 }
 
 /// Adds, for every (experiment, lock, workload) without a T=1 configuration, an implicit
@@ -670,6 +679,11 @@ struct Collected {
     events: Vec<klock::stat::Snapshot>,
 }
 
+/// `f` of every kept run.
+fn each<'a, T>(kept: &'a [RunOutput], f: impl Fn(&'a RunOutput) -> T) -> Vec<T> {
+    kept.iter().map(f).collect()
+}
+
 fn mops(ops: &[u64], elapsed_ns: u64) -> f64 {
     ops.iter().sum::<u64>() as f64 * 1e3 / elapsed_ns.max(1) as f64
 }
@@ -704,10 +718,7 @@ fn median_index(v: &[f64]) -> usize {
 }
 
 fn class_metrics(kept: &[RunOutput], pick: fn(&RunOutput) -> &ClassOutput) -> ClassMetrics {
-    let tputs: Vec<f64> = kept
-        .iter()
-        .map(|o| mops(&pick(o).ops, o.elapsed_ns))
-        .collect();
+    let tputs = each(kept, |o| mops(&pick(o).ops, o.elapsed_ns));
     let mi = median_index(&tputs);
     let m = &kept[mi];
     let all: u64 = m.ops.iter().sum();
@@ -716,18 +727,8 @@ fn class_metrics(kept: &[RunOutput], pick: fn(&RunOutput) -> &ClassOutput) -> Cl
         threads: pick(m).ops.len(),
         throughput_mops: median(&tputs),
         ops_per_thread: min_avg_max(&pick(m).ops),
-        fairness_max_min: median_opt(
-            &kept
-                .iter()
-                .map(|o| fairness(&pick(o).ops))
-                .collect::<Vec<_>>(),
-        ),
-        latency_ns: latency(
-            &kept
-                .iter()
-                .map(|o| pick(o).latencies.as_slice())
-                .collect::<Vec<_>>(),
-        ),
+        fairness_max_min: median_opt(&each(kept, |o| fairness(&pick(o).ops))),
+        latency_ns: latency(&each(kept, |o| pick(o).latencies.as_slice())),
         share_of_ops: if all > 0 {
             mine as f64 / all as f64
         } else {
@@ -738,18 +739,14 @@ fn class_metrics(kept: &[RunOutput], pick: fn(&RunOutput) -> &ClassOutput) -> Cl
 
 fn aggregate(c: &Config, k: Collected) -> Record {
     let kept = &k.kept;
-    let tputs: Vec<f64> = kept.iter().map(|o| mops(&o.ops, o.elapsed_ns)).collect();
+    let tputs = each(kept, |o| mops(&o.ops, o.elapsed_ns));
     let mi = median_index(&tputs);
     let m = &kept[mi];
-    let lats: Vec<Vec<u64>> = kept
-        .iter()
-        .map(|o| {
-            let mut v = o.writers.latencies.clone();
-            v.extend_from_slice(&o.readers.latencies);
-            v.sort_unstable();
-            v
-        })
-        .collect();
+    let lats = each(kept, |o| {
+        let mut v = [&o.writers.latencies[..], &o.readers.latencies].concat();
+        v.sort_unstable();
+        v
+    });
     let cal = crate::work::calibration();
     Record {
         experiment: c.experiment.clone(),
@@ -771,31 +768,18 @@ fn aggregate(c: &Config, k: Collected) -> Record {
         runs_mops: tputs.clone(),
         ops_per_thread: min_avg_max(&m.ops),
         per_thread_ops: m.ops.clone(),
-        fairness_max_min: median_opt(&kept.iter().map(|o| fairness(&o.ops)).collect::<Vec<_>>()),
+        fairness_max_min: median_opt(&each(kept, |o| fairness(&o.ops))),
         min_thread_share: kept
             .iter()
             .map(|o| crate::stats::min_share(&o.ops))
             .reduce(f64::min),
         ceiling_fraction: None,
         latency_ns: latency(&lats.iter().map(Vec::as_slice).collect::<Vec<_>>()),
-        cpu_ns_per_op: median(
-            &kept
-                .iter()
-                .map(|o| o.usage.cpu_ns as f64 / o.total_ops_final.max(1) as f64)
-                .collect::<Vec<_>>(),
-        ),
-        csw_voluntary: median(
-            &kept
-                .iter()
-                .map(|o| o.usage.nvcsw as f64)
-                .collect::<Vec<_>>(),
-        ) as u64,
-        csw_involuntary: median(
-            &kept
-                .iter()
-                .map(|o| o.usage.nivcsw as f64)
-                .collect::<Vec<_>>(),
-        ) as u64,
+        cpu_ns_per_op: median(&each(kept, |o| {
+            o.usage.cpu_ns as f64 / o.total_ops_final.max(1) as f64
+        })),
+        csw_voluntary: median(&each(kept, |o| o.usage.nvcsw as f64)) as u64,
+        csw_involuntary: median(&each(kept, |o| o.usage.nivcsw as f64)) as u64,
         steal_ms: k.steal_ns / 1_000_000,
         violations: k.violations,
         collapsed: kept.iter().any(|o| o.collapsed),
@@ -866,6 +850,11 @@ pub fn finish(
         write_file(p, &crate::record::to_csv(&report.results))?;
     }
     Ok(exit_status(report))
+}
+
+/// Tables as terminal text, one after the other.
+pub fn text(tables: &[Table]) -> String {
+    tables.iter().map(Table::to_text).collect()
 }
 
 /// Writes `s` to stdout, ignoring errors (a closed pipe such as `| head` must not

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::{CliError, CommonArgs, Config, add_single_thread_refs, select_locks};
+use super::{CliError, CommonArgs, Config, select_locks};
 use crate::locks::{LockEntry, LockKind};
 
 /// Arguments of `lockbench mutex`.
@@ -22,24 +22,8 @@ pub fn configs(
     duration: Duration,
     noise: usize,
 ) -> Vec<Config> {
-    let mut v = Vec::new();
-    for &t in threads {
-        for e in locks {
-            v.push(Config {
-                experiment: experiment.into(),
-                entry: *e,
-                threads: t,
-                readers: 0,
-                rw: false,
-                workload: workload.clone(),
-                duration,
-                noise,
-                implicit: false,
-            });
-        }
-    }
-    add_single_thread_refs(&mut v);
-    v
+    let pairs: Vec<(usize, usize)> = threads.iter().map(|&t| (0, t)).collect();
+    super::pair_configs(experiment, locks, &pairs, false, workload, duration, noise)
 }
 
 /// Runs `lockbench mutex`; returns the exit status.

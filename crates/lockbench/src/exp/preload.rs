@@ -34,9 +34,7 @@
 //! Cabinet record count that does not match) is counted in `collapsed_runs`, and
 //! makes the exit status 1.
 //!
-//! ```no_run
-//! // lockbench preload --threads 2,8 --runs 3 --duration 2 --json target/preload.json
-//! ```
+//! Example: `lockbench preload --threads 2,8 --runs 3 --duration 2 --json target/preload.json`.
 
 use std::io::Read;
 use std::os::unix::process::CommandExt;
@@ -196,13 +194,6 @@ pub fn select(names: &[String]) -> Result<Vec<Workload>, CliError> {
         .collect())
 }
 
-/// `prog` found in the directories of `path` (a `$PATH` value).
-fn in_path(prog: &str, path: &std::ffi::OsStr) -> Option<PathBuf> {
-    std::env::split_paths(path)
-        .map(|d| d.join(prog))
-        .find(|p| p.is_file())
-}
-
 /// Checks that every program the workloads need is installed.
 pub fn check_programs(ws: &[Workload]) -> Result<(), CliError> {
     check_programs_in(ws, &std::env::var_os("PATH").unwrap_or_default())
@@ -217,7 +208,8 @@ pub fn check_programs_in(ws: &[Workload], path: &std::ffi::OsStr) -> Result<(), 
                 "{prog} (for {}; Debian package {pkg}: apt-get install {pkg})",
                 w.name()
             );
-            if in_path(prog, path).is_none() && !missing.contains(&m) {
+            let found = std::env::split_paths(path).any(|d| d.join(prog).is_file());
+            if !found && !missing.contains(&m) {
                 missing.push(m);
             }
         }
@@ -229,11 +221,6 @@ pub fn check_programs_in(ws: &[Workload], path: &std::ffi::OsStr) -> Result<(), 
         "not found in PATH: {}; or leave those workloads out with --workloads",
         missing.join(", ")
     )))
-}
-
-/// The workspace root (from this crate's manifest directory at build time).
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// Finds (or builds) the interposer.
@@ -265,7 +252,8 @@ pub fn find_lib(explicit: Option<&Path>) -> Result<PathBuf, CliError> {
             return Ok(p);
         }
     }
-    let root = workspace_root();
+    // The workspace root, from this crate's manifest directory at build time.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| root.join("target"));
@@ -278,22 +266,18 @@ pub fn find_lib(explicit: Option<&Path>) -> Result<PathBuf, CliError> {
             .args(["build", "--release", "-p", "klock-preload"])
             .current_dir(&root)
             .status();
-        match st {
-            Ok(s) if s.success() && built.is_file() => return Ok(built),
-            Ok(s) => {
-                return Err(CliError(format!(
-                    "`cargo build --release -p klock-preload` failed ({s}) or did not produce {}; \
-                     give the library with --lib PATH",
-                    built.display()
-                )));
-            }
-            Err(e) => {
-                return Err(CliError(format!(
-                    "cannot run cargo to build {LIB} ({e}); build it with \
-                     `cargo build --release -p klock-preload` or give --lib PATH"
-                )));
-            }
-        }
+        return match st {
+            Ok(s) if s.success() && built.is_file() => Ok(built),
+            Ok(s) => Err(CliError(format!(
+                "`cargo build --release -p klock-preload` failed ({s}) or did not produce {}; \
+                 give the library with --lib PATH",
+                built.display()
+            ))),
+            Err(e) => Err(CliError(format!(
+                "cannot run cargo to build {LIB} ({e}); build it with \
+                 `cargo build --release -p klock-preload` or give --lib PATH"
+            ))),
+        };
     }
     Err(CliError(format!(
         "cannot find {LIB} (not next to lockbench, no workspace at {}); build it with \
@@ -464,50 +448,27 @@ fn measure(
     scratch: &Path,
 ) -> Result<f64, String> {
     let d = a.run.duration;
-    let secs = (d.ceil().max(1.0) as u64).to_string();
+    let secs = d.ceil().max(1.0) as u64;
     let timed = Some(Duration::from_secs_f64(d * 4.0 + 60.0));
     let per = (a.mutex_ops / t as u64).max(1);
-    let stressor = if w == Workload::StressMutex {
-        "mutex"
-    } else {
-        "pthread"
-    };
-    let (prog, args, timeout, what): (&str, Vec<String>, _, &str) = match w {
+    let stressor = w.name().trim_start_matches("stress-");
+    // The program, its arguments and timeout, and its name in errors.
+    let (prog, args, timeout, what) = match w {
         Workload::SysbenchThreads => (
             "sysbench",
-            vec![
-                "threads".into(),
-                format!("--threads={t}"),
-                "--thread-locks=1".into(),
-                "--thread-yields=100".into(),
-                format!("--time={secs}"),
-                "run".into(),
-            ],
+            format!("threads --threads={t} --thread-locks=1 --thread-yields=100 --time={secs} run"),
             timed,
             "sysbench threads",
         ),
         Workload::SysbenchMutex => (
             "sysbench",
-            vec![
-                "mutex".into(),
-                format!("--threads={t}"),
-                "--mutex-num=1".into(),
-                format!("--mutex-locks={per}"),
-                "--mutex-loops=0".into(),
-                "run".into(),
-            ],
+            format!("mutex --threads={t} --mutex-num=1 --mutex-locks={per} --mutex-loops=0 run"),
             Some(Duration::from_secs(300)),
             "sysbench mutex",
         ),
         Workload::StressMutex | Workload::StressPthread => (
             "stress-ng",
-            vec![
-                format!("--{stressor}"),
-                t.to_string(),
-                "-t".into(),
-                secs,
-                "--metrics-brief".into(),
-            ],
+            format!("--{stressor} {t} -t {secs} --metrics-brief"),
             timed,
             "stress-ng",
         ),
@@ -518,7 +479,7 @@ fn measure(
         Workload::Pigz => return pigz(t, side, scratch),
     };
     let mut c = side.command(prog);
-    c.args(args);
+    c.args(args.split_whitespace());
     let f = run_captured(c, timeout);
     let v = match w {
         Workload::SysbenchThreads => parse_sysbench_threads(&f.stdout),
@@ -884,16 +845,10 @@ pub fn render(recs: &[Record], ws: &[Workload], threads: &[usize], runs: u32) ->
 /// Every (workload, T) point on both sides, `--runs` times, interleaved (the order of
 /// the two sides alternates between repetitions); failures are reported as they happen.
 fn run_points(a: &PreloadArgs, ws: &[Workload], lib: &Path, scratch: &Path) -> Vec<RunResult> {
-    let sides = [
-        Side {
-            name: GLIBC,
-            preload: None,
-        },
-        Side {
-            name: KLOCK,
-            preload: Some(lib),
-        },
-    ];
+    let sides = [GLIBC, KLOCK].map(|name| Side {
+        name,
+        preload: (name == KLOCK).then_some(lib),
+    });
     let mut gate = a.run.gate();
     // The gate only waits for quiet before a run (the workload's own processes are
     // foreign to it, so it cannot judge the run itself); bounded for busy machines.
@@ -1099,89 +1054,60 @@ pub fn run(a: &PreloadArgs) -> Result<i32, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    fn parse(args: &[&str]) -> Result<PreloadArgs, String> {
-        super::super::parse_args(args)
+    fn parse(args: &str) -> Result<PreloadArgs, String> {
+        super::super::parse_args(&args.split_whitespace().collect::<Vec<_>>())
     }
+    use Workload::*;
 
     #[test]
     fn defaults_and_bad_flags() {
-        let a = parse(&[]).unwrap();
+        let a = parse("").unwrap();
         assert_eq!(a.threads.0, vec![2, 4, 8, 16]);
-        assert_eq!(a.run.duration, 2.0);
-        assert_eq!(a.run.runs, 3);
+        assert_eq!((a.run.duration, a.run.runs), (2.0, 3));
+        assert_eq!((a.mutex_ops, a.kc_records), (20_000_000, 1_000_000));
+        let ws = select(&a.workloads).unwrap();
+        assert_eq!(ws, [SysbenchThreads, SysbenchMutex, StressMutex, Memcached]);
+        let a = parse("--workloads kc-stash,kc-cache,kc-tree,pigz").unwrap();
         assert_eq!(
             select(&a.workloads).unwrap(),
-            vec![
-                Workload::SysbenchThreads,
-                Workload::SysbenchMutex,
-                Workload::StressMutex,
-                Workload::Memcached
-            ]
+            [KcStash, KcCache, KcTree, Pigz]
         );
-        let e = parse(&["--runs", "0"]).unwrap_err();
-        assert!(e.contains("1..=100"), "{e}");
-        let e = parse(&["--threads", "0"]).unwrap_err();
-        assert!(e.contains("1..=1024"), "{e}");
-        let e = parse(&["--duration", "-1"]).unwrap_err();
-        assert!(e.contains("> 0"), "{e}");
-        let e = parse(&["--mutex-ops", "5"]).unwrap_err();
-        assert!(e.contains("1000.."), "{e}");
-        let e = select(&["sysbench".into()]).unwrap_err();
-        assert!(
-            e.0.contains("unknown workload 'sysbench'") && e.0.contains("stress-pthread"),
-            "{e}"
-        );
+        for (args, allowed) in [
+            ("--runs 0", "1..=100"),
+            ("--threads 0", "1..=1024"),
+            ("--duration -1", "> 0"),
+            ("--mutex-ops 5", "1000.."),
+            ("--kc-records 10", "1000.."),
+        ] {
+            let e = parse(args).unwrap_err();
+            assert!(e.contains(allowed), "{e}");
+        }
+        for (name, allowed) in [("sysbench", "stress-pthread"), ("kc", "pigz")] {
+            let e = select(&[name.into()]).unwrap_err().0;
+            assert!(e.contains(&format!("unknown workload '{name}'")) && e.contains(allowed));
+        }
         assert!(select(&[]).is_err());
         for w in ALL {
             assert_eq!(Workload::parse(w.name()), Some(w));
         }
+        assert_eq!(ALL.iter().filter(|w| w.fixed_work()).count(), 5);
     }
 
     #[test]
     fn missing_programs_name_the_package() {
-        let e = check_programs_in(
-            &[Workload::Memcached, Workload::StressMutex],
-            std::ffi::OsStr::new("/nonexistent-klock-test"),
-        );
+        let none = std::ffi::OsStr::new("/nonexistent-klock-test");
+        let e = check_programs_in(&[Memcached, StressMutex, KcStash, KcTree, Pigz], none);
         let e = e.unwrap_err().0;
-        assert!(
-            e.contains("memcaslap") && e.contains("libmemcached-tools"),
-            "{e}"
-        );
-        assert!(e.contains("apt-get install stress-ng"), "{e}");
-        let e = check_programs_in(
-            &[Workload::KcStash, Workload::KcTree, Workload::Pigz],
-            std::ffi::OsStr::new("/nonexistent-klock-test"),
-        );
-        let e = e.unwrap_err().0;
-        assert!(
-            e.contains("kcstashtest (for kc-stash; Debian package kyotocabinet-utils")
-                && e.contains("kctreetest (for kc-tree")
-                && e.contains("apt-get install pigz")
-                && e.contains("--workloads"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn new_workloads_are_listed_but_not_default() {
-        let a = parse(&["--workloads", "kc-stash,kc-cache,kc-tree,pigz"]).unwrap();
-        assert_eq!(
-            select(&a.workloads).unwrap(),
-            vec![
-                Workload::KcStash,
-                Workload::KcCache,
-                Workload::KcTree,
-                Workload::Pigz
-            ]
-        );
-        assert_eq!(a.kc_records, 1_000_000);
-        let e = parse(&["--kc-records", "10"]).unwrap_err();
-        assert!(e.contains("1000.."), "{e}");
-        assert!(!DEFAULT_WORKLOADS.contains("kc-") && !DEFAULT_WORKLOADS.contains("pigz"));
-        let e = select(&["kc".into()]).unwrap_err();
-        assert!(e.0.contains("kc-stash") && e.0.contains("pigz"), "{e}");
-        assert!(ALL.iter().filter(|w| w.fixed_work()).count() == 5);
+        for want in [
+            "memcaslap (for memcached; Debian package libmemcached-tools",
+            "apt-get install stress-ng",
+            "kcstashtest (for kc-stash; Debian package kyotocabinet-utils",
+            "kctreetest (for kc-tree",
+            "apt-get install pigz",
+            "--workloads",
+        ] {
+            assert!(e.contains(want), "{want}: {e}");
+        }
     }
 
     const SYSBENCH_THREADS: &str = "General statistics:
@@ -1252,30 +1178,28 @@ ok
     #[test]
     fn kyoto_parsers() {
         assert_eq!(parse_kc_order(KC_ORDER, 10), Some(30.0));
+        assert_eq!(parse_kc_wicked(KC_WICKED, 10), Some(2500.0));
         // A count that does not match, a missing phase, no final `ok`: no number.
         assert_eq!(parse_kc_order(KC_ORDER, 12), None);
-        assert_eq!(
-            parse_kc_order(&KC_ORDER.replace("count: 0 (0)", "count: 1 (1)"), 10),
-            None
-        );
-        assert_eq!(
-            parse_kc_order(&KC_ORDER.replace("getting records:", "getting:"), 10),
-            None
-        );
-        assert_eq!(
-            parse_kc_order(&KC_ORDER.replace("ok\n", "error\n"), 10),
-            None
-        );
-        assert_eq!(
-            parse_kc_order(&KC_ORDER.replace("time: 0.500", "time: x"), 10),
-            None
-        );
-        assert_eq!(parse_kc_wicked(KC_WICKED, 10), Some(2500.0));
-        assert_eq!(parse_kc_wicked(&KC_WICKED.replace("ok", "error"), 10), None);
-        assert_eq!(
-            parse_kc_wicked(&KC_WICKED.replace("0.004", "0.000"), 10),
-            None
-        );
+        for (from, to) in [
+            ("count: 0 (0)", "count: 1 (1)"),
+            ("getting records:", "getting:"),
+            ("ok\n", "error\n"),
+            ("time: 0.500", "time: x"),
+        ] {
+            assert_eq!(
+                parse_kc_order(&KC_ORDER.replace(from, to), 10),
+                None,
+                "{to}"
+            );
+        }
+        for (from, to) in [("ok", "error"), ("0.004", "0.000")] {
+            assert_eq!(
+                parse_kc_wicked(&KC_WICKED.replace(from, to), 10),
+                None,
+                "{to}"
+            );
+        }
     }
 
     #[test]
@@ -1293,27 +1217,22 @@ ok
 
     #[test]
     fn records_and_table() {
-        let r = |w: Workload, t, side: &str, v: Option<f64>| RunResult {
+        let r = |w: Workload, side: &str, v: Option<f64>| RunResult {
             workload: w.name().into(),
-            threads: t,
+            threads: 2,
             side: side.into(),
             value: v,
-            error: if v.is_none() {
-                "boom".into()
-            } else {
-                String::new()
-            },
-            steal_ns: 0,
-            gate_flagged: false,
+            error: if v.is_none() { "boom" } else { "" }.into(),
+            ..RunResult::default()
         };
         let runs = vec![
-            r(Workload::SysbenchThreads, 2, GLIBC, Some(1000.0)),
-            r(Workload::SysbenchThreads, 2, GLIBC, Some(1200.0)),
-            r(Workload::SysbenchThreads, 2, KLOCK, Some(2000.0)),
-            r(Workload::SysbenchThreads, 2, KLOCK, None),
-            r(Workload::Memcached, 2, GLIBC, None),
+            r(SysbenchThreads, GLIBC, Some(1000.0)),
+            r(SysbenchThreads, GLIBC, Some(1200.0)),
+            r(SysbenchThreads, KLOCK, Some(2000.0)),
+            r(SysbenchThreads, KLOCK, None),
+            r(Memcached, GLIBC, None),
         ];
-        let ws = [Workload::SysbenchThreads, Workload::Memcached];
+        let ws = [SysbenchThreads, Memcached];
         let recs = records(&runs, &ws, &[2], 2.0);
         assert_eq!(recs.len(), 3);
         assert_eq!(recs[0].lock, GLIBC);
@@ -1355,7 +1274,6 @@ ok
 
     #[test]
     fn the_klock_side_preloads_the_library() {
-        let a = parse(&[]).unwrap();
         let side = Side {
             name: KLOCK,
             preload: Some(Path::new("/x.so")),
@@ -1364,6 +1282,5 @@ ok
         let env: Vec<_> = c.get_envs().collect();
         assert!(env.iter().any(|(k, v)| *k == "LD_PRELOAD"
             && v.is_some_and(|v| v.to_string_lossy().starts_with("/x.so"))));
-        assert_eq!(a.mutex_ops, 20_000_000);
     }
 }

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{CliError, CommonArgs, Config, add_single_thread_refs, select_locks};
+use super::{CliError, CommonArgs, Config, select_locks};
 use crate::locks::{LockEntry, LockKind};
 
 /// Arguments of `lockbench rwlock`.
@@ -29,24 +29,7 @@ pub fn configs(
     duration: Duration,
     noise: usize,
 ) -> Vec<Config> {
-    let mut v = Vec::new();
-    for &(r, w) in pairs {
-        for e in locks {
-            v.push(Config {
-                experiment: experiment.into(),
-                entry: *e,
-                threads: r + w,
-                readers: r,
-                rw: true,
-                workload: workload.clone(),
-                duration,
-                noise,
-                implicit: false,
-            });
-        }
-    }
-    add_single_thread_refs(&mut v);
-    v
+    super::pair_configs(experiment, locks, pairs, true, workload, duration, noise)
 }
 
 /// The (readers, writers) pairs requested by `args`.

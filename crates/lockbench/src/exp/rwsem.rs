@@ -1,35 +1,9 @@
-//! `lockbench rwsem`: seed 003's rwsem microbenchmark in user space.
-//!
-//! The seed ran N reader and N writer threads (18 + 18 on a 2-socket 36-core
-//! machine, 10 s) on one rwsem, with critical-section loads of 1, 10, 50 and
-//! 100 `pause` instructions and a 1 µs sleep, and printed three tables:
-//!
-//! 1. per load, the reader and the writer locking ops per thread, min/avg/max;
-//! 2. per load, the reader and writer locking ops that took the slow path;
-//! 3. per load, the mean writer ops per thread with all threads writers
-//!    against half of them writers, and the % change.
-//!
-//! Here the threads are the generic runner's ([`crate::runner`]): readers take
-//! the lock shared, writers exclusive, the load is `std::hint::spin_loop()`
-//! calls (x86 `pause`) or a 1 µs sleep inside the critical section, nothing
-//! outside unless `--ncs-ns`. Every configuration runs `--runs` times,
-//! interleaved with the others; the min/avg/max are those of the run with the
-//! median throughput of that class. The slow-path counts come from klock's
-//! counters (`rwsem_rlock_slow`, `rwsem_wlock_slow`; build with
-//! `--features stats`), median over runs, for klock's locks only. The
-//! all-writers configuration has the same total thread count (2N writers).
-//!
-//! The seed's own numbers (patched and unpatched 4.14, 18 + 18, 10 s) are
-//! printed beside ours for the shape: absolute counts differ (window length,
-//! machine), ratios such as reader:writer ops are comparable.
-//!
-//! `KLOCK_RWSEM_READER` (4 steal then wait running, the default; 1 steal; 2 spin; 3 join; 0 queue) is a
-//! process-wide tunable: compare reader stealing with reader spinning by
-//! running the command twice with the variable set.
-//!
-//! ```no_run
-//! // lockbench rwsem --pairs 4,18 --loads 1,10,50,100,sleep1us --duration 1 --runs 3
-//! ```
+//! `lockbench rwsem`: seed 003's rwsem microbenchmark in user space. N readers and N
+//! writers (2N writers for the all-writers configurations) run on the generic runner
+//! ([`crate::runner`]) at pause or sleep critical-section loads; the output is the
+//! seed's three tables (ops per thread, slow-path counts from klock's counters, all
+//! writers against half writers) beside the seed's own numbers. Options, tables and
+//! the `KLOCK_RWSEM_READER` tunable: `docs/lockbench.md`, "rwsem (seed 003)".
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -357,13 +331,8 @@ pub struct View<'a> {
 }
 
 impl View<'_> {
-    /// Renders seed 003's three tables (per pair count) from our records and
-    /// slow-path rows, then the seed's own numbers.
-    pub fn render(&self) -> String {
-        self.tables().iter().map(Table::to_text).collect()
-    }
-
-    /// Seed 003's three tables per pair count (see [`View::render`]), then the seed's own.
+    /// Seed 003's three tables per pair count (ops per thread, slow-path counts, all
+    /// writers against half writers) from our records, then the seed's own numbers.
     pub fn tables(&self) -> Vec<Table> {
         let mut s: Vec<Table> = Vec::new();
         for &n in self.pairs {
@@ -570,11 +539,6 @@ impl View<'_> {
     }
 }
 
-/// The seed's own tables, verbatim numbers (18 readers + 18 writers, 10 s), as text.
-pub fn seed_tables() -> String {
-    seed_table_list().iter().map(Table::to_text).collect()
-}
-
 /// The seed's own tables (patched and unpatched 4.14).
 pub fn seed_table_list() -> Vec<Table> {
     let mut s = Vec::new();
@@ -665,15 +629,12 @@ pub fn run(a: &RwsemArgs) -> Result<i32, CliError> {
         loads: &a.loads.0,
         duration_s: a.run.duration,
     };
-    super::out(&view.render());
+    super::out(&super::text(&view.tables()));
     super::out(&crate::table::exclusion_line(report.violations()));
-    if a.run.json.is_some() {
-        let mut j = serde_json::to_value(&report)
-            .map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
-        j["rwsem_slowpath"] = serde_json::to_value(&slow)
-            .map_err(|e| CliError(format!("cannot encode JSON: {e}")))?;
-        super::write_json(a.run.json.as_ref(), &j)?;
-    }
+    // The report `lockbench render` reads, plus the slow-path rows.
+    let (m, c, r) = (&report.machine, &report.command, &report.results);
+    let j = serde_json::json!({"machine": m, "command": c, "results": r, "rwsem_slowpath": slow});
+    super::write_json(a.run.json.as_ref(), &j)?;
     if let Some(p) = &a.csv {
         super::write_file(p, &crate::record::to_csv(&report.results))?;
     }
@@ -683,13 +644,13 @@ pub fn run(a: &RwsemArgs) -> Result<i32, CliError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    fn parse(args: &[&str]) -> Result<RwsemArgs, String> {
-        super::super::parse_args(args)
+    fn parse(args: &str) -> Result<RwsemArgs, String> {
+        super::super::parse_args(&args.split_whitespace().collect::<Vec<_>>())
     }
 
     #[test]
     fn defaults_match_the_seed() {
-        let a = parse(&[]).unwrap();
+        let a = parse("").unwrap();
         assert_eq!(a.pairs.0, vec![4, 18]);
         assert_eq!(
             a.loads.0,
@@ -708,45 +669,31 @@ mod tests {
 
     #[test]
     fn bad_flags_say_what_is_allowed() {
-        let e = parse(&["--loads", "1,fast"]).unwrap_err();
-        assert!(e.contains("sleep<N>us") && e.contains("0..=100000"), "{e}");
-        let e = parse(&["--loads", "sleep0us"]).unwrap_err();
-        assert!(e.contains("1..=1000000"), "{e}");
-        let e = parse(&["--pairs", "0"]).unwrap_err();
-        assert!(e.contains("1..=512"), "{e}");
-        let e = parse(&["--duration", "0"]).unwrap_err();
-        assert!(e.contains("seconds > 0"), "{e}");
-        let a = parse(&["--locks", "std"]).unwrap();
-        let e = run(&a).unwrap_err();
-        assert!(
-            e.0.contains("cannot be used here") && e.0.contains("klock_rwsem"),
-            "{e}"
-        );
-        let a = parse(&["--locks", "nope"]).unwrap();
-        let e = run(&a).unwrap_err();
-        assert!(
-            e.0.contains("known locks") && e.0.contains("pthread_rw_wpref"),
-            "{e}"
-        );
+        for (args, allowed) in [
+            ("--loads 1,fast", "sleep<N>us"),
+            ("--loads 1,fast", "0..=100000"),
+            ("--loads sleep0us", "1..=1000000"),
+            ("--pairs 0", "1..=512"),
+            ("--duration 0", "seconds > 0"),
+        ] {
+            let e = parse(args).unwrap_err();
+            assert!(e.contains(allowed), "{e}");
+        }
+        for (lock, why, allowed) in [
+            ("std", "cannot be used here", "klock_rwsem"),
+            ("nope", "known locks", "pthread_rw_wpref"),
+        ] {
+            let e = run(&parse(&format!("--locks {lock}")).unwrap())
+                .unwrap_err()
+                .0;
+            assert!(e.contains(why) && e.contains(allowed), "{e}");
+        }
     }
 
     #[test]
     fn tiny_run_produces_the_three_tables() {
-        let a = parse(&[
-            "--pairs",
-            "1",
-            "--loads",
-            "1,sleep1us",
-            "--locks",
-            "klock_rwsem,parking_lot_rw",
-            "--duration",
-            "0.05",
-            "--runs",
-            "1",
-            "--quiet",
-            "--no-idle-gate",
-        ])
-        .unwrap();
+        let a = parse("--pairs 1 --loads 1,sleep1us --locks klock_rwsem,parking_lot_rw --duration 0.05 --runs 1 --quiet --no-idle-gate")
+            .unwrap();
         let locks = select_locks(&a.locks, &[LockKind::RwLock], &[]).unwrap();
         let cfgs = configs(&locks, &a.pairs.0, &a.loads.0, 0.0, a.run.window(), 0, true);
         assert_eq!(cfgs.len(), 2 * 2 * 2);
@@ -778,7 +725,7 @@ mod tests {
             loads: &a.loads.0,
             duration_s: 0.05,
         };
-        let text = view.render();
+        let text = super::super::text(&view.tables());
         assert!(text.contains("locking ops per thread"), "{text}");
         assert!(text.contains("slow-path locking ops"), "{text}");
         assert!(text.contains("all writers"), "{text}");

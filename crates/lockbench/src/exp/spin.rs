@@ -445,37 +445,35 @@ fn measure_cell(a: &SpinArgs, g: &Group, t: usize, locks: &[Lock], prog: &Progre
         noise: g.noise,
     };
     let done = interleave(locks, &sched, prog, step, |_, l| (l.2)(&spec));
-    let mut cells: Vec<Cell> = (locks.iter())
-        .map(|l| Cell {
-            lock: l.0.to_string(),
-            table: g.title.clone(),
-            threads: t,
-            noise: g.noise,
-            pinned: g.pinned,
-            runs: Vec::new(),
-            median_secs: 0.0,
-            events: None,
-        })
-        .collect();
+    let mut runs = vec![Vec::new(); locks.len()];
     let mut acc = vec![vec![0u64; klock::stat::NUM_EVENTS]; locks.len()];
     for d in done {
         for (k, v) in d.events.values().iter().enumerate() {
             acc[d.point][k] += v;
         }
-        cells[d.point].runs.push(d.out);
+        runs[d.point].push(d.out);
     }
-    for (c, acc) in cells.iter_mut().zip(acc) {
-        let mut secs: Vec<f64> = c.runs.iter().map(|r| r.secs).collect();
-        secs.sort_by(|x, y| x.total_cmp(y));
-        c.median_secs = secs[secs.len() / 2];
-        c.events = klock::stat::ENABLED.then(|| {
-            (klock::stat::Event::ALL.iter())
-                .map(|e| (e.name().to_string(), acc[*e as usize]))
-                .filter(|(_, v)| *v > 0)
-                .collect()
-        });
-    }
-    cells
+    (locks.iter().zip(runs).zip(acc))
+        .map(|((l, runs), acc)| {
+            let mut secs: Vec<f64> = runs.iter().map(|r: &JobResult| r.secs).collect();
+            secs.sort_by(f64::total_cmp);
+            Cell {
+                lock: l.0.to_string(),
+                table: g.title.clone(),
+                threads: t,
+                noise: g.noise,
+                pinned: g.pinned,
+                median_secs: secs[secs.len() / 2],
+                runs,
+                events: klock::stat::ENABLED.then(|| {
+                    (klock::stat::Event::ALL.iter())
+                        .map(|e| (e.name().to_string(), acc[*e as usize]))
+                        .filter(|(_, v)| *v > 0)
+                        .collect()
+                }),
+            }
+        })
+        .collect()
 }
 
 /// Planned progress units of one job: its work divided over the effective CPUs
@@ -560,23 +558,21 @@ pub fn tables(d: &SpinData) -> Vec<Table> {
                 })
         });
         // The seed's columns: its three overcommit times, or its pinned time.
-        if !g.pinned && g.noise == 0 {
-            table
-                .header
-                .push("seed Westmere-EX 32/48/60 vCPUs (1x/1.5x/1.9x)".into());
-            table.header.push("seed Haswell-EX 32/48/60 vCPUs".into());
-        } else if g.pinned {
-            table
-                .header
-                .push("seed pinned, Westmere-EX 32 vCPUs".into());
-        }
-        for row in &mut table.rows {
-            let seed = seed_of(&row[0]);
-            if !g.pinned && g.noise == 0 {
-                row.push(seed.map_or("-".into(), |s| s.2.join(" / ")));
-                row.push(seed.map_or("-".into(), |s| s.3.join(" / ")));
-            } else if g.pinned {
-                row.push(seed.map_or("-".into(), |s| s.4.to_string()));
+        type Col = (&'static str, fn(&SeedRow) -> String);
+        let cols: &[Col] = match (g.pinned, g.noise) {
+            (false, 0) => &[
+                ("seed Westmere-EX 32/48/60 vCPUs (1x/1.5x/1.9x)", |s| {
+                    s.2.join(" / ")
+                }),
+                ("seed Haswell-EX 32/48/60 vCPUs", |s| s.3.join(" / ")),
+            ],
+            (true, _) => &[("seed pinned, Westmere-EX 32 vCPUs", |s| s.4.to_string())],
+            _ => &[],
+        };
+        for (head, cell) in cols {
+            table.header.push(head.to_string());
+            for row in &mut table.rows {
+                row.push(seed_of(&row[0]).map_or("-".into(), cell));
             }
         }
         out.push(table);
@@ -689,9 +685,7 @@ pub fn run(a: &SpinArgs) -> Result<i32, CliError> {
          cs {} ns, work {} ns between; {} runs per cell, medians\n",
         a.sections, a.per_task, a.shared_locks, a.cs_ns, a.work_ns, a.runs
     ));
-    for t in tables(&d) {
-        out(&t.to_text());
-    }
+    out(&super::text(&tables(&d)));
     if !klock::stat::ENABLED {
         out("\n(lock-event counters: build with `--features stats` to see them)\n");
     }

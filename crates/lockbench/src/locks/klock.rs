@@ -1,37 +1,16 @@
-//! klock's competitors. Empty until the lock issues land; each klock lock is one line.
-//!
-//! A klock lock implementing `lock_api::RawMutex` / `lock_api::RawRwLock` needs no
-//! adapter of its own: wrap it in the generic adapters and add a line to `entries()`:
-//!
-//! ```ignore
-//! use crate::adapter::{LockApiMutex, LockApiRwLock};
-//! use crate::locks::LockEntry;
-//!
-//! pub fn entries() -> Vec<LockEntry> {
-//!     vec![
-//!         LockEntry::mutex::<LockApiMutex<klock::RawMutex>>(
-//!             "klock_mutex",
-//!             "klock mutex: MCS-queued optimistic spinning with handoff",
-//!         ),
-//!         LockEntry::rwlock::<LockApiRwLock<klock::RawRwSem>>(
-//!             "klock_rwsem",
-//!             "klock rwsem: reader spinning, writer handoff",
-//!         ),
-//!     ]
-//! }
-//! ```
-//!
-//! A lock that always hands off on unlock can use `LockApiFairMutex<R>` (calls
-//! `unlock_fair`). A lock that is not a `lock_api` lock implements
-//! [`BenchLock`](crate::adapter::BenchLock) itself (see `spin.rs` for examples, including
-//! one that needs a per-thread queue node through `BenchLock::Ctx`).
-//! Names must start with `klock_`; the description is one line.
+//! klock's competitors: one registry line per lock (a `lock_api` lock needs no adapter
+//! of its own: wrap it in [`LockApiMutex`] or [`LockApiRwLock`]).
+//! Names start with `klock_`; the description is one line.
 
 use super::entry::LockEntry;
-use crate::adapter::LockApiMutex;
+use crate::adapter::{LockApiMutex, LockApiRwLock};
+use klock::mutex::{RawMutex, SpinNoQueue, SpinOff, SpinOsq};
+use klock::rwlock::RawRwLock;
 use klock::spin::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTicketLock, Unfair};
 
-/// Registry lines for klock's locks.
+/// Registry lines for klock's locks: spinlocks, mutex variants, rwsem variants (seed
+/// 003). The rwsem's reader behaviour is the process-wide tunable `KLOCK_RWSEM_READER`,
+/// so steal vs spin is compared by running lockbench twice, not by two registry names.
 pub fn entries() -> Vec<LockEntry> {
     vec![
         LockEntry::mutex::<LockApiMutex<RawTasLock<Native>>>(
@@ -62,15 +41,6 @@ pub fn entries() -> Vec<LockEntry> {
             "klock_unfair",
             "klock queued unfair lock: steal while the head does not claim; bounded (klock::SpinLock)",
         ),
-    ]
-}
-
-/// Registry lines for klock's mutex variants (kept apart from [`entries`] so the
-/// spinlock and mutex registrations merge independently).
-pub fn mutex_entries() -> Vec<LockEntry> {
-    use crate::adapter::LockApiMutex;
-    use klock::mutex::{RawMutex, SpinNoQueue, SpinOff, SpinOsq};
-    vec![
         LockEntry::mutex::<LockApiMutex<RawMutex<SpinOsq>>>(
             "klock_mutex",
             "klock mutex: OSQ-queued optimistic spinning, FIFO sleepers, handoff",
@@ -83,17 +53,6 @@ pub fn mutex_entries() -> Vec<LockEntry> {
             "klock_mutex_noqueue",
             "klock mutex, ablation: every spinner polls the owner (no OSQ)",
         ),
-    ]
-}
-
-/// Registry lines for klock's rwsem variants (seed 003). Reader behaviour on a failed
-/// fast path is the process-wide tunable `KLOCK_RWSEM_READER` (4 steal then wait running, the default; 1 steal;
-/// 2 spin on a writer owner; 0 queue), so steal vs spin is compared by running
-/// lockbench twice with that variable, not by two registry names.
-pub fn rwsem_entries() -> Vec<LockEntry> {
-    use crate::adapter::LockApiRwLock;
-    use klock::rwlock::{RawRwLock, SpinOff, SpinOsq};
-    vec![
         LockEntry::rwlock::<LockApiRwLock<RawRwLock<SpinOsq>>>(
             "klock_rwsem",
             "klock rwsem (seed 003): writers spin via OSQ, hand-off, readers per KLOCK_RWSEM_READER (4 steal+wait default, 1 steal, 2 spin, 3 join, 0 queue)",

@@ -33,22 +33,10 @@ pub fn registry() -> Vec<LockEntry> {
     v.extend(pthread::entries());
     v.extend(spin::entries());
     v.extend(klock::entries());
-    v.extend(klock::mutex_entries());
-    v.extend(klock::rwsem_entries());
     v
 }
 
 /// Looks a competitor up by exact name.
 pub fn find(name: &str) -> Option<LockEntry> {
     registry().into_iter().find(|e| e.name == name)
-}
-
-/// Names of all competitors of `kind` (all when `None`), comma-separated, for error messages.
-pub fn names(kind: Option<LockKind>) -> String {
-    registry()
-        .iter()
-        .filter(|e| kind.is_none_or(|k| e.kind == k))
-        .map(|e| e.name)
-        .collect::<Vec<_>>()
-        .join(", ")
 }

@@ -52,7 +52,7 @@ unsafe extern "C" {
     fn pthread_spin_destroy(lock: *mut libc::pthread_spinlock_t) -> libc::c_int;
 }
 
-/// A `pthread_mutex_t` of type `TYPE` (or the default attributes for [`DEFAULT`]).
+/// A `pthread_mutex_t` of type `TYPE` (or the default attributes for `DEFAULT`).
 pub struct PthreadMutex<const TYPE: i32>(Box<UnsafeCell<libc::pthread_mutex_t>>);
 
 // SAFETY: a pthread mutex is designed to be shared between threads; it is only accessed
