@@ -369,6 +369,23 @@ impl Osq {
     /// });
     /// ```
     pub fn lock(&self, q: QNode, budget: &mut SpinBudget, max_pos: u32) -> bool {
+        // Step 1: join as the tail; an empty queue makes us its head at once.
+        let Some(pos) = self.join(q) else {
+            return true;
+        };
+        // Step 2: spin until granted the head, unless too far back.
+        if pos <= max_pos && Self::spin_for_head(OsqNode::of(q.node()), budget) {
+            return true;
+        }
+        // Step 3: give up: leave the queue (or take the head, granted meanwhile).
+        self.unqueue(q)
+    }
+
+    /// Step 1 of [`lock`](Self::lock): initialise our node and swap it in
+    /// as the tail. `None`: the queue was empty, we are its head. Otherwise
+    /// linked behind the predecessor: our queue position.
+    #[inline]
+    fn join(&self, q: QNode) -> Option<u32> {
         let me = q.tail();
         let n = OsqNode::of(q.node());
         n.init();
@@ -378,9 +395,9 @@ impl Osq {
         let old = self.tail.swap(me, Ordering::AcqRel);
         crate::chaos::point(crate::chaos::Site::ListEdit);
         if old == 0 {
-            return true;
+            return None;
         }
-        let mut prev = OsqNode::of(node::decode(old));
+        let prev = OsqNode::of(node::decode(old));
         let pos = prev.position().saturating_add(1);
         n.set_position(pos);
         // Relaxed: published by the Release link store below.
@@ -390,36 +407,79 @@ impl Osq {
         // Acquire `swap` of prev.next in `wait_next` / `unlock`.
         publish(prev.next(), me, Ordering::Release);
         crate::chaos::point(crate::chaos::Site::ListEdit);
+        Some(pos)
+    }
 
-        if pos <= max_pos {
-            let stale = crate::tune::get().osq_stale_ns;
-            let mut iter = 0u32;
-            let mut watch = BeatWatch::default();
-            let mut stale_seen = false;
-            if wait::spin_until(budget, || {
-                iter = iter.wrapping_add(1);
-                if beat_due(iter, stale) {
-                    heartbeat(n.0);
-                    // Relaxed: a hint.
-                    let p = OsqNode::of(node::decode(n.prev().load(Ordering::Relaxed)));
-                    if p.looks_descheduled(stale, &mut watch) {
-                        stale_seen = true;
-                        return true;
-                    }
+    /// Step 2 of [`lock`](Self::lock): spin on our node `n` until granted the
+    /// head (`true`), the budget runs out or the predecessor looks
+    /// descheduled (`false`). Publishes our heartbeat as it spins.
+    #[inline]
+    fn spin_for_head(n: OsqNode<'_>, budget: &mut SpinBudget) -> bool {
+        let stale = crate::tune::get().osq_stale_ns;
+        let mut iter = 0u32;
+        let mut watch = BeatWatch::default();
+        let mut stale_seen = false;
+        if wait::spin_until(budget, || {
+            iter = iter.wrapping_add(1);
+            if beat_due(iter, stale) {
+                heartbeat(n.0);
+                // Relaxed: a hint.
+                let p = OsqNode::of(node::decode(n.prev().load(Ordering::Relaxed)));
+                if p.looks_descheduled(stale, &mut watch) {
+                    stale_seen = true;
+                    return true;
                 }
-                n.is_head()
-            }) && n.is_head()
-            {
-                return true;
             }
-            stat::cond_inc(Event::OsqStale, stale_seen);
+            n.is_head()
+        }) && n.is_head()
+        {
+            return true;
         }
+        stat::cond_inc(Event::OsqStale, stale_seen);
+        false
+    }
 
-        // ---- unqueue ----
+    /// Step 3 of [`lock`](Self::lock), the unqueue: leave the queue (steps
+    /// A-C, `false`) unless the head is granted to us first (`true`).
+    #[inline]
+    fn unqueue(&self, q: QNode) -> bool {
         // Step A: unlink from prev.next, unless the grant arrives first.
+        let Some(prev_tail) = Self::unlink_from_prev(q) else {
+            return true;
+        };
+        stat::inc(Event::OsqUnqueue);
+        // Step B: either move the tail back to prev (we were last) or take our
+        // successor (its link is stable once we swap it out).
+        let Some(next_tail) = self.wait_next(q, prev_tail) else {
+            return false;
+        };
+        stat::inc(Event::OsqUnqueueRelink);
+        // Step C: link successor and predecessor. Release on prev.next pairs
+        // with the successor's / prev's Acquire reads of the link.
+        publish(
+            OsqNode::of(node::decode(next_tail)).prev(),
+            prev_tail,
+            Ordering::Release,
+        );
+        crate::chaos::point(crate::chaos::Site::ListEdit);
+        publish(
+            OsqNode::of(node::decode(prev_tail)).next(),
+            next_tail,
+            Ordering::Release,
+        );
+        false
+    }
+
+    /// Step A of the unqueue: clear our predecessor's `next` link to us and
+    /// return the predecessor's tail code, or `None` if the head was granted
+    /// to us first.
+    #[inline]
+    fn unlink_from_prev(q: QNode) -> Option<u32> {
+        let me = q.tail();
+        let n = OsqNode::of(q.node());
         let mut prev_tail = n.prev().load(Ordering::Acquire);
         let granted = spin_then_yield(|| {
-            prev = OsqNode::of(node::decode(prev_tail));
+            let prev = OsqNode::of(node::decode(prev_tail));
             // Acquire on success: step C of an unqueueing predecessor released
             // our new `prev`; relaxed reload below.
             if peek(prev.next(), Ordering::Relaxed) == me
@@ -438,26 +498,7 @@ impl Osq {
             prev_tail = n.prev().load(Ordering::Acquire);
             None
         });
-        if granted {
-            return true;
-        }
-        stat::inc(Event::OsqUnqueue);
-        // Step B: either move the tail back to prev (we were last) or take our
-        // successor (its link is stable once we swap it out).
-        let Some(next_tail) = self.wait_next(q, prev_tail) else {
-            return false;
-        };
-        stat::inc(Event::OsqUnqueueRelink);
-        // Step C: link successor and predecessor. Release on prev.next pairs
-        // with the successor's / prev's Acquire reads of the link.
-        publish(
-            OsqNode::of(node::decode(next_tail)).prev(),
-            prev_tail,
-            Ordering::Release,
-        );
-        crate::chaos::point(crate::chaos::Site::ListEdit);
-        publish(prev.next(), next_tail, Ordering::Release);
-        false
+        (!granted).then_some(prev_tail)
     }
 
     /// Wait until we either move the tail from us back to `prev_tail` (we were
