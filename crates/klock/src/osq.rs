@@ -61,10 +61,10 @@
 //! `KLOCK_WAITLOCK_SPIN_NS` and then yield, so a preempted peer gets the CPU.
 //!
 //! ```
-//! use klock::osq::Osq;
-//! use klock::wait::SpinBudget;
+//! use klock::internal::osq::Osq;
+//! use klock::internal::wait::SpinBudget;
 //! let q = Osq::new();
-//! klock::node::with_node(|n| {
+//! klock::internal::node::with_node(|n| {
 //!     let n = n.unwrap();
 //!     assert!(q.lock(n, &mut SpinBudget::new(1000), 4));
 //!     assert!(!q.is_empty());
@@ -81,7 +81,7 @@ use crate::wait::{self, SpinBudget};
 /// A cancellable MCS queue of spinners (4 bytes: one `AtomicU32`).
 ///
 /// ```
-/// assert_eq!(std::mem::size_of::<klock::osq::Osq>(), 4);
+/// assert_eq!(std::mem::size_of::<klock::internal::osq::Osq>(), 4);
 /// ```
 #[derive(Debug)]
 pub struct Osq {
@@ -199,9 +199,9 @@ struct BeatWatch {
 /// ```
 ///
 /// ```
-/// use klock::osq::OsqGrant;
+/// use klock::internal::osq::OsqGrant;
 /// assert_ne!(OsqGrant::Waiting as u32, OsqGrant::Head as u32);
-/// assert_eq!(OsqGrant::Head as u32 & klock::node::tag::MASK, klock::node::tag::OSQ);
+/// assert_eq!(OsqGrant::Head as u32 & klock::internal::node::tag::MASK, klock::internal::node::tag::OSQ);
 /// ```
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -312,7 +312,7 @@ impl Osq {
     /// An empty queue.
     ///
     /// ```
-    /// assert!(klock::osq::Osq::new().is_empty());
+    /// assert!(klock::internal::osq::Osq::new().is_empty());
     /// ```
     #[cfg(not(loom))]
     pub const fn new() -> Osq {
@@ -332,7 +332,7 @@ impl Osq {
     /// Is nobody queued? (A racy snapshot.)
     ///
     /// ```
-    /// assert!(klock::osq::Osq::new().is_empty());
+    /// assert!(klock::internal::osq::Osq::new().is_empty());
     /// ```
     #[inline]
     pub fn is_empty(&self) -> bool {
@@ -343,7 +343,7 @@ impl Osq {
     /// "spinners would outnumber CPUs". Racy by nature.
     ///
     /// ```
-    /// assert_eq!(klock::osq::Osq::new().depth_hint(), 0);
+    /// assert_eq!(klock::internal::osq::Osq::new().depth_hint(), 0);
     /// ```
     #[inline]
     pub fn depth_hint(&self) -> u32 {
@@ -360,9 +360,9 @@ impl Osq {
     /// `max_pos` (spinners would outnumber CPUs).
     ///
     /// ```
-    /// use klock::{osq::Osq, wait::SpinBudget};
+    /// use klock::internal::{osq::Osq, wait::SpinBudget};
     /// let q = Osq::new();
-    /// klock::node::with_node(|n| {
+    /// klock::internal::node::with_node(|n| {
     ///     let n = n.unwrap();
     ///     assert!(q.lock(n, &mut SpinBudget::new(0), 1)); // empty queue: head at once
     ///     q.unlock(n);
@@ -533,10 +533,10 @@ impl Osq {
     /// Leave the head of the queue: pass it to the successor (if any).
     ///
     /// ```
-    /// let q = klock::osq::Osq::new();
-    /// klock::node::with_node(|n| {
+    /// let q = klock::internal::osq::Osq::new();
+    /// klock::internal::node::with_node(|n| {
     ///     let n = n.unwrap();
-    ///     assert!(q.lock(n, &mut klock::wait::SpinBudget::new(10), 1));
+    ///     assert!(q.lock(n, &mut klock::internal::wait::SpinBudget::new(10), 1));
     ///     q.unlock(n);
     /// });
     /// ```

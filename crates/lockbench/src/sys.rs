@@ -112,9 +112,9 @@ pub fn affinity_cpus() -> Option<usize> {
 }
 
 /// This process's cgroup CPU quota in CPUs (v2 `cpu.max` or v1
-/// `cpu.cfs_quota_us`, own group and ancestors): [`klock::wait::cgroup_quota`].
+/// `cpu.cfs_quota_us`, own group and ancestors): [`klock::internal::wait::cgroup_quota`].
 pub fn cgroup_quota_cpus() -> Option<f64> {
-    klock::wait::cgroup_quota()
+    klock::internal::wait::cgroup_quota()
 }
 
 /// Description of the machine a report was measured on.

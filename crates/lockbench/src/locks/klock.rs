@@ -29,7 +29,7 @@
 
 use super::entry::LockEntry;
 use crate::adapter::LockApiMutex;
-use klock::spin::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTicketLock, Unfair};
+use klock::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTicketLock, Unfair};
 
 /// Registry lines for klock's locks.
 pub fn entries() -> Vec<LockEntry> {
@@ -69,7 +69,7 @@ pub fn entries() -> Vec<LockEntry> {
 /// spinlock and mutex registrations merge independently).
 pub fn mutex_entries() -> Vec<LockEntry> {
     use crate::adapter::LockApiMutex;
-    use klock::mutex::{RawMutex, SpinNoQueue, SpinOff, SpinOsq};
+    use klock::{RawMutex, SpinNoQueue, SpinOff, SpinOsq};
     vec![
         LockEntry::mutex::<LockApiMutex<RawMutex<SpinOsq>>>(
             "klock_mutex",
@@ -92,7 +92,7 @@ pub fn mutex_entries() -> Vec<LockEntry> {
 /// lockbench twice with that variable, not by two registry names.
 pub fn rwsem_entries() -> Vec<LockEntry> {
     use crate::adapter::LockApiRwLock;
-    use klock::rwlock::{RawRwLock, SpinOff, SpinOsq};
+    use klock::{RawRwLock, SpinOff, SpinOsq};
     vec![
         LockEntry::rwlock::<LockApiRwLock<RawRwLock<SpinOsq>>>(
             "klock_rwsem",
