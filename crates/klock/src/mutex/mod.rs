@@ -298,9 +298,13 @@ pub struct RawMutex<S: SpinPolicy = SpinOsq> {
 ///
 /// ```
 /// let m = klock::RawMutex::<klock::SpinOff>::new();
-/// let t = m.lock();
-/// assert_eq!(t.id(), klock::internal::mutex::current_id());
-/// unsafe { m.unlock(t) };
+/// let t: klock::MutexToken = m.lock();
+/// assert_ne!(t.id(), 0); // 0 is "no owner"
+/// let m = &m;
+/// std::thread::scope(|s| {
+///     s.spawn(move || unsafe { m.unlock(t) }); // released by another thread
+/// });
+/// assert!(!m.is_locked());
 /// ```
 #[derive(Debug)]
 #[must_use = "the mutex stays locked until the token is passed to unlock"]

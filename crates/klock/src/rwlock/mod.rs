@@ -240,9 +240,13 @@ impl<S: SpinPolicy> Default for RawRwLock<S> {
 ///
 /// ```
 /// let l = klock::RawRwLock::<klock::SpinOff>::new();
-/// let t = l.lock_exclusive();
-/// assert_eq!(t.id(), klock::internal::tid::current_id());
-/// unsafe { l.unlock_exclusive(t) };
+/// let t: klock::WriteToken = l.lock_exclusive();
+/// assert_ne!(t.id(), 0); // 0 is "no writer"
+/// let l = &l;
+/// std::thread::scope(|s| {
+///     s.spawn(move || unsafe { l.unlock_exclusive(t) }); // released by another thread
+/// });
+/// assert!(!l.is_locked());
 /// ```
 #[derive(Debug)]
 pub struct WriteToken {
