@@ -325,7 +325,7 @@ pub extern "C" fn klock_spinlock_variant() -> *const c_char {
     static NAME: std::sync::OnceLock<std::ffi::CString> = std::sync::OnceLock::new();
     NAME.get_or_init(|| {
         // A kind's name has no NUL byte.
-        std::ffi::CString::new(klock::spin::RawSpin::kind().name()).unwrap_or_default()
+        std::ffi::CString::new(klock::RawSpin::kind().name()).unwrap_or_default()
     })
     .as_ptr()
 }

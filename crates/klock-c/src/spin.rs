@@ -43,8 +43,8 @@
 //! assert_eq!(s.destroy(), 0);
 //! ```
 
-use klock::spin::{RawSpin, Token};
-use klock::tid::{ANON_ID, current_id};
+use klock::internal::tid::{ANON_ID, current_id};
+use klock::{RawSpin, SpinToken as Token};
 use libc::{EBUSY, EDEADLK, EPERM, c_int};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU32, Ordering};

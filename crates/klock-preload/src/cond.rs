@@ -52,7 +52,7 @@ use crate::mutex::{self, call_real};
 use crate::real;
 use crate::stats::{self, Family};
 use crate::sys;
-use klock::mutex::{SpinOff, SpinOsq, SpinPolicy};
+use klock::{SpinOff, SpinOsq, SpinPolicy};
 use klock_c::core::cond::{KCond, Wait};
 use klock_c::core::time;
 use libc::{
@@ -392,7 +392,7 @@ unsafe extern "C" fn wait_end<S: SpinPolicy>(
 }
 
 extern "C" fn now_ns() -> u64 {
-    klock::wait::now_ns()
+    klock::internal::wait::now_ns()
 }
 
 /// Step 1 with a glibc-served mutex (robust, PI, PP, pshared): register on
@@ -710,7 +710,7 @@ unsafe extern "C" fn plan(
         }
     }
     if stats::enabled() {
-        p.t0 = klock::wait::now_ns().max(1);
+        p.t0 = klock::internal::wait::now_ns().max(1);
     }
     p.route = route;
     p
@@ -719,7 +719,7 @@ unsafe extern "C" fn plan(
 /// After a klock wait returned normally: the condvar statistics.
 extern "C" fn finish(c: *mut pthread_cond_t, r: c_int, t0: u64) {
     if t0 != 0 {
-        let waited = klock::wait::now_ns().saturating_sub(t0);
+        let waited = klock::internal::wait::now_ns().saturating_sub(t0);
         stats::acquired(c as usize, Family::Cond, r == ETIMEDOUT, waited);
     }
 }

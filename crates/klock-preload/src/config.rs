@@ -29,9 +29,9 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SleepVariant {
     /// `klock` (default): optimistic spinning queued in an OSQ, then sleep
-    /// ([`klock::mutex::SpinOsq`]).
+    /// ([`klock::SpinOsq`]).
     Osq,
-    /// `nospin`: no optimistic spinning ([`klock::mutex::SpinOff`]).
+    /// `nospin`: no optimistic spinning ([`klock::SpinOff`]).
     NoSpin,
 }
 

@@ -43,13 +43,13 @@ use libc::c_int;
 extern "C" fn init() {
     let _ = config::get();
     real::resolve_all();
-    klock::fork::register();
+    klock::register_fork_handlers();
     // klock's once-computed values, here on the main thread's big stack
     // rather than in the first lock call (which may run on a 16 KiB thread
     // stack, or inside a malloc that locks), and with the environment
     // read while nothing else runs.
     let _ = klock::tune::get();
-    let _ = klock::wait::effective_cpus();
+    let _ = klock::internal::wait::effective_cpus();
     stats::init();
     if config::env(c"KLOCK_PRELOAD_CHECK") == Some(b"1") {
         let mut line = config::Line::new();

@@ -23,7 +23,7 @@ use crate::config::{self, SleepVariant};
 use crate::real;
 use crate::stats::{self, Family};
 use crate::sys;
-use klock::mutex::{SpinOff, SpinOsq, SpinPolicy};
+use klock::{SpinOff, SpinOsq, SpinPolicy};
 use klock_c::core::mutex::{KMutex, Kind};
 use libc::{
     CLOCK_REALTIME, EBUSY, EINVAL, c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec,
@@ -38,8 +38,8 @@ const _: () = assert!(std::mem::align_of::<KMutex<SpinOff>>() <= 8);
 macro_rules! by_mutex_variant {
     ($f:ident ( $($a:expr),* )) => {
         match $crate::config::get().mutex {
-            $crate::config::SleepVariant::Osq => $f::<klock::mutex::SpinOsq>($($a),*),
-            $crate::config::SleepVariant::NoSpin => $f::<klock::mutex::SpinOff>($($a),*),
+            $crate::config::SleepVariant::Osq => $f::<klock::SpinOsq>($($a),*),
+            $crate::config::SleepVariant::NoSpin => $f::<klock::SpinOff>($($a),*),
         }
     };
 }
@@ -134,14 +134,14 @@ fn acquire_counted<S: SpinPolicy>(
         }
         return first;
     }
-    let t0 = klock::wait::now_ns();
+    let t0 = klock::internal::wait::now_ns();
     let r = run(how);
     if r == 0 {
         stats::acquired(
             m as usize,
             Family::Mutex,
             true,
-            klock::wait::now_ns().saturating_sub(t0),
+            klock::internal::wait::now_ns().saturating_sub(t0),
         );
     }
     r

@@ -39,7 +39,7 @@ use crate::mutex::call_real;
 use crate::real;
 use crate::stats::{self, Family};
 use crate::sys;
-use klock::mutex::{SpinOff, SpinOsq, SpinPolicy};
+use klock::{SpinOff, SpinOsq, SpinPolicy};
 use klock_c::core::rwlock::{KRwLock, ReadPolicy};
 use libc::{
     CLOCK_REALTIME, EBUSY, EINVAL, c_int, clockid_t, pthread_rwlock_t, pthread_rwlockattr_t,
@@ -188,10 +188,10 @@ fn acquire_counted<S: SpinPolicy>(l: *mut pthread_rwlock_t, k: &KRwLock<S>, op: 
         }
         return first;
     }
-    let t0 = klock::wait::now_ns();
+    let t0 = klock::internal::wait::now_ns();
     let r = run(k, op);
     if r == 0 {
-        let waited = klock::wait::now_ns().saturating_sub(t0);
+        let waited = klock::internal::wait::now_ns().saturating_sub(t0);
         stats::acquired(l as usize, fam, true, waited);
     }
     r
@@ -202,7 +202,7 @@ fn unlock<S: SpinPolicy>(l: *mut pthread_rwlock_t) -> c_int {
     // SAFETY: as in `acquire`.
     let k = unsafe { kr::<S>(l) };
     if stats::enabled() {
-        let fam = if k.raw().writer() == klock::tid::current_id() {
+        let fam = if k.raw().writer() == klock::internal::tid::current_id() {
             Family::RwWrite
         } else {
             Family::RwRead

@@ -1,12 +1,12 @@
 //! Scheduling-policy changes: `pthread_setschedparam`, `pthread_setschedprio`,
 //! `sched_setscheduler` and `sched_setparam` run glibc's function, then tell
 //! klock: a thread that changed its own policy records it
-//! ([`klock::wait::note_own_policy`]); a change to another thread makes
+//! ([`klock::internal::wait::note_own_policy`]); a change to another thread makes
 //! every thread re-read its own at its next lock slow path
-//! ([`klock::wait::sched_changed`]).
+//! ([`klock::internal::wait::sched_changed`]).
 //!
 //! A thread under `SCHED_FIFO` or `SCHED_RR` never spins or yields for a
-//! lock (INV-RT-NOSPIN, `klock::wait::realtime`): a real-time waiter that
+//! lock (INV-RT-NOSPIN, `klock::internal::wait::realtime`): a real-time waiter that
 //! spins or yields can keep a lower-priority holder off the CPU (stress-ng's
 //! mutex stressor raises its threads to random FIFO priorities, takes the
 //! lock, drops to the lowest priority and yields while holding it). Without
@@ -26,10 +26,10 @@ fn is_rt(policy: c_int) -> bool {
 /// caller (`own`): record it, or make every thread re-read its own.
 fn changed(own: bool, policy: Option<c_int>) {
     match policy {
-        Some(p) if own => klock::wait::note_own_policy(is_rt(p)),
+        Some(p) if own => klock::internal::wait::note_own_policy(is_rt(p)),
         // The priority alone changed on our own thread: the policy stands.
         None if own => {}
-        _ => klock::wait::sched_changed(),
+        _ => klock::internal::wait::sched_changed(),
     }
 }
 

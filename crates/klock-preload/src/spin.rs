@@ -30,8 +30,8 @@
 
 use crate::config::{self, SpinVariant};
 use crate::stats::{self, Family};
-use klock::spin::{Native, Pv, PvBase, RawQSpinLock, Token, Unfair, WaitPolicy};
-use klock::wait::{Backoff, SpinBudget, spin_until, yield_now};
+use klock::internal::wait::{Backoff, SpinBudget, spin_until, yield_now};
+use klock::{Native, Pv, PvBase, RawQSpinLock, SpinToken as Token, Unfair, WaitPolicy};
 use libc::{EBUSY, EINVAL, EPERM, c_int, pthread_spinlock_t};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
@@ -94,7 +94,7 @@ fn g_lock_slow(w: &AtomicI32) {
     }
     // The holder may be descheduled: give the CPU away between polls.
     loop {
-        klock::wait::relinquish();
+        klock::internal::wait::relinquish();
         let mut b = SpinBudget::new(t.tas_backoff_max_ns);
         if spin_until(&mut b, || w.load(Ordering::Relaxed) > 0) && g_try(w) {
             return;
@@ -287,7 +287,11 @@ unsafe extern "C" fn spin_lock_full(l: *mut pthread_spinlock_t) -> c_int {
     if on && unsafe { pthread_spin_trylock(l) } == 0 {
         return 0;
     }
-    let t0 = if on { klock::wait::now_ns() } else { 0 };
+    let t0 = if on {
+        klock::internal::wait::now_ns()
+    } else {
+        0
+    };
     by_spin_variant!(
         {
             // SAFETY: non-null spinlock from the program, glibc mode.
@@ -299,7 +303,7 @@ unsafe extern "C" fn spin_lock_full(l: *mut pthread_spinlock_t) -> c_int {
         q_lock(l)
     );
     if on {
-        let waited = klock::wait::now_ns().saturating_sub(t0);
+        let waited = klock::internal::wait::now_ns().saturating_sub(t0);
         stats::acquired(l as usize, Family::Spin, true, waited);
     }
     0

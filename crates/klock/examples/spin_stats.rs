@@ -5,7 +5,7 @@
 //!
 //! The variant is any `KLOCK_SPIN` name; the second argument is the thread count.
 
-use klock::spin::{DynSpinLock, RawSpin};
+use klock::{DynSpinLock, RawSpin};
 use std::time::{Duration, Instant};
 
 fn main() {

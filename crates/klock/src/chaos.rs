@@ -21,14 +21,14 @@
 //!
 //! ```
 //! // Outside the `chaos` feature this is a no-op; with it, a random delay.
-//! klock::chaos::point(klock::chaos::Site::AfterRelease);
+//! klock::internal::chaos::point(klock::internal::chaos::Site::AfterRelease);
 //! ```
 
 /// The kind of window a mark sits in (for documentation and for statistics
 /// of where delays were injected; the injection is the same for every kind).
 ///
 /// ```
-/// assert_ne!(klock::chaos::Site::AfterRelease, klock::chaos::Site::BeforeSleep);
+/// assert_ne!(klock::internal::chaos::Site::AfterRelease, klock::internal::chaos::Site::BeforeSleep);
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Site {
@@ -48,7 +48,7 @@ pub enum Site {
 /// Mark a preemption window. A no-op unless the `chaos` feature is on.
 ///
 /// ```
-/// klock::chaos::point(klock::chaos::Site::ListEdit);
+/// klock::internal::chaos::point(klock::internal::chaos::Site::ListEdit);
 /// ```
 #[inline(always)]
 pub fn point(_site: Site) {
@@ -61,7 +61,7 @@ pub fn point(_site: Site) {
 /// sequences of delays (thread scheduling still differs).
 ///
 /// ```
-/// let _ = klock::chaos::seed();
+/// let _ = klock::internal::chaos::seed();
 /// ```
 pub fn seed() -> u64 {
     #[cfg(all(feature = "chaos", not(loom)))]
@@ -77,7 +77,7 @@ pub fn seed() -> u64 {
 /// Is preemption injection compiled in?
 ///
 /// ```
-/// assert_eq!(klock::chaos::ENABLED, cfg!(feature = "chaos"));
+/// assert_eq!(klock::internal::chaos::ENABLED, cfg!(feature = "chaos"));
 /// ```
 pub const ENABLED: bool = cfg!(all(feature = "chaos", not(loom)));
 

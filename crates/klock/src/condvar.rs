@@ -80,7 +80,7 @@
 //!
 //! ```
 //! use std::sync::Arc;
-//! use klock::{condvar::Condvar, mutex::Mutex};
+//! use klock::{Condvar, Mutex};
 //! let pair = Arc::new((Mutex::new(false), Condvar::new()));
 //! let p2 = pair.clone();
 //! let t = std::thread::spawn(move || {
@@ -108,8 +108,8 @@ use std::marker::PhantomData;
 /// the mutex's WLOCK: INV-WAKE-ADDR).
 ///
 /// ```
-/// use klock::condvar::CondState;
-/// assert_eq!(CondState::Waiting as u32 & klock::node::tag::MASK, klock::node::tag::CONDVAR);
+/// use klock::internal::condvar::CondState;
+/// assert_eq!(CondState::Waiting as u32 & klock::internal::node::tag::MASK, klock::internal::node::tag::CONDVAR);
 /// ```
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -134,7 +134,7 @@ const FB_UNREGISTERED: u32 = 1;
 /// address of the mutex they use.
 ///
 /// ```
-/// let cv = klock::condvar::RawCondvar::<klock::mutex::SpinOsq>::new();
+/// let cv = klock::RawCondvar::<klock::SpinOsq>::new();
 /// assert_eq!(cv.notify_all(), 0);
 /// ```
 #[derive(Debug)]
@@ -153,8 +153,8 @@ pub struct RawCondvar<S: SpinPolicy = SpinOsq> {
 /// A condition variable for [`crate::mutex::Mutex`] (`lock_api::Condvar`): 16 bytes.
 ///
 /// ```
-/// let m = klock::mutex::Mutex::new(0);
-/// let cv = klock::condvar::Condvar::new();
+/// let m = klock::Mutex::new(0);
+/// let cv = klock::Condvar::new();
 /// let mut g = m.lock();
 /// let r = cv.wait_for(&mut g, std::time::Duration::from_millis(1));
 /// assert!(r.timed_out());
@@ -165,7 +165,7 @@ pub type Condvar = lock_api::Condvar<RawCondvar<SpinOsq>>;
 /// A condition variable for [`crate::mutex::MutexNoSpin`]: 16 bytes.
 ///
 /// ```
-/// let cv = klock::condvar::CondvarNoSpin::new();
+/// let cv = klock::CondvarNoSpin::new();
 /// assert!(!cv.notify_one());
 /// ```
 #[cfg(not(loom))]
@@ -215,7 +215,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// A condvar with no waiters (all zero).
     ///
     /// ```
-    /// static CV: klock::condvar::RawCondvar = klock::condvar::RawCondvar::new();
+    /// static CV: klock::RawCondvar = klock::RawCondvar::new();
     /// assert!(!CV.notify_one());
     /// ```
     #[cfg(not(loom))]
@@ -340,7 +340,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// returns EBUSY then.
     ///
     /// ```
-    /// assert!(!klock::condvar::RawCondvar::<klock::mutex::SpinOsq>::new().has_waiters());
+    /// assert!(!klock::RawCondvar::<klock::SpinOsq>::new().has_waiters());
     /// ```
     pub fn has_waiters(&self) -> bool {
         // Relaxed: a snapshot (see `fallback_register` for why the mutex
@@ -354,7 +354,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// be spurious, see the module docs).
     ///
     /// ```
-    /// assert!(!klock::condvar::RawCondvar::<klock::mutex::SpinOsq>::new().notify_one());
+    /// assert!(!klock::RawCondvar::<klock::SpinOsq>::new().notify_one());
     /// ```
     pub fn notify_one(&self) -> bool {
         let fb = self.fallback_wake();
@@ -393,7 +393,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// Returns how many (0 while a no-node fallback waiter exists).
     ///
     /// ```
-    /// assert_eq!(klock::condvar::RawCondvar::<klock::mutex::SpinOsq>::new().notify_all(), 0);
+    /// assert_eq!(klock::RawCondvar::<klock::SpinOsq>::new().notify_all(), 0);
     /// ```
     pub fn notify_all(&self) -> usize {
         let fb = self.fallback_wake();
@@ -424,13 +424,14 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// The caller holds `mutex` with `token`.
     ///
     /// ```
-    /// use klock::{condvar::RawCondvar, mutex::{RawMutex, SpinOsq}};
+    /// use klock::{RawCondvar, RawMutex, SpinOsq};
     /// let (m, cv) = (RawMutex::<SpinOsq>::new(), RawCondvar::<SpinOsq>::new());
     /// let mut t = m.lock();
-    /// let d = klock::wait::now_ns() + 1_000_000;
+    /// let d = klock::internal::wait::now_ns() + 1_000_000;
     /// assert!(unsafe { cv.wait_until_ns(&m, &mut t, Some(d)) });
     /// unsafe { m.unlock(t) };
     /// ```
+    #[doc(hidden)]
     pub unsafe fn wait_until_ns(
         &self,
         mutex: &RawMutex<S>,
@@ -480,7 +481,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// The caller holds `mutex` with `token`.
     ///
     /// ```
-    /// use klock::{condvar::RawCondvar, mutex::{RawMutex, SpinOsq}};
+    /// use klock::{RawCondvar, RawMutex, SpinOsq};
     /// let (m, cv) = (RawMutex::<SpinOsq>::new(), RawCondvar::<SpinOsq>::new());
     /// let t = m.lock();
     /// let ticket = unsafe { cv.begin_wait(&m, t) };
@@ -490,6 +491,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// assert!(timed_out);
     /// unsafe { m.unlock(t) };
     /// ```
+    #[doc(hidden)]
     pub unsafe fn begin_wait(&self, mutex: &RawMutex<S>, token: MutexToken) -> WaitTicket {
         stat::inc(Event::CondWait);
         let id = mutex::current_id();
@@ -549,8 +551,8 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// `end_wait_foreign(ticket, true)` at once. Wake-ups may be spurious.
     ///
     /// ```
-    /// use klock::condvar::RawCondvar;
-    /// use klock::mutex::SpinOsq;
+    /// use klock::RawCondvar;
+    /// use klock::SpinOsq;
     /// let cv = RawCondvar::<SpinOsq>::new();
     /// let ticket = cv.begin_wait_foreign(); // (then: unlock the own mutex)
     /// assert!(cv.has_waiters());
@@ -560,6 +562,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// assert!(!cv.end_wait_foreign(ticket, true)); // not a timeout
     /// assert!(!cv.has_waiters());
     /// ```
+    #[doc(hidden)]
     pub fn begin_wait_foreign(&self) -> WaitTicket {
         stat::inc(Event::CondWait);
         WaitTicket {
@@ -577,11 +580,12 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// answered `None`).
     ///
     /// ```
-    /// let cv = klock::condvar::RawCondvar::<klock::mutex::SpinOsq>::new();
+    /// let cv = klock::RawCondvar::<klock::SpinOsq>::new();
     /// let ticket = cv.begin_wait_foreign();
     /// assert!(cv.end_wait_foreign(ticket, true)); // nobody notified: timed out
     /// assert!(!cv.has_waiters());
     /// ```
+    #[doc(hidden)]
     pub fn end_wait_foreign(&self, ticket: WaitTicket, give_up: bool) -> bool {
         debug_assert!(ticket.q.is_none(), "a foreign ticket has no node");
         let timed_out = self.leave_condvar(&ticket, give_up);
@@ -632,19 +636,20 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// futex returns are fine: ask again.
     ///
     /// ```
-    /// use klock::{condvar::RawCondvar, mutex::{RawMutex, SpinOsq}};
+    /// use klock::{RawCondvar, RawMutex, SpinOsq};
     /// let (m, cv) = (RawMutex::<SpinOsq>::new(), RawCondvar::<SpinOsq>::new());
     /// std::thread::scope(|s| {
     ///     let ticket = unsafe { cv.begin_wait(&m, m.lock()) };
     ///     s.spawn(|| { let t = m.lock(); cv.notify_one(); unsafe { m.unlock(t) } });
     ///     while let Some((w, v)) = cv.sleep_word(&ticket) {
-    ///         klock::wait::futex_wait(w, v, None);
+    ///         klock::internal::wait::futex_wait(w, v, None);
     ///     }
     ///     let (t, timed_out) = unsafe { cv.end_wait(&m, ticket, false) };
     ///     assert!(!timed_out);
     ///     unsafe { m.unlock(t) };
     /// });
     /// ```
+    #[doc(hidden)]
     pub fn sleep_word(&self, ticket: &WaitTicket) -> Option<(&AtomicU32, u32)> {
         let Some(q) = ticket.q else {
             if ticket.generation == FB_UNREGISTERED {
@@ -673,6 +678,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     ///
     /// `ticket` came from [`begin_wait`](Self::begin_wait) on `mutex` and
     /// this condvar, on this thread, and the thread has no node leased since.
+    #[doc(hidden)]
     pub unsafe fn end_wait(
         &self,
         mutex: &RawMutex<S>,
@@ -707,7 +713,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// The caller holds `mutex` with `token`.
     ///
     /// ```
-    /// use klock::{condvar::RawCondvar, mutex::{RawMutex, SpinOsq}};
+    /// use klock::{RawCondvar, RawMutex, SpinOsq};
     /// let (m, cv) = (RawMutex::<SpinOsq>::new(), RawCondvar::<SpinOsq>::new());
     /// std::thread::scope(|s| {
     ///     let mut t = m.lock();

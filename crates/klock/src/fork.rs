@@ -71,8 +71,8 @@
 //! but that lock and [`register`].
 //!
 //! ```
-//! klock::fork::register(); // idempotent; klock also does it on first use
-//! assert!(klock::fork::registered());
+//! klock::internal::fork::register(); // idempotent; klock also does it on first use
+//! assert!(klock::internal::fork::registered());
 //! ```
 
 // ---------------------------------------------------------------------------
@@ -87,9 +87,9 @@
 /// registering right now, this returns at once. Does nothing under loom.
 ///
 /// ```
-/// klock::fork::register();
-/// klock::fork::register(); // the handlers are registered once
-/// assert!(klock::fork::registered());
+/// klock::internal::fork::register();
+/// klock::internal::fork::register(); // the handlers are registered once
+/// assert!(klock::internal::fork::registered());
 /// ```
 #[inline]
 pub fn register() {
@@ -102,7 +102,7 @@ pub fn register() {
 ///
 /// ```
 /// let _ = klock::Mutex::new(0u8).lock(); // any use of klock registers them
-/// assert!(klock::fork::registered());
+/// assert!(klock::internal::fork::registered());
 /// ```
 pub fn registered() -> bool {
     #[cfg(not(loom))]

@@ -1,23 +1,37 @@
 //! klock: the Linux kernel's lock designs in user space.
 //!
-//! Layers (the repository's `docs/design.md` describes them and the
-//! principles every lock follows; `docs/invariants.md` defines the rules
-//! the code cites as `INV-...` tags):
+//! The user-facing API is at the crate root:
 //!
-//! * mechanisms, written once and used by every lock:
-//!   [`wait`] (futex wait/wake, time-based spin budgets, effective CPUs),
-//!   [`node`] (per-thread queue nodes and the 32-bit tail encoding),
-//!   [`osq`] (the cancellable MCS queue of spinners),
-//!   [`waitlist`] (the FIFO of sleeping waiters),
-//!   [`tid`] (per-thread ids, the owner identity in lock words),
-//!   [`fork`] (fork safety of that global state: atfork handlers),
-//!   [`tune`] (every tunable, `KLOCK_*` overrides),
-//!   [`stat`] (lock-event counters, feature `stats`) and
-//!   [`chaos`] (preemption injection, feature `chaos`);
-//! * locks: [`spin`] (test-and-set, ticket, queued spinlock: native, PV, unfair),
-//!   [`mutex`] (owner word, OSQ-queued spinning, wait list, handoff),
-//!   [`condvar`] (wait morphing onto the mutex's wait list) and
-//!   [`rwlock`] (the rwsem: reader grants, hand-off, spinning, upgradable reads).
+//! * the general-purpose sleeping lock [`Mutex`] (OSQ-queued spinning, FIFO
+//!   sleepers, hand-off) with its guard [`MutexGuard`] and its condition
+//!   variable [`Condvar`]; variants [`MutexNoSpin`] / [`CondvarNoSpin`]
+//!   (never spin) and [`MutexNoQueue`] (an ablation);
+//! * the reader-writer lock [`RwLock`] (the kernel's rwsem: reader grants,
+//!   hand-off, spinning, upgradable reads) with [`RwLockReadGuard`],
+//!   [`RwLockWriteGuard`], [`RwLockUpgradableReadGuard`], the variant
+//!   [`RwLockNoSpin`] and recursive reads through [`RwLockRecursiveExt`];
+//! * the spinlock [`SpinLock`] (the queued unfair lock) with
+//!   [`SpinLockGuard`], and its variants: [`TasLock`], [`TicketLock`],
+//!   [`PvTicketLock`], [`QSpinLock`], [`PvBaseQSpinLock`], [`PvQSpinLock`],
+//!   [`UnfairQSpinLock`] and [`DynSpinLock`] (chosen by `KLOCK_SPIN`);
+//! * the raw types behind them for `lock_api` users: [`RawMutex`] (over a
+//!   [`SpinPolicy`]: [`SpinOsq`], [`SpinNoQueue`], [`SpinOff`]),
+//!   [`RawRwLock`], [`RawCondvar`], [`RawTasLock`], [`RawTicketLock`],
+//!   [`RawQSpinLock`] (over a [`WaitPolicy`]: [`Native`], [`Pv`],
+//!   [`PvBase`], [`Unfair`]) and [`RawSpin`], and the per-acquisition
+//!   tokens their `lock_api` impls hand back at unlock ([`MutexToken`],
+//!   [`WriteToken`], [`SpinToken`]);
+//! * the tunables, [`tune`] (every `KLOCK_*` variable), and the lock
+//!   statistics, [`stat`] (feature `stats`).
+//!
+//! The mechanisms the locks are built from (futex waiting, queue nodes, the
+//! OSQ, the wait list, thread ids, fork safety, preemption injection) and
+//! the locks' internals are not part of this API: the C library, the
+//! interposer, lockbench and klock's own tests reach them through the hidden
+//! module `klock::internal`, which is not stable. The repository's
+//! `docs/design.md` describes the layers and the principles every lock
+//! follows; `docs/invariants.md` defines the rules the code cites as
+//! `INV-...` tags.
 //!
 //! ```
 //! let lock = klock::SpinLock::new(0u64);
@@ -32,33 +46,73 @@
 //! let mut ready = m.lock();
 //! cv.wait_while(&mut ready, |r| !*r);
 //! assert!(*ready);
+//!
+//! // The reader-writer lock.
+//! let l = klock::RwLock::new(1);
+//! assert_eq!(*l.read() + *l.read(), 2);
+//! *l.write() += 1;
+//! assert_eq!(*l.read(), 2);
 //! ```
 #![warn(missing_docs)]
 
 pub(crate) mod sync;
 
-pub mod chaos;
-pub mod condvar;
-pub mod fork;
-pub mod mutex;
-pub mod node;
-pub mod osq;
-pub(crate) mod owner_spin;
-pub(crate) mod reglock;
-pub mod rwlock;
-pub mod spin;
+mod chaos;
+mod condvar;
+mod fork;
+mod mutex;
+mod node;
+mod osq;
+mod owner_spin;
+mod reglock;
+mod rwlock;
+mod spin;
 pub mod stat;
-pub mod tid;
-pub mod tls;
+mod tid;
+mod tls;
 pub mod tune;
-pub mod wait;
-pub mod waitlist;
+mod wait;
+mod waitlist;
 
+#[doc(hidden)]
+pub mod internal;
+
+pub use condvar::RawCondvar;
 #[cfg(not(loom))]
-pub use condvar::Condvar;
+pub use condvar::{Condvar, CondvarNoSpin};
 #[cfg(not(loom))]
-pub use mutex::{Mutex, MutexGuard};
+pub use mutex::{Mutex, MutexGuard, MutexNoQueue, MutexNoSpin};
+pub use mutex::{MutexToken, RawMutex, SpinNoQueue, SpinOff, SpinOsq, SpinPolicy};
+pub use rwlock::{RawRwLock, WriteToken};
 #[cfg(not(loom))]
-pub use rwlock::{RwLock, RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
+pub use rwlock::{
+    RwLock, RwLockNoSpin, RwLockReadGuard, RwLockRecursiveExt, RwLockUpgradableReadGuard,
+    RwLockWriteGuard,
+};
+pub use spin::Token as SpinToken;
 #[cfg(not(loom))]
-pub use spin::{SpinLock, SpinLockGuard};
+pub use spin::{
+    DynSpinLock, DynSpinLockGuard, PvBaseQSpinLock, PvBaseQSpinLockGuard, PvQSpinLock,
+    PvQSpinLockGuard, PvTicketLock, PvTicketLockGuard, QSpinLock, QSpinLockGuard, SpinLock,
+    SpinLockGuard, TasLock, TasLockGuard, TicketLock, TicketLockGuard, UnfairQSpinLock,
+    UnfairQSpinLockGuard,
+};
+pub use spin::{
+    Native, Pv, PvBase, RawQSpinLock, RawSpin, RawTasLock, RawTicketLock, Unfair, WaitPolicy,
+};
+
+/// Register klock's `pthread_atfork` handlers now, if they are not yet.
+/// klock registers them itself before it first builds any of its global
+/// state; a program that may `fork()` while its threads first use klock
+/// calls this early (before it starts threads) so that a fork racing with
+/// that first use is covered too (the repository's `docs/fork.md`). Cheap
+/// after the first call; never waits.
+///
+/// ```
+/// klock::register_fork_handlers();
+/// klock::register_fork_handlers(); // registered once
+/// ```
+#[inline]
+pub fn register_fork_handlers() {
+    fork::register();
+}

@@ -89,10 +89,10 @@
 //! `docs/fork.md`.
 //!
 //! ```
-//! klock::node::with_node(|q| {
+//! klock::internal::node::with_node(|q| {
 //!     let q = q.expect("a node is available");
 //!     assert_eq!(q.level(), 0);
-//!     assert!(std::ptr::eq(q.node(), klock::node::decode(q.tail())));
+//!     assert!(std::ptr::eq(q.node(), klock::internal::node::decode(q.tail())));
 //! });
 //! ```
 
@@ -105,56 +105,56 @@ use std::sync::atomic::{AtomicPtr, Ordering as StdOrdering};
 /// Bit offset of the tail (level field) in a 32-bit word.
 ///
 /// ```
-/// assert_eq!(klock::node::TAIL_OFFSET, 16);
+/// assert_eq!(klock::internal::node::TAIL_OFFSET, 16);
 /// ```
 pub const TAIL_OFFSET: u32 = 16;
 /// Bit offset of the level field.
 ///
 /// ```
-/// assert_eq!(klock::node::LEVEL_OFFSET, klock::node::TAIL_OFFSET);
+/// assert_eq!(klock::internal::node::LEVEL_OFFSET, klock::internal::node::TAIL_OFFSET);
 /// ```
 pub const LEVEL_OFFSET: u32 = 16;
 /// Width of the level field.
 ///
 /// ```
-/// assert_eq!(1 << klock::node::LEVEL_BITS, klock::node::LEVELS);
+/// assert_eq!(1 << klock::internal::node::LEVEL_BITS, klock::internal::node::LEVELS);
 /// ```
 pub const LEVEL_BITS: u32 = 2;
 /// Bit offset of the slot+1 field.
 ///
 /// ```
-/// assert_eq!(klock::node::SLOT_OFFSET, 18);
+/// assert_eq!(klock::internal::node::SLOT_OFFSET, 18);
 /// ```
 pub const SLOT_OFFSET: u32 = LEVEL_OFFSET + LEVEL_BITS;
 /// Width of the slot+1 field.
 ///
 /// ```
-/// assert_eq!(klock::node::SLOT_BITS, 14);
+/// assert_eq!(klock::internal::node::SLOT_BITS, 14);
 /// ```
 pub const SLOT_BITS: u32 = 32 - SLOT_OFFSET;
 /// Mask of every tail bit (level and slot).
 ///
 /// ```
-/// assert_eq!(klock::node::TAIL_MASK, 0xffff_0000);
+/// assert_eq!(klock::internal::node::TAIL_MASK, 0xffff_0000);
 /// ```
 pub const TAIL_MASK: u32 = !((1 << TAIL_OFFSET) - 1);
 /// Nesting levels per thread (the kernel's `_Q_MAX_NODES`).
 ///
 /// ```
-/// assert_eq!(klock::node::LEVELS, 4);
+/// assert_eq!(klock::internal::node::LEVELS, 4);
 /// ```
 pub const LEVELS: u32 = 4;
 /// Largest possible slot count (slot+1 must fit in [`SLOT_BITS`]).
 ///
 /// ```
-/// assert_eq!(klock::node::MAX_SLOTS, 16383);
+/// assert_eq!(klock::internal::node::MAX_SLOTS, 16383);
 /// ```
 pub const MAX_SLOTS: u32 = (1 << SLOT_BITS) - 1;
 
 /// Encode `(slot, level)` as a tail. Returns `None` if either is out of range.
 ///
 /// ```
-/// use klock::node::{encode_tail, decode_tail};
+/// use klock::internal::node::{encode_tail, decode_tail};
 /// let t = encode_tail(5, 2).unwrap();
 /// assert_eq!(t & 0xffff, 0);
 /// assert_eq!(decode_tail(t), Some((5, 2)));
@@ -171,7 +171,7 @@ pub const fn encode_tail(slot: u32, level: u32) -> Option<u32> {
 /// the empty tail.
 ///
 /// ```
-/// assert_eq!(klock::node::decode_tail(0x0000_00ff), None);
+/// assert_eq!(klock::internal::node::decode_tail(0x0000_00ff), None);
 /// ```
 pub const fn decode_tail(tail: u32) -> Option<(u32, u32)> {
     let slot1 = tail >> SLOT_OFFSET;
@@ -186,14 +186,14 @@ pub const fn decode_tail(tail: u32) -> Option<(u32, u32)> {
 /// per-thread nodes (one after another, never at once): the queued spinlock,
 /// the OSQ, the wait list (mutex) and the condvar. Their values are disjoint,
 /// so a store that lands in a node after its thread moved on to another
-/// protocol (a "stale write", forbidden by [INV-WAKE-ADDR](self#inv-wake-addr))
+/// protocol (a "stale write", forbidden by INV-WAKE-ADDR, the module docs)
 /// is recognisable: each view checks in debug builds that a word it reads in
 /// its own node carries its own tag ([`check_tag`]), and every CAS into another
 /// thread's node expects a tagged value, so it fails harmlessly on a node that
 /// has moved on.
 ///
 /// ```
-/// use klock::node::tag;
+/// use klock::internal::node::tag;
 /// let all = [tag::QSPIN, tag::OSQ, tag::WAITER, tag::CONDVAR];
 /// for (i, a) in all.iter().enumerate() {
 ///     assert_eq!(a & !tag::MASK, 0);
@@ -204,38 +204,38 @@ pub mod tag {
     /// Mask of the tag byte.
     ///
     /// ```
-    /// assert_eq!(klock::node::tag::MASK, 0xff00_0000);
+    /// assert_eq!(klock::internal::node::tag::MASK, 0xff00_0000);
     /// ```
     pub const MASK: u32 = 0xff00_0000;
     /// Queued spinlock (`spin::QsState`, its MCS grant).
     ///
     /// ```
-    /// assert_eq!(klock::node::tag::QSPIN >> 24, b'Q' as u32);
+    /// assert_eq!(klock::internal::node::tag::QSPIN >> 24, b'Q' as u32);
     /// ```
     pub const QSPIN: u32 = (b'Q' as u32) << 24;
     /// Optimistic spin queue (`osq::OsqGrant`).
     ///
     /// ```
-    /// assert_eq!(klock::node::tag::OSQ >> 24, b'O' as u32);
+    /// assert_eq!(klock::internal::node::tag::OSQ >> 24, b'O' as u32);
     /// ```
     pub const OSQ: u32 = (b'O' as u32) << 24;
     /// Mutex wait list (`waitlist::WaiterState`).
     ///
     /// ```
-    /// assert_eq!(klock::node::tag::WAITER >> 24, b'M' as u32);
+    /// assert_eq!(klock::internal::node::tag::WAITER >> 24, b'M' as u32);
     /// ```
     pub const WAITER: u32 = (b'M' as u32) << 24;
     /// Condvar wait list (`condvar::CondState`).
     ///
     /// ```
-    /// assert_eq!(klock::node::tag::CONDVAR >> 24, b'C' as u32);
+    /// assert_eq!(klock::internal::node::tag::CONDVAR >> 24, b'C' as u32);
     /// ```
     pub const CONDVAR: u32 = (b'C' as u32) << 24;
 
     /// The protocol name of a tagged value, for diagnostics.
     ///
     /// ```
-    /// use klock::node::tag;
+    /// use klock::internal::node::tag;
     /// assert_eq!(tag::name(tag::OSQ | 1), "osq");
     /// assert_eq!(tag::name(0), "none");
     /// ```
@@ -258,7 +258,7 @@ pub mod tag {
 /// a violation of INV-WAKE-ADDR. Compiles to nothing in release builds.
 ///
 /// ```
-/// use klock::node::{check_tag, tag};
+/// use klock::internal::node::{check_tag, tag};
 /// check_tag("state", tag::QSPIN | 2, tag::QSPIN);
 /// ```
 #[inline(always)]
@@ -277,7 +277,7 @@ pub fn check_tag(word: &'static str, v: u32, tag: u32) {
 /// used)? The predicate behind [`check_tag`].
 ///
 /// ```
-/// use klock::node::{is_own, tag};
+/// use klock::internal::node::{is_own, tag};
 /// assert!(is_own(tag::WAITER | 2, tag::WAITER));
 /// assert!(is_own(0, tag::WAITER));
 /// assert!(!is_own(tag::QSPIN | 1, tag::WAITER)); // a stale qspinlock store
@@ -303,7 +303,7 @@ pub const fn is_own(v: u32, tag: u32) -> bool {
 /// | `stamp` | unused | heartbeat (µs) | unused |
 ///
 /// ```
-/// let n = klock::node::Node::new();
+/// let n = klock::internal::node::Node::new();
 /// assert!(format!("{n:?}").contains("state"));
 /// ```
 #[cfg_attr(not(loom), repr(align(64)))]
@@ -336,7 +336,7 @@ impl Node {
     /// A node with every word zero (no protocol yet).
     ///
     /// ```
-    /// let _n = klock::node::Node::new();
+    /// let _n = klock::internal::node::Node::new();
     /// ```
     pub fn new() -> Node {
         Node {
@@ -355,7 +355,7 @@ impl Node {
     /// that last wrote it.
     ///
     /// ```
-    /// assert_eq!(klock::node::Node::new().state_value(), 0);
+    /// assert_eq!(klock::internal::node::Node::new().state_value(), 0);
     /// ```
     pub fn state_value(&self) -> u32 {
         // Relaxed: a diagnostic snapshot.
@@ -371,7 +371,7 @@ const CHUNK: u32 = if cfg!(loom) { 4 } else { 64 };
 /// exhaustion and recycling.
 ///
 /// ```
-/// let reg = klock::node::Registry::new(1);
+/// let reg = klock::internal::node::Registry::new(1);
 /// let a = reg.acquire().unwrap();
 /// assert!(reg.acquire().is_none()); // exhausted
 /// let slot = a.slot();
@@ -398,7 +398,7 @@ impl Registry {
     /// A registry with `capacity` slots (clamped to 1..=[`MAX_SLOTS`]).
     ///
     /// ```
-    /// assert_eq!(klock::node::Registry::new(100_000).capacity(), klock::node::MAX_SLOTS);
+    /// assert_eq!(klock::internal::node::Registry::new(100_000).capacity(), klock::internal::node::MAX_SLOTS);
     /// ```
     pub fn new(capacity: u32) -> Arc<Registry> {
         let capacity = capacity.clamp(1, MAX_SLOTS);
@@ -415,7 +415,7 @@ impl Registry {
     /// Number of slots.
     ///
     /// ```
-    /// assert_eq!(klock::node::Registry::new(3).capacity(), 3);
+    /// assert_eq!(klock::internal::node::Registry::new(3).capacity(), 3);
     /// ```
     pub fn capacity(&self) -> u32 {
         self.capacity
@@ -424,7 +424,7 @@ impl Registry {
     /// Slots currently leased.
     ///
     /// ```
-    /// let r = klock::node::Registry::new(2);
+    /// let r = klock::internal::node::Registry::new(2);
     /// let _a = r.acquire();
     /// assert_eq!(r.in_use(), 1);
     /// ```
@@ -435,7 +435,7 @@ impl Registry {
     /// Lease a free slot (recycled slots first), or `None` if all are taken.
     ///
     /// ```
-    /// let r = klock::node::Registry::new(1);
+    /// let r = klock::internal::node::Registry::new(1);
     /// assert!(r.acquire().is_some());
     /// ```
     pub fn acquire(self: &Arc<Self>) -> Option<SlotLease> {
@@ -475,9 +475,9 @@ impl Registry {
     /// capacity, or a slot never leased).
     ///
     /// ```
-    /// let r = klock::node::Registry::new(2);
+    /// let r = klock::internal::node::Registry::new(2);
     /// let l = r.acquire().unwrap();
-    /// let t = klock::node::encode_tail(l.slot(), 1).unwrap();
+    /// let t = klock::internal::node::encode_tail(l.slot(), 1).unwrap();
     /// assert!(r.node(t).is_some());
     /// assert!(r.node(0).is_none());
     /// ```
@@ -521,7 +521,7 @@ impl Drop for Registry {
 /// A leased slot; dropping it returns the slot to its registry.
 ///
 /// ```
-/// let r = klock::node::Registry::new(1);
+/// let r = klock::internal::node::Registry::new(1);
 /// let l = r.acquire().unwrap();
 /// assert_eq!(l.slot(), 0);
 /// assert!(l.node(3).is_some());
@@ -536,7 +536,7 @@ impl SlotLease {
     /// The slot number.
     ///
     /// ```
-    /// let r = klock::node::Registry::new(1);
+    /// let r = klock::internal::node::Registry::new(1);
     /// assert_eq!(r.acquire().unwrap().slot(), 0);
     /// ```
     pub fn slot(&self) -> u32 {
@@ -546,7 +546,7 @@ impl SlotLease {
     /// The node of this slot at `level` (`None` if `level >= LEVELS`).
     ///
     /// ```
-    /// let r = klock::node::Registry::new(1);
+    /// let r = klock::internal::node::Registry::new(1);
     /// let l = r.acquire().unwrap();
     /// assert!(l.node(0).is_some() && l.node(4).is_none());
     /// ```
@@ -611,7 +611,7 @@ fn global() -> &'static Arc<Registry> {
 /// The process-wide registry (capacity `KLOCK_NODE_SLOTS`).
 ///
 /// ```
-/// assert!(klock::node::global_registry().capacity() >= 1);
+/// assert!(klock::internal::node::global_registry().capacity() >= 1);
 /// ```
 pub fn global_registry() -> &'static Arc<Registry> {
     global()
@@ -626,9 +626,9 @@ pub fn global_registry() -> &'static Arc<Registry> {
 /// (memory corruption), reported with a clear message instead of UB.
 ///
 /// ```
-/// klock::node::with_node(|q| {
+/// klock::internal::node::with_node(|q| {
 ///     let q = q.unwrap();
-///     let n = klock::node::decode(q.tail());
+///     let n = klock::internal::node::decode(q.tail());
 ///     assert!(std::ptr::eq(n, q.node()));
 /// });
 /// ```
@@ -643,7 +643,7 @@ pub fn decode(tail: u32) -> &'static Node {
 /// A node leased for the duration of a [`with_node`] call: the node and its tail.
 ///
 /// ```
-/// klock::node::with_node(|q| assert!(q.unwrap().tail() != 0));
+/// klock::internal::node::with_node(|q| assert!(q.unwrap().tail() != 0));
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct QNode {
@@ -656,7 +656,7 @@ impl QNode {
     #[inline]
     ///
     /// ```
-    /// klock::node::with_node(|q| assert_eq!(q.unwrap().node().state_value() & 0, 0));
+    /// klock::internal::node::with_node(|q| assert_eq!(q.unwrap().node().state_value() & 0, 0));
     /// ```
     pub fn node(&self) -> &'static Node {
         self.node
@@ -666,7 +666,7 @@ impl QNode {
     #[inline]
     ///
     /// ```
-    /// klock::node::with_node(|q| assert_eq!(q.unwrap().tail() & 0xffff, 0));
+    /// klock::internal::node::with_node(|q| assert_eq!(q.unwrap().tail() & 0xffff, 0));
     /// ```
     pub fn tail(&self) -> u32 {
         self.tail
@@ -676,7 +676,7 @@ impl QNode {
     #[inline]
     ///
     /// ```
-    /// klock::node::with_node(|q| assert!(q.unwrap().level() < 4));
+    /// klock::internal::node::with_node(|q| assert!(q.unwrap().level() < 4));
     /// ```
     pub fn level(&self) -> u32 {
         (self.tail >> LEVEL_OFFSET) & ((1 << LEVEL_BITS) - 1)
@@ -711,8 +711,8 @@ fn const_thread_nodes() -> ThreadNodes {
 /// publishes the node.
 ///
 /// ```
-/// klock::node::with_node(|outer| {
-///     klock::node::with_node(|inner| {
+/// klock::internal::node::with_node(|outer| {
+///     klock::internal::node::with_node(|inner| {
 ///         assert_eq!(inner.unwrap().level(), outer.unwrap().level() + 1);
 ///     });
 /// });
@@ -740,9 +740,9 @@ impl Drop for Unlease {
 /// with [`unlease`], on this thread, innermost first.
 ///
 /// ```
-/// let q = klock::node::lease().unwrap();
-/// klock::node::with_node(|inner| assert_eq!(inner.unwrap().level(), q.level() + 1));
-/// klock::node::unlease(q);
+/// let q = klock::internal::node::lease().unwrap();
+/// klock::internal::node::with_node(|inner| assert_eq!(inner.unwrap().level(), q.level() + 1));
+/// klock::internal::node::unlease(q);
 /// ```
 #[inline]
 pub fn lease() -> Option<QNode> {
@@ -776,8 +776,8 @@ pub fn lease() -> Option<QNode> {
 /// Return a node taken with [`lease`] (the innermost one this thread holds).
 ///
 /// ```
-/// let q = klock::node::lease().unwrap();
-/// klock::node::unlease(q);
+/// let q = klock::internal::node::lease().unwrap();
+/// klock::internal::node::unlease(q);
 /// ```
 #[inline]
 pub fn unlease(q: QNode) {
@@ -792,9 +792,9 @@ pub fn unlease(q: QNode) {
 /// locks' no-node fallback can be exercised without exhausting 16383 slots.
 ///
 /// ```
-/// klock::node::simulate_no_node(true);
-/// klock::node::with_node(|q| assert!(q.is_none()));
-/// klock::node::simulate_no_node(false);
+/// klock::internal::node::simulate_no_node(true);
+/// klock::internal::node::with_node(|q| assert!(q.is_none()));
+/// klock::internal::node::simulate_no_node(false);
 /// ```
 pub fn simulate_no_node(on: bool) {
     let _ = THREAD.try_with(|t| t.no_node.set(on));

@@ -61,10 +61,10 @@
 //! `KLOCK_WAITLOCK_SPIN_NS` and then yield, so a preempted peer gets the CPU.
 //!
 //! ```
-//! use klock::osq::Osq;
-//! use klock::wait::SpinBudget;
+//! use klock::internal::osq::Osq;
+//! use klock::internal::wait::SpinBudget;
 //! let q = Osq::new();
-//! klock::node::with_node(|n| {
+//! klock::internal::node::with_node(|n| {
 //!     let n = n.unwrap();
 //!     assert!(q.lock(n, &mut SpinBudget::new(1000), 4));
 //!     assert!(!q.is_empty());
@@ -81,7 +81,7 @@ use crate::wait::{self, SpinBudget};
 /// A cancellable MCS queue of spinners (4 bytes: one `AtomicU32`).
 ///
 /// ```
-/// assert_eq!(std::mem::size_of::<klock::osq::Osq>(), 4);
+/// assert_eq!(std::mem::size_of::<klock::internal::osq::Osq>(), 4);
 /// ```
 #[derive(Debug)]
 pub struct Osq {
@@ -199,9 +199,9 @@ struct BeatWatch {
 /// ```
 ///
 /// ```
-/// use klock::osq::OsqGrant;
+/// use klock::internal::osq::OsqGrant;
 /// assert_ne!(OsqGrant::Waiting as u32, OsqGrant::Head as u32);
-/// assert_eq!(OsqGrant::Head as u32 & klock::node::tag::MASK, klock::node::tag::OSQ);
+/// assert_eq!(OsqGrant::Head as u32 & klock::internal::node::tag::MASK, klock::internal::node::tag::OSQ);
 /// ```
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -312,7 +312,7 @@ impl Osq {
     /// An empty queue.
     ///
     /// ```
-    /// assert!(klock::osq::Osq::new().is_empty());
+    /// assert!(klock::internal::osq::Osq::new().is_empty());
     /// ```
     #[cfg(not(loom))]
     pub const fn new() -> Osq {
@@ -332,7 +332,7 @@ impl Osq {
     /// Is nobody queued? (A racy snapshot.)
     ///
     /// ```
-    /// assert!(klock::osq::Osq::new().is_empty());
+    /// assert!(klock::internal::osq::Osq::new().is_empty());
     /// ```
     #[inline]
     pub fn is_empty(&self) -> bool {
@@ -343,7 +343,7 @@ impl Osq {
     /// "spinners would outnumber CPUs". Racy by nature.
     ///
     /// ```
-    /// assert_eq!(klock::osq::Osq::new().depth_hint(), 0);
+    /// assert_eq!(klock::internal::osq::Osq::new().depth_hint(), 0);
     /// ```
     #[inline]
     pub fn depth_hint(&self) -> u32 {
@@ -360,15 +360,32 @@ impl Osq {
     /// `max_pos` (spinners would outnumber CPUs).
     ///
     /// ```
-    /// use klock::{osq::Osq, wait::SpinBudget};
+    /// use klock::internal::{osq::Osq, wait::SpinBudget};
     /// let q = Osq::new();
-    /// klock::node::with_node(|n| {
+    /// klock::internal::node::with_node(|n| {
     ///     let n = n.unwrap();
     ///     assert!(q.lock(n, &mut SpinBudget::new(0), 1)); // empty queue: head at once
     ///     q.unlock(n);
     /// });
     /// ```
     pub fn lock(&self, q: QNode, budget: &mut SpinBudget, max_pos: u32) -> bool {
+        // Step 1: join as the tail; an empty queue makes us its head at once.
+        let Some(pos) = self.join(q) else {
+            return true;
+        };
+        // Step 2: spin until granted the head, unless too far back.
+        if pos <= max_pos && Self::spin_for_head(OsqNode::of(q.node()), budget) {
+            return true;
+        }
+        // Step 3: give up: leave the queue (or take the head, granted meanwhile).
+        self.unqueue(q)
+    }
+
+    /// Step 1 of [`lock`](Self::lock): initialise our node and swap it in
+    /// as the tail. `None`: the queue was empty, we are its head. Otherwise
+    /// linked behind the predecessor: our queue position.
+    #[inline]
+    fn join(&self, q: QNode) -> Option<u32> {
         let me = q.tail();
         let n = OsqNode::of(q.node());
         n.init();
@@ -378,9 +395,9 @@ impl Osq {
         let old = self.tail.swap(me, Ordering::AcqRel);
         crate::chaos::point(crate::chaos::Site::ListEdit);
         if old == 0 {
-            return true;
+            return None;
         }
-        let mut prev = OsqNode::of(node::decode(old));
+        let prev = OsqNode::of(node::decode(old));
         let pos = prev.position().saturating_add(1);
         n.set_position(pos);
         // Relaxed: published by the Release link store below.
@@ -390,36 +407,79 @@ impl Osq {
         // Acquire `swap` of prev.next in `wait_next` / `unlock`.
         publish(prev.next(), me, Ordering::Release);
         crate::chaos::point(crate::chaos::Site::ListEdit);
+        Some(pos)
+    }
 
-        if pos <= max_pos {
-            let stale = crate::tune::get().osq_stale_ns;
-            let mut iter = 0u32;
-            let mut watch = BeatWatch::default();
-            let mut stale_seen = false;
-            if wait::spin_until(budget, || {
-                iter = iter.wrapping_add(1);
-                if beat_due(iter, stale) {
-                    heartbeat(n.0);
-                    // Relaxed: a hint.
-                    let p = OsqNode::of(node::decode(n.prev().load(Ordering::Relaxed)));
-                    if p.looks_descheduled(stale, &mut watch) {
-                        stale_seen = true;
-                        return true;
-                    }
+    /// Step 2 of [`lock`](Self::lock): spin on our node `n` until granted the
+    /// head (`true`), the budget runs out or the predecessor looks
+    /// descheduled (`false`). Publishes our heartbeat as it spins.
+    #[inline]
+    fn spin_for_head(n: OsqNode<'_>, budget: &mut SpinBudget) -> bool {
+        let stale = crate::tune::get().osq_stale_ns;
+        let mut iter = 0u32;
+        let mut watch = BeatWatch::default();
+        let mut stale_seen = false;
+        if wait::spin_until(budget, || {
+            iter = iter.wrapping_add(1);
+            if beat_due(iter, stale) {
+                heartbeat(n.0);
+                // Relaxed: a hint.
+                let p = OsqNode::of(node::decode(n.prev().load(Ordering::Relaxed)));
+                if p.looks_descheduled(stale, &mut watch) {
+                    stale_seen = true;
+                    return true;
                 }
-                n.is_head()
-            }) && n.is_head()
-            {
-                return true;
             }
-            stat::cond_inc(Event::OsqStale, stale_seen);
+            n.is_head()
+        }) && n.is_head()
+        {
+            return true;
         }
+        stat::cond_inc(Event::OsqStale, stale_seen);
+        false
+    }
 
-        // ---- unqueue ----
+    /// Step 3 of [`lock`](Self::lock), the unqueue: leave the queue (steps
+    /// A-C, `false`) unless the head is granted to us first (`true`).
+    #[inline]
+    fn unqueue(&self, q: QNode) -> bool {
         // Step A: unlink from prev.next, unless the grant arrives first.
+        let Some(prev_tail) = Self::unlink_from_prev(q) else {
+            return true;
+        };
+        stat::inc(Event::OsqUnqueue);
+        // Step B: either move the tail back to prev (we were last) or take our
+        // successor (its link is stable once we swap it out).
+        let Some(next_tail) = self.wait_next(q, prev_tail) else {
+            return false;
+        };
+        stat::inc(Event::OsqUnqueueRelink);
+        // Step C: link successor and predecessor. Release on prev.next pairs
+        // with the successor's / prev's Acquire reads of the link.
+        publish(
+            OsqNode::of(node::decode(next_tail)).prev(),
+            prev_tail,
+            Ordering::Release,
+        );
+        crate::chaos::point(crate::chaos::Site::ListEdit);
+        publish(
+            OsqNode::of(node::decode(prev_tail)).next(),
+            next_tail,
+            Ordering::Release,
+        );
+        false
+    }
+
+    /// Step A of the unqueue: clear our predecessor's `next` link to us and
+    /// return the predecessor's tail code, or `None` if the head was granted
+    /// to us first.
+    #[inline]
+    fn unlink_from_prev(q: QNode) -> Option<u32> {
+        let me = q.tail();
+        let n = OsqNode::of(q.node());
         let mut prev_tail = n.prev().load(Ordering::Acquire);
         let granted = spin_then_yield(|| {
-            prev = OsqNode::of(node::decode(prev_tail));
+            let prev = OsqNode::of(node::decode(prev_tail));
             // Acquire on success: step C of an unqueueing predecessor released
             // our new `prev`; relaxed reload below.
             if peek(prev.next(), Ordering::Relaxed) == me
@@ -438,26 +498,7 @@ impl Osq {
             prev_tail = n.prev().load(Ordering::Acquire);
             None
         });
-        if granted {
-            return true;
-        }
-        stat::inc(Event::OsqUnqueue);
-        // Step B: either move the tail back to prev (we were last) or take our
-        // successor (its link is stable once we swap it out).
-        let Some(next_tail) = self.wait_next(q, prev_tail) else {
-            return false;
-        };
-        stat::inc(Event::OsqUnqueueRelink);
-        // Step C: link successor and predecessor. Release on prev.next pairs
-        // with the successor's / prev's Acquire reads of the link.
-        publish(
-            OsqNode::of(node::decode(next_tail)).prev(),
-            prev_tail,
-            Ordering::Release,
-        );
-        crate::chaos::point(crate::chaos::Site::ListEdit);
-        publish(prev.next(), next_tail, Ordering::Release);
-        false
+        (!granted).then_some(prev_tail)
     }
 
     /// Wait until we either move the tail from us back to `prev_tail` (we were
@@ -492,10 +533,10 @@ impl Osq {
     /// Leave the head of the queue: pass it to the successor (if any).
     ///
     /// ```
-    /// let q = klock::osq::Osq::new();
-    /// klock::node::with_node(|n| {
+    /// let q = klock::internal::osq::Osq::new();
+    /// klock::internal::node::with_node(|n| {
     ///     let n = n.unwrap();
-    ///     assert!(q.lock(n, &mut klock::wait::SpinBudget::new(10), 1));
+    ///     assert!(q.lock(n, &mut klock::internal::wait::SpinBudget::new(10), 1));
     ///     q.unlock(n);
     /// });
     /// ```

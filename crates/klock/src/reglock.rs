@@ -19,7 +19,7 @@
 //!
 //! ```
 //! // Internal; every registry of klock uses it, e.g. through thread ids.
-//! assert!(klock::tid::current_id() != 0);
+//! assert!(klock::internal::tid::current_id() != 0);
 //! ```
 
 /// Mutual exclusion for klock's internal registries, with raw lock/unlock for

@@ -11,7 +11,7 @@
 //! stderr at process exit (an `atexit` handler registered when the first
 //! thread counts an event).
 //!
-//! The registry of per-thread blocks is fork-safe ([`crate::fork`]): the
+//! The registry of per-thread blocks is fork-safe (`crate::fork`): the
 //! atfork handlers hold its lock across `fork()`. Blocks of threads that do
 //! not exist in a forked child stay in the child's sums.
 //!

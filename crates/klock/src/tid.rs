@@ -19,9 +19,9 @@
 //! id.
 //!
 //! ```
-//! let id = klock::tid::current_id();
-//! assert!(id >= 1 && id <= klock::tid::ANON_ID);
-//! let other = std::thread::spawn(klock::tid::current_id).join().unwrap();
+//! let id = klock::internal::tid::current_id();
+//! assert!(id >= 1 && id <= klock::internal::tid::ANON_ID);
+//! let other = std::thread::spawn(klock::internal::tid::current_id).join().unwrap();
 //! assert_ne!(id, other); // both threads were alive at once
 //! ```
 
@@ -31,13 +31,13 @@ use std::cell::Cell;
 /// Width of a thread id in bits (the mutex stores it above its 5 flag bits).
 ///
 /// ```
-/// assert_eq!(klock::tid::ID_BITS, 27);
+/// assert_eq!(klock::internal::tid::ID_BITS, 27);
 /// ```
 pub const ID_BITS: u32 = 27;
 /// Largest id; also the shared "anonymous" id of threads without one.
 ///
 /// ```
-/// assert_eq!(klock::tid::ANON_ID, (1 << klock::tid::ID_BITS) - 1);
+/// assert_eq!(klock::internal::tid::ANON_ID, (1 << klock::internal::tid::ID_BITS) - 1);
 /// ```
 pub const ANON_ID: u32 = (1 << ID_BITS) - 1;
 
@@ -153,9 +153,9 @@ fn assign_id() -> u32 {
 /// TLS destructor).
 ///
 /// ```
-/// let id = klock::mutex::current_id();
-/// assert!(id >= 1 && id <= klock::mutex::ANON_ID);
-/// assert_eq!(id, klock::mutex::current_id());
+/// let id = klock::internal::mutex::current_id();
+/// assert!(id >= 1 && id <= klock::internal::mutex::ANON_ID);
+/// assert_eq!(id, klock::internal::mutex::current_id());
 /// ```
 #[inline]
 pub fn current_id() -> u32 {

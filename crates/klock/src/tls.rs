@@ -18,7 +18,7 @@
 ///
 /// ```
 /// # #[cfg(all(target_arch = "x86_64", target_os = "linux"))] {
-/// klock::thread_word!(mod w = "klock_doc_example_word_v1");
+/// klock::internal::tls::thread_word!(mod w = "klock_doc_example_word_v1");
 /// assert_eq!(w::get(), 0);
 /// w::set(7);
 /// w::add(2);
@@ -27,6 +27,7 @@
 /// assert_eq!(std::thread::spawn(w::get).join().unwrap(), 0);
 /// # }
 /// ```
+#[doc(hidden)]
 #[macro_export]
 macro_rules! thread_word {
     (mod $name:ident = $sym:literal) => {

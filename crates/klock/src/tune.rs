@@ -6,7 +6,7 @@
 //! produces exactly one warning on stderr naming the variable and the allowed
 //! range, and the default is used. The same parser is exposed as
 //! [`parse_value`] so that tools and tests can check values up front.
-//! Variables are read through [`env`], which ignores the environment in
+//! Variables are read through [`env()`], which ignores the environment in
 //! secure-execution mode (set-user-ID programs and the like: [`secure`]),
 //! so there every tunable keeps its default.
 //!
@@ -647,7 +647,7 @@ fn init() -> &'static Tunables {
 
 /// Is the process in secure-execution mode (`getauxval(AT_SECURE) != 0`: a
 /// set-user-ID or set-group-ID program, file capabilities, an LSM
-/// transition)? There [`env`] ignores the environment.
+/// transition)? There [`env()`] ignores the environment.
 ///
 /// ```
 /// // A test or example run by its own user is not set-user-ID.

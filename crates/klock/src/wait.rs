@@ -34,7 +34,7 @@
 //! nanosecond), so models use budgets such as 0 or 1.
 //!
 //! ```
-//! use klock::wait::{futex_wait, futex_wake, WaitOutcome};
+//! use klock::internal::wait::{futex_wait, futex_wake, WaitOutcome};
 //! use std::sync::atomic::AtomicU32;
 //! let w = AtomicU32::new(1);
 //! // The value is not 0, so the wait returns at once.
@@ -48,7 +48,7 @@ use std::time::Duration;
 /// Why a futex wait returned. Callers must re-check their condition in every case.
 ///
 /// ```
-/// use klock::wait::{futex_wait, WaitOutcome};
+/// use klock::internal::wait::{futex_wait, WaitOutcome};
 /// use std::sync::atomic::AtomicU32;
 /// use std::time::Duration;
 /// let w = AtomicU32::new(0);
@@ -70,14 +70,14 @@ pub enum WaitOutcome {
 /// Bitset meaning "any waiter" for the `_bitset` calls.
 ///
 /// ```
-/// assert_eq!(klock::wait::BITSET_ANY, u32::MAX);
+/// assert_eq!(klock::internal::wait::BITSET_ANY, u32::MAX);
 /// ```
 pub const BITSET_ANY: u32 = u32::MAX;
 
 /// Sleep while `*word == expected` (private futex), at most `timeout`.
 ///
 /// ```
-/// use klock::wait::{futex_wait, WaitOutcome};
+/// use klock::internal::wait::{futex_wait, WaitOutcome};
 /// use std::sync::atomic::AtomicU32;
 /// assert_eq!(futex_wait(&AtomicU32::new(7), 6, None), WaitOutcome::Mismatch);
 /// ```
@@ -90,7 +90,7 @@ pub fn futex_wait(word: &AtomicU32, expected: u32, timeout: Option<Duration>) ->
 ///
 /// ```
 /// use std::sync::atomic::AtomicU32;
-/// assert_eq!(klock::wait::futex_wake(&AtomicU32::new(0), u32::MAX), 0);
+/// assert_eq!(klock::internal::wait::futex_wake(&AtomicU32::new(0), u32::MAX), 0);
 /// ```
 #[inline]
 pub fn futex_wake(word: &AtomicU32, n: u32) -> u32 {
@@ -210,7 +210,7 @@ static FUTEX_ERRORS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64
 /// warning. 0 on a normal system.
 ///
 /// ```
-/// assert_eq!(klock::wait::futex_errors(), 0);
+/// assert_eq!(klock::internal::wait::futex_errors(), 0);
 /// ```
 pub fn futex_errors() -> u64 {
     #[cfg(not(loom))]
@@ -326,7 +326,7 @@ mod imp {
 /// a herd. A zero bitset means "any".
 ///
 /// ```
-/// use klock::wait::{futex_wait_bitset, WaitOutcome};
+/// use klock::internal::wait::{futex_wait_bitset, WaitOutcome};
 /// use std::sync::atomic::AtomicU32;
 /// assert_eq!(futex_wait_bitset(&AtomicU32::new(1), 0, 1 << 3, None), WaitOutcome::Mismatch);
 /// ```
@@ -344,7 +344,7 @@ pub fn futex_wait_bitset(
 ///
 /// ```
 /// use std::sync::atomic::AtomicU32;
-/// assert_eq!(klock::wait::futex_wake_bitset(&AtomicU32::new(0), 1, 1 << 3), 0);
+/// assert_eq!(klock::internal::wait::futex_wake_bitset(&AtomicU32::new(0), 1, 1 << 3), 0);
 /// ```
 #[inline]
 pub fn futex_wake_bitset(word: &AtomicU32, n: u32, bitset: u32) -> u32 {
@@ -363,8 +363,8 @@ pub(crate) fn now_us() -> u32 {
 /// loom it returns 0: there is no time in a model.
 ///
 /// ```
-/// let a = klock::wait::now_ns();
-/// let b = klock::wait::now_ns();
+/// let a = klock::internal::wait::now_ns();
+/// let b = klock::internal::wait::now_ns();
 /// assert!(b >= a);
 /// ```
 #[inline]
@@ -388,7 +388,7 @@ pub fn now_ns() -> u64 {
 /// The spin-wait hint (PAUSE). Under loom, a scheduling point.
 ///
 /// ```
-/// klock::wait::cpu_relax();
+/// klock::internal::wait::cpu_relax();
 /// ```
 #[inline(always)]
 pub fn cpu_relax() {
@@ -400,8 +400,8 @@ pub fn cpu_relax() {
 /// left, `None` = the deadline has passed. Shared by every timed lock.
 ///
 /// ```
-/// assert_eq!(klock::wait::remaining(None), Some(None));
-/// assert_eq!(klock::wait::remaining(Some(0)), None);
+/// assert_eq!(klock::internal::wait::remaining(None), Some(None));
+/// assert_eq!(klock::internal::wait::remaining(Some(0)), None);
 /// ```
 #[inline]
 pub fn remaining(deadline: Option<u64>) -> Option<Option<Duration>> {
@@ -418,8 +418,8 @@ pub fn remaining(deadline: Option<u64>) -> Option<Option<Duration>> {
 /// maps to now). For the lock_api `*_until` methods.
 ///
 /// ```
-/// let d = klock::wait::instant_to_ns(std::time::Instant::now());
-/// assert!(d <= klock::wait::now_ns());
+/// let d = klock::internal::wait::instant_to_ns(std::time::Instant::now());
+/// assert!(d <= klock::internal::wait::now_ns());
 /// ```
 pub fn instant_to_ns(i: std::time::Instant) -> u64 {
     let now = std::time::Instant::now();
@@ -433,8 +433,8 @@ pub fn instant_to_ns(i: std::time::Instant) -> u64 {
 /// A timeout as a deadline in [`now_ns`] time (saturating).
 ///
 /// ```
-/// let d = klock::wait::deadline_after(std::time::Duration::from_millis(1));
-/// assert!(d > klock::wait::now_ns());
+/// let d = klock::internal::wait::deadline_after(std::time::Duration::from_millis(1));
+/// assert!(d > klock::internal::wait::now_ns());
 /// ```
 pub fn deadline_after(t: Duration) -> u64 {
     now_ns().saturating_add(t.as_nanos().min(u64::MAX as u128) as u64)
@@ -443,7 +443,7 @@ pub fn deadline_after(t: Duration) -> u64 {
 /// Give the CPU to another runnable thread (`sched_yield`).
 ///
 /// ```
-/// klock::wait::yield_now();
+/// klock::internal::wait::yield_now();
 /// ```
 #[inline]
 pub fn yield_now() {
@@ -459,10 +459,10 @@ pub fn yield_now() {
 /// lock's wait list instead. Under loom every entry is granted.
 ///
 /// ```
-/// let a = klock::wait::YieldSlot::try_enter(1);
+/// let a = klock::internal::wait::YieldSlot::try_enter(1);
 /// assert!(a.is_some());
 /// drop(a);
-/// assert!(klock::wait::YieldSlot::try_enter(0).is_some()); // 0 = no cap
+/// assert!(klock::internal::wait::YieldSlot::try_enter(0).is_some()); // 0 = no cap
 /// ```
 pub struct YieldSlot {
     /// Whether this place is counted in the gauge (a cap was given; never
@@ -515,7 +515,7 @@ const RT_RELINQUISH_NS: u64 = 20_000;
 /// 20 µs sleep, so that a lower-priority peer can run (INV-RT-NOSPIN).
 ///
 /// ```
-/// klock::wait::relinquish();
+/// klock::internal::wait::relinquish();
 /// ```
 #[inline]
 pub fn relinquish() {
@@ -540,7 +540,7 @@ const CLOCK_EVERY: u32 = 8;
 /// instead (one per nanosecond of budget).
 ///
 /// ```
-/// use klock::wait::SpinBudget;
+/// use klock::internal::wait::SpinBudget;
 /// let mut b = SpinBudget::new(0);
 /// assert!(b.expired());
 /// let mut u = SpinBudget::unbounded();
@@ -559,7 +559,7 @@ impl SpinBudget {
     /// A budget of `ns` nanoseconds, starting at the first [`expired`](Self::expired) call.
     ///
     /// ```
-    /// let b = klock::wait::SpinBudget::new(10_000);
+    /// let b = klock::internal::wait::SpinBudget::new(10_000);
     /// assert_eq!(b.len_ns(), 10_000);
     /// ```
     #[inline]
@@ -574,7 +574,7 @@ impl SpinBudget {
     /// A budget that never expires (native spinning).
     ///
     /// ```
-    /// assert!(!klock::wait::SpinBudget::unbounded().expired());
+    /// assert!(!klock::internal::wait::SpinBudget::unbounded().expired());
     /// ```
     #[inline]
     pub fn unbounded() -> SpinBudget {
@@ -588,7 +588,7 @@ impl SpinBudget {
     /// The budget's length in nanoseconds.
     ///
     /// ```
-    /// assert_eq!(klock::wait::SpinBudget::new(5).len_ns(), 5);
+    /// assert_eq!(klock::internal::wait::SpinBudget::new(5).len_ns(), 5);
     /// ```
     #[inline]
     pub fn len_ns(&self) -> u64 {
@@ -598,7 +598,7 @@ impl SpinBudget {
     /// Restart the budget (full length again).
     ///
     /// ```
-    /// let mut b = klock::wait::SpinBudget::new(0);
+    /// let mut b = klock::internal::wait::SpinBudget::new(0);
     /// assert!(b.expired());
     /// b.restart();
     /// ```
@@ -614,7 +614,7 @@ impl SpinBudget {
     /// Has the budget run out? Call once per spin iteration.
     ///
     /// ```
-    /// let mut b = klock::wait::SpinBudget::new(1_000_000_000);
+    /// let mut b = klock::internal::wait::SpinBudget::new(1_000_000_000);
     /// assert!(!b.expired());
     /// ```
     #[inline]
@@ -655,7 +655,7 @@ impl SpinBudget {
 /// is already true costs one call. This is the only spin loop in klock.
 ///
 /// ```
-/// use klock::wait::{spin_until, SpinBudget};
+/// use klock::internal::wait::{spin_until, SpinBudget};
 /// let mut n = 0;
 /// assert!(spin_until(&mut SpinBudget::unbounded(), || { n += 1; n == 3 }));
 /// assert!(!spin_until(&mut SpinBudget::new(0), || false));
@@ -678,7 +678,7 @@ pub fn spin_until(budget: &mut SpinBudget, mut cond: impl FnMut() -> bool) -> bo
 /// the condition holds) and doubles the delay up to the cap.
 ///
 /// ```
-/// let mut b = klock::wait::Backoff::new(10, 40);
+/// let mut b = klock::internal::wait::Backoff::new(10, 40);
 /// assert!(b.wait_until(|| true));
 /// ```
 #[derive(Clone, Debug)]
@@ -691,7 +691,7 @@ impl Backoff {
     /// A backoff starting at `min_ns` and capped at `max_ns`.
     ///
     /// ```
-    /// let _b = klock::wait::Backoff::new(50, 4000);
+    /// let _b = klock::internal::wait::Backoff::new(50, 4000);
     /// ```
     #[inline]
     pub fn new(min_ns: u64, max_ns: u64) -> Backoff {
@@ -705,7 +705,7 @@ impl Backoff {
     /// Returns whether `cond()` held.
     ///
     /// ```
-    /// let mut b = klock::wait::Backoff::new(0, 0);
+    /// let mut b = klock::internal::wait::Backoff::new(0, 0);
     /// assert!(!b.wait_until(|| false));
     /// ```
     #[inline]
@@ -726,7 +726,7 @@ impl Backoff {
 /// the mutex's owner spinning and the unfair spinlock's waiters.
 ///
 /// ```
-/// let mut p = klock::wait::PollBackoff::new(0, 0);
+/// let mut p = klock::internal::wait::PollBackoff::new(0, 0);
 /// assert!(!p.pause()); // cap 0: never delays
 /// ```
 #[derive(Clone, Debug)]
@@ -744,7 +744,7 @@ impl PollBackoff {
     /// Continuous polling for `grace_ns`, then delays up to `max_ns`.
     ///
     /// ```
-    /// let _ = klock::wait::PollBackoff::new(400, 16_000);
+    /// let _ = klock::internal::wait::PollBackoff::new(400, 16_000);
     /// ```
     #[inline]
     pub fn new(grace_ns: u64, max_ns: u64) -> PollBackoff {
@@ -759,7 +759,7 @@ impl PollBackoff {
     /// `max_ns / POLL_BACKOFF_MIN_DIVISOR`.
     ///
     /// ```
-    /// let mut p = klock::wait::PollBackoff::with_min(0, 50, 1000);
+    /// let mut p = klock::internal::wait::PollBackoff::with_min(0, 50, 1000);
     /// assert!(p.pause());
     /// ```
     #[inline]
@@ -778,7 +778,7 @@ impl PollBackoff {
     /// Start over: the owner changed (or the lock was free).
     ///
     /// ```
-    /// let mut p = klock::wait::PollBackoff::new(0, 1000);
+    /// let mut p = klock::internal::wait::PollBackoff::new(0, 1000);
     /// p.restart();
     /// ```
     #[inline]
@@ -796,7 +796,7 @@ impl PollBackoff {
     ///
     /// ```
     /// let w = std::sync::atomic::AtomicU32::new(3);
-    /// let mut p = klock::wait::PollBackoff::new(0, 1000);
+    /// let mut p = klock::internal::wait::PollBackoff::new(0, 1000);
     /// assert_eq!(p.poll(|| w.load(std::sync::atomic::Ordering::Relaxed)), 3);
     /// ```
     #[inline]
@@ -812,7 +812,7 @@ impl PollBackoff {
     /// double it. Returns whether it waited.
     ///
     /// ```
-    /// let mut p = klock::wait::PollBackoff::new(0, 1000);
+    /// let mut p = klock::internal::wait::PollBackoff::new(0, 1000);
     /// assert!(p.pause());
     /// ```
     #[inline]
@@ -843,7 +843,7 @@ impl PollBackoff {
 ///
 /// ```
 /// let w = std::sync::atomic::AtomicU32::new(7);
-/// let (v, _missed) = klock::wait::load_missed(|| w.load(std::sync::atomic::Ordering::Relaxed));
+/// let (v, _missed) = klock::internal::wait::load_missed(|| w.load(std::sync::atomic::Ordering::Relaxed));
 /// assert_eq!(v, 7);
 /// ```
 #[inline]
@@ -917,7 +917,7 @@ mod tsc {
 /// count (quota / period rounded up). `None` = no limit or unparsable.
 ///
 /// ```
-/// use klock::wait::parse_cpu_max;
+/// use klock::internal::wait::parse_cpu_max;
 /// assert_eq!(parse_cpu_max("150000 100000\n"), Some(2));
 /// assert_eq!(parse_cpu_max("max 100000"), None);
 /// ```
@@ -929,7 +929,7 @@ pub fn parse_cpu_max(s: &str) -> Option<usize> {
 /// count (rounded up). A quota of -1 means no limit (`None`).
 ///
 /// ```
-/// use klock::wait::parse_cfs_quota;
+/// use klock::internal::wait::parse_cfs_quota;
 /// assert_eq!(parse_cfs_quota("50000\n", "100000\n"), Some(1));
 /// assert_eq!(parse_cfs_quota("-1", "100000"), None);
 /// ```
@@ -972,7 +972,7 @@ fn cgroup_v2_path(proc_cgroup: &str) -> Option<&str> {
 /// `None` when no quota applies or none can be read.
 ///
 /// ```
-/// if let Some(q) = klock::wait::cgroup_quota() {
+/// if let Some(q) = klock::internal::wait::cgroup_quota() {
 ///     assert!(q > 0.0);
 /// }
 /// ```
@@ -1055,7 +1055,7 @@ fn compute_effective_cpus() -> usize {
 /// quota). Computed once per process. Under loom: 2.
 ///
 /// ```
-/// assert!(klock::wait::effective_cpus() >= 1);
+/// assert!(klock::internal::wait::effective_cpus() >= 1);
 /// ```
 pub fn effective_cpus() -> usize {
     #[cfg(not(loom))]
@@ -1082,7 +1082,7 @@ pub fn effective_cpus() -> usize {
 /// under a quota). Under loom: `false`.
 ///
 /// ```
-/// let _limited: bool = klock::wait::quota_limited();
+/// let _limited: bool = klock::internal::wait::quota_limited();
 /// ```
 pub fn quota_limited() -> bool {
     #[cfg(not(loom))]
@@ -1127,7 +1127,7 @@ std::thread_local! {
 ///
 /// ```
 /// // A test thread runs under SCHED_OTHER.
-/// assert!(!klock::wait::realtime());
+/// assert!(!klock::internal::wait::realtime());
 /// ```
 #[inline]
 pub fn realtime() -> bool {
@@ -1159,8 +1159,8 @@ pub fn realtime() -> bool {
 /// [`sched_changed`] would cost every thread; other threads' caches stay.
 ///
 /// ```
-/// klock::wait::note_own_policy(false);
-/// assert!(!klock::wait::realtime());
+/// klock::internal::wait::note_own_policy(false);
+/// assert!(!klock::internal::wait::realtime());
 /// ```
 pub fn note_own_policy(rt: bool) {
     #[cfg(not(loom))]
@@ -1178,8 +1178,8 @@ pub fn note_own_policy(rt: bool) {
 /// calls it from `pthread_setschedparam`, `sched_setscheduler` and friends.
 ///
 /// ```
-/// klock::wait::sched_changed();
-/// assert!(!klock::wait::realtime());
+/// klock::internal::wait::sched_changed();
+/// assert!(!klock::internal::wait::realtime());
 /// ```
 pub fn sched_changed() {
     #[cfg(not(loom))]

@@ -22,7 +22,7 @@
 //! [`Waiter::wake`] (an address).
 //!
 //! ```
-//! use klock::waitlist::WaiterState;
+//! use klock::internal::waitlist::WaiterState;
 //! assert_ne!(WaiterState::Sleeping, WaiterState::Woken);
 //! ```
 
@@ -46,8 +46,8 @@ use crate::wait;
 /// ```
 ///
 /// ```
-/// use klock::waitlist::WaiterState;
-/// assert_eq!(WaiterState::Woken as u32 & klock::node::tag::MASK, klock::node::tag::WAITER);
+/// use klock::internal::waitlist::WaiterState;
+/// assert_eq!(WaiterState::Woken as u32 & klock::internal::node::tag::MASK, klock::internal::node::tag::WAITER);
 /// ```
 #[repr(u32)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -2,7 +2,10 @@
 //! lock to a first waiter that has been first for the interval, even while
 //! it sleeps. Its own process, so that it can set its own tunables.
 
-use klock::mutex::{ID_SHIFT, RawMutex, SpinOff, WAITERS, current_id};
+use klock::{
+    RawMutex, SpinOff,
+    internal::mutex::{ID_SHIFT, WAITERS, current_id},
+};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;

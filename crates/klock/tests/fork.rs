@@ -1,6 +1,6 @@
 //! Fork safety of klock's own global state (the node slot registry, the
 //! thread-id allocator, the stats registry, the tunables and effective CPUs;
-//! see `klock::fork` and `docs/fork.md`).
+//! see `klock::internal::fork` and `docs/fork.md`).
 //!
 //! While threads hammer klock locks, churn short-lived threads (which take and
 //! return node slots and thread ids) and probe the registries, the test thread
@@ -105,8 +105,8 @@ fn child_body(quiet: &Mutex<u64>, quiet_spin: &SpinLock<u64>) {
     *quiet_spin.lock() += 1;
     // This thread's id and node slot (taken before the fork by the prepare
     // handler, or now).
-    assert!(klock::mutex::current_id() >= 1);
-    klock::node::with_node(|q| assert!(q.is_some(), "forking thread has a node"));
+    assert!(klock::internal::mutex::current_id() >= 1);
+    klock::internal::node::with_node(|q| assert!(q.is_some(), "forking thread has a node"));
 
     // New locks, contended by new threads (each takes a node slot and an id).
     let m = Arc::new(Mutex::new(0u64));
@@ -118,8 +118,10 @@ fn child_body(quiet: &Mutex<u64>, quiet_spin: &SpinLock<u64>) {
         .map(|t| {
             let (m, s, cv) = (m.clone(), s.clone(), cv.clone());
             raw_spawn(move || {
-                assert!(klock::mutex::current_id() >= 1);
-                klock::node::with_node(|q| assert!(q.is_some(), "new thread gets a node"));
+                assert!(klock::internal::mutex::current_id() >= 1);
+                klock::internal::node::with_node(|q| {
+                    assert!(q.is_some(), "new thread gets a node")
+                });
                 for i in 0..ITERS {
                     *m.lock() += 1;
                     *s.lock() += 1;
@@ -190,8 +192,8 @@ fn wait_child(pid: libc::pid_t) -> Result<i32, String> {
 fn fork_while_other_threads_hammer_locks() {
     // klock's first use registers its atfork handlers (no other thread yet,
     // so no registration can be in flight elsewhere).
-    let _ = klock::mutex::current_id();
-    assert!(klock::fork::registered());
+    let _ = klock::internal::mutex::current_id();
+    assert!(klock::internal::fork::registered());
     let hot = Arc::new(Hot {
         spin: SpinLock::new(0),
         mutex: Mutex::new(0),
@@ -238,7 +240,7 @@ fn fork_while_other_threads_hammer_locks() {
                     .map(|_| {
                         let hot = hot.clone();
                         std::thread::spawn(move || {
-                            klock::node::with_node(|_| ());
+                            klock::internal::node::with_node(|_| ());
                             for _ in 0..20 {
                                 *hot.mutex.lock() += 1;
                                 *hot.spin.lock() += 1;
@@ -259,7 +261,7 @@ fn fork_while_other_threads_hammer_locks() {
         let hot = hot.clone();
         threads.push(std::thread::spawn(move || {
             while !hot.stop.load(Ordering::Relaxed) {
-                let _ = klock::node::global_registry().in_use();
+                let _ = klock::internal::node::global_registry().in_use();
                 let _ = klock::stat::snapshot();
             }
         }));

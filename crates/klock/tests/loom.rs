@@ -1,6 +1,6 @@
 //! Loom models of the spinlocks: mutual exclusion (a loom `UnsafeCell`, whose
 //! concurrent access loom reports, plus a final count) and no lost wake-up
-//! (the exact futex model in `klock::wait` blocks a waiter nobody wakes; loom
+//! (the exact futex model in `klock::internal::wait` blocks a waiter nobody wakes; loom
 //! reports the resulting deadlock).
 //!
 //! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom`
@@ -18,8 +18,8 @@
 //! entered; the PV models' node sleeps (`pv_wait_node`) end only through it.
 #![cfg(loom)]
 
-use klock::spin::{RawQSpinLock, RawTasLock, RawTicketLock, Token, WaitPolicy};
 use klock::stat::Event;
+use klock::{RawQSpinLock, RawTasLock, RawTicketLock, SpinToken as Token, WaitPolicy};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::thread;
@@ -253,7 +253,7 @@ fn model_with<L: Lock>(threads: usize, rounds: usize, no_node: bool, reach: &[Ev
                 let s = s.clone();
                 thread::spawn(move || {
                     if no_node && i == 1 {
-                        klock::node::simulate_no_node(true);
+                        klock::internal::node::simulate_no_node(true);
                     }
                     for _ in 0..rounds {
                         critical(&s);

@@ -57,7 +57,7 @@
 //! execution counted each (`--features stats`, as CI builds the loom tests).
 //!
 //! What each model checks: the futex is modelled exactly (see
-//! `klock::wait`), so a waiter nobody wakes blocks forever and loom reports
+//! `klock::internal::wait`), so a waiter nobody wakes blocks forever and loom reports
 //! a deadlock (no lost wake-up); loom's `UnsafeCell` reports a write
 //! overlapping another access, or one not ordered before a later access
 //! (exclusion, and the Acquire/Release of the fast CASes); the rwlock's
@@ -92,8 +92,8 @@
 //! start ([`SlotGate`]).
 #![cfg(loom)]
 
-use klock::mutex::{RawMutex, SpinOff as MutexSpinOff};
-use klock::rwlock::{RawRwLock, SpinOff};
+use klock::{RawMutex, internal::mutex::SpinOff as MutexSpinOff};
+use klock::{RawRwLock, SpinOff};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};

@@ -2,7 +2,7 @@
 //!
 //! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom_mutex`
 //!
-//! The futex is modelled exactly (see `klock::wait`): a waiter nobody wakes
+//! The futex is modelled exactly (see `klock::internal::wait`): a waiter nobody wakes
 //! blocks forever and loom reports a deadlock, so every model that completes
 //! checks the absence of lost wake-ups; loom's `UnsafeCell` checks mutual
 //! exclusion. Budgets are loom iterations (tiny tunables below).
@@ -21,10 +21,10 @@
 //! spins that fail on a slow owner).
 #![cfg(loom)]
 
-use klock::condvar::RawCondvar;
-use klock::mutex::{HANDOFF, RawMutex, SpinOff, SpinOsq};
-use klock::osq::Osq;
+use klock::RawCondvar;
+use klock::internal::osq::Osq;
 use klock::stat::{Event, Snapshot, thread_snapshot};
+use klock::{RawMutex, SpinOff, SpinOsq, internal::mutex::HANDOFF};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -246,7 +246,7 @@ fn mutex_adapt_skip_beside_spinner() {
                 s2.incr();
                 s2.incr();
             });
-            klock::mutex::set_adapt_score(0);
+            klock::internal::mutex::set_adapt_score(0);
             s.incr();
             h.join().unwrap();
             assert_eq!(s.get(), 3);
@@ -377,8 +377,8 @@ fn foreign_model(waiters: usize, timed: bool) {
                         let mut give_up = false;
                         while let Some((w, v)) = cv.sleep_word(&ticket) {
                             let timeout = timed.then(|| std::time::Duration::from_nanos(1));
-                            if klock::wait::futex_wait(w, v, timeout)
-                                == klock::wait::WaitOutcome::TimedOut
+                            if klock::internal::wait::futex_wait(w, v, timeout)
+                                == klock::internal::wait::WaitOutcome::TimedOut
                             {
                                 give_up = true;
                                 break;

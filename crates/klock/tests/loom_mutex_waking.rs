@@ -19,8 +19,8 @@
 //! unlock with waiters released without a wake-up).
 #![cfg(loom)]
 
-use klock::mutex::{SpinOff, SpinOsq};
 use klock::stat::{Event, Snapshot, thread_snapshot};
+use klock::{SpinOff, SpinOsq};
 use loom::sync::Arc;
 
 mod loom_common;
@@ -95,7 +95,7 @@ fn waking_spinning_owner_relocks() {
             let s = Arc::new(Shared::<SpinOsq>::new());
             let s2 = s.clone();
             let h = loom::thread::spawn(move || {
-                klock::mutex::set_adapt_score(0);
+                klock::internal::mutex::set_adapt_score(0);
                 s2.incr();
             });
             s.incr();

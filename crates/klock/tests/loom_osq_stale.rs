@@ -8,7 +8,7 @@
 //! stamp) is older than `KLOCK_OSQ_STALE_NS`. Loom has no clock, so under
 //! loom a heartbeat is a count and a spinner checks it at every iteration:
 //! the predecessor looks descheduled when its count has not moved since the
-//! spinner's previous check (`klock::osq`, `looks_descheduled`). Loom then
+//! spinner's previous check (`klock::internal::osq`, `looks_descheduled`). Loom then
 //! explores the give-up wherever the predecessor may not have run in between
 //! (a head never beats while it holds the OSQ in these models; a spinning
 //! predecessor beats at each iteration). Budgets here are large enough that
@@ -23,8 +23,8 @@
 //! head it left both go on to the wait list with the same nodes.
 #![cfg(loom)]
 
-use klock::mutex::SpinOsq;
-use klock::osq::Osq;
+use klock::SpinOsq;
+use klock::internal::osq::Osq;
 use klock::stat::{Event, thread_snapshot};
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};

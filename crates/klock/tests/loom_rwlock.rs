@@ -1,4 +1,4 @@
-//! Loom models of the reader-writer lock (`klock::rwlock`, the rwsem):
+//! Loom models of the reader-writer lock (`klock::internal::rwlock`, the rwsem):
 //! read/write and write/write exclusion through the wait list, no lost
 //! wake-up, the batch grant of queued readers, the hand-off to a waiting
 //! writer, downgrade, upgrade, timed reads and writes racing a wake-up, the
@@ -15,7 +15,7 @@
 //! branches it claims to cover and fails unless some execution counted
 //! each; outcomes seen from outside are counted with `Branch`.
 //!
-//! The futex is modelled exactly (see `klock::wait`): a waiter nobody wakes
+//! The futex is modelled exactly (see `klock::internal::wait`): a waiter nobody wakes
 //! blocks forever and loom reports a deadlock, so every model that completes
 //! shows the absence of lost wake-ups (and of a grant that never completes:
 //! INV-GRANT-PIN); loom's `UnsafeCell` checks that no write overlaps another
@@ -67,8 +67,11 @@
 //! contender's grant now acquires the last owner's release.
 #![cfg(loom)]
 
-use klock::rwlock::{HANDOFF, RawRwLock, SpinOff, SpinOsq, SpinPolicy, WAITERS};
 use klock::stat::Event;
+use klock::{
+    RawRwLock, SpinOff, SpinOsq, SpinPolicy,
+    internal::rwlock::{HANDOFF, WAITERS},
+};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -994,11 +997,15 @@ fn timed_upgrade_races_readers() {
                     OUT.hit();
                     let c = s.l.count_word();
                     assert_eq!(
-                        c & (klock::rwlock::UPGRADING | klock::rwlock::WRITER),
+                        c & (klock::internal::rwlock::UPGRADING | klock::internal::rwlock::WRITER),
                         0,
                         "a timed-out upgrade left {c:#x}"
                     );
-                    assert_ne!(c & klock::rwlock::UPGRADE, 0, "no longer upgradable");
+                    assert_ne!(
+                        c & klock::internal::rwlock::UPGRADE,
+                        0,
+                        "no longer upgradable"
+                    );
                     // R2 must get in beside our upgradable lock.
                     until(&r2_done, 1);
                     if exec_counts(&c0).get(Event::RwSleepReader) > 0 {

@@ -1,5 +1,5 @@
 //! Loom models of the rwsem's reader-preferring reads (glibc's default
-//! rwlock kinds; INV-PREFQ in `klock::rwlock`) with **no hand-off**: a
+//! rwlock kinds; INV-PREFQ in `klock::internal::rwlock`) with **no hand-off**: a
 //! woken writer that fails its re-try sleeps again without HANDOFF.
 //!
 //! `tests/loom_rwlock.rs` runs with `rwsem_handoff_ns = 0`, where the first
@@ -24,8 +24,8 @@
 //! takes a reader-preferring read.
 #![cfg(loom)]
 
-use klock::rwlock::{RawRwLock, SpinOff};
 use klock::stat::Event;
+use klock::{RawRwLock, SpinOff};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicUsize, Ordering};

@@ -14,7 +14,7 @@
 //! unless some execution counted each; outcomes seen from outside are
 //! counted with `Branch`.
 //!
-//! The futex is modelled exactly (see `klock::wait`): a waiter nobody wakes
+//! The futex is modelled exactly (see `klock::internal::wait`): a waiter nobody wakes
 //! blocks forever and loom reports a deadlock, so every model that completes
 //! shows the absence of lost wake-ups; loom's `UnsafeCell` checks mutual
 //! exclusion; each model also checks its final counts and that the mutex word
@@ -28,9 +28,9 @@
 //! assertion, at bound 2) and pass after it.
 #![cfg(loom)]
 
-use klock::condvar::RawCondvar;
-use klock::mutex::{RawMutex, SpinOff};
-use klock::spin::{RawQSpinLock, Token, WaitPolicy};
+use klock::RawCondvar;
+use klock::{RawMutex, SpinOff};
+use klock::{RawQSpinLock, SpinToken as Token, WaitPolicy};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::AtomicUsize;
@@ -366,7 +366,7 @@ fn unlock_fair_then_relock() {
         unsafe { bump(&s) };
         // The waiter enqueues (and sets WAITERS) under WLOCK and can leave
         // the list only with the lock, which we hold.
-        let queued = s.m.owner_word() & klock::mutex::WAITERS != 0;
+        let queued = s.m.owner_word() & klock::internal::mutex::WAITERS != 0;
         // SAFETY: `t` comes from the lock above and is released once.
         unsafe { s.m.unlock_fair(t) };
         s.incr();
@@ -434,7 +434,7 @@ fn mutex_no_node_beside_queued_waiter() {
         let t = s.m.lock();
         let s1 = s.clone();
         let unqueued = spawn(g, move || {
-            klock::node::simulate_no_node(true);
+            klock::internal::node::simulate_no_node(true);
             s1.incr();
         });
         let s2 = s.clone();
@@ -461,7 +461,7 @@ fn condvar_no_node_waiter() {
         let s = Arc::new(CvShared::new());
         let s2 = s.clone();
         let h = spawn(g, move || {
-            klock::node::simulate_no_node(true);
+            klock::internal::node::simulate_no_node(true);
             let s = &*s2;
             let mut t = s.m.lock();
             // SAFETY: `t` says we hold `m` (the wait re-locks it).
@@ -492,7 +492,7 @@ fn condvar_no_node_beside_queued_waiter() {
             .map(|no_node| {
                 let s2 = s.clone();
                 spawn(g, move || {
-                    klock::node::simulate_no_node(no_node);
+                    klock::internal::node::simulate_no_node(no_node);
                     let s = &*s2;
                     let mut t = s.m.lock();
                     // SAFETY: `t` says we hold `m` (the wait re-locks it).

@@ -22,7 +22,7 @@ fn set_policy(policy: libc::c_int) -> Result<(), i32> {
     // SAFETY: `p` is a valid sched_param on this frame; 0 = calling thread.
     let r = unsafe { libc::pthread_setschedparam(libc::pthread_self(), policy, &p) };
     if r == 0 {
-        klock::wait::sched_changed();
+        klock::internal::wait::sched_changed();
         Ok(())
     } else {
         Err(r)
@@ -58,7 +58,7 @@ fn contend(policy: libc::c_int, rw: bool) -> stat::Snapshot {
         s.spawn(|| {
             set_policy(policy).expect("set the measured thread's policy");
             assert_eq!(
-                klock::wait::realtime(),
+                klock::internal::wait::realtime(),
                 policy == libc::SCHED_FIFO,
                 "wait::realtime() reports the policy"
             );

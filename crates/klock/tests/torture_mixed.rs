@@ -46,8 +46,8 @@
 mod torture_common;
 use torture_common::{Rng, env_u64, work};
 
-use klock::spin::{DynSpinLock, PvBaseQSpinLock, PvQSpinLock, PvTicketLock, SpinLock};
 use klock::{Condvar, Mutex, RwLock};
+use klock::{DynSpinLock, PvBaseQSpinLock, PvQSpinLock, PvTicketLock, SpinLock};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
@@ -122,13 +122,9 @@ impl<R: lock_api::RawMutex> Counted<R> {
     }
 }
 
-impl<S: klock::mutex::SpinPolicy> Counted<klock::mutex::RawMutex<S>> {
+impl<S: klock::SpinPolicy> Counted<klock::RawMutex<S>> {
     /// Critical section after a successful try/timed lock, fair or not.
-    fn held(
-        &self,
-        mut g: lock_api::MutexGuard<'_, klock::mutex::RawMutex<S>, Data>,
-        rng: &mut Rng,
-    ) {
+    fn held(&self, mut g: lock_api::MutexGuard<'_, klock::RawMutex<S>, Data>, rng: &mut Rng) {
         critical(&mut g, rng, self.name);
         self.acq.fetch_add(1, Ordering::Relaxed);
         if rng.below(8) == 0 {
@@ -516,14 +512,14 @@ struct Shared {
     // Lock order (no deadlock): outer mutex -> a queue's mutex -> the RwLock
     // -> spinlocks in index order -> inner mutex. (The outer mutex and a
     // queue's mutex are never held together, nor two queues' mutexes.)
-    outer: Counted<klock::mutex::RawMutex>,
+    outer: Counted<klock::RawMutex>,
     rw: RwCounted,
-    spin_unfair: Counted<klock::spin::RawQSpinLock<klock::spin::Unfair>>,
-    spin_pv: Counted<klock::spin::RawQSpinLock<klock::spin::Pv>>,
-    spin_pvbase: Counted<klock::spin::RawQSpinLock<klock::spin::PvBase>>,
-    spin_dyn: Counted<klock::spin::RawSpin>,
-    spin_pvticket: Counted<klock::spin::RawTicketLock<klock::spin::Pv>>,
-    inner: Counted<klock::mutex::RawMutex>,
+    spin_unfair: Counted<klock::RawQSpinLock<klock::Unfair>>,
+    spin_pv: Counted<klock::RawQSpinLock<klock::Pv>>,
+    spin_pvbase: Counted<klock::RawQSpinLock<klock::PvBase>>,
+    spin_dyn: Counted<klock::RawSpin>,
+    spin_pvticket: Counted<klock::RawTicketLock<klock::Pv>>,
+    inner: Counted<klock::RawMutex>,
     queues: [Queue; NQUEUES],
     stop: AtomicBool,
 }
@@ -798,8 +794,10 @@ fn worker(s: &Shared, p: &Progress, idx: usize, seed: u64) {
         // Running some operations inside `with_node` moves them to levels
         // 1 and 2.
         match rng.below(8) {
-            0 => klock::node::with_node(|_| one_op(s, &mut rng, doing)),
-            1 => klock::node::with_node(|_| klock::node::with_node(|_| one_op(s, &mut rng, doing))),
+            0 => klock::internal::node::with_node(|_| one_op(s, &mut rng, doing)),
+            1 => klock::internal::node::with_node(|_| {
+                klock::internal::node::with_node(|_| one_op(s, &mut rng, doing))
+            }),
             _ => one_op(s, &mut rng, doing),
         }
         doing.store(0, Ordering::Relaxed);
@@ -921,9 +919,13 @@ fn watchdog(threads: usize, run: Duration, stall: Duration, limit: Duration) {
              (replay with KLOCK_CHAOS_SEED={}){report}",
             PHASES[p.phase.load(Ordering::Relaxed).min(PHASES.len() - 1)],
             start.elapsed(),
-            if klock::chaos::ENABLED { "on" } else { "off" },
-            klock::chaos::seed(),
-            klock::chaos::seed(),
+            if klock::internal::chaos::ENABLED {
+                "on"
+            } else {
+                "off"
+            },
+            klock::internal::chaos::seed(),
+            klock::internal::chaos::seed(),
         );
     };
     loop {
@@ -963,22 +965,26 @@ fn torture_mixed() {
     let mult = env_u64("KLOCK_TORTURE_MULT", 8).max(1) as usize;
     let secs = env_u64("KLOCK_TORTURE_SECS", 3);
     let stall = env_u64("KLOCK_TORTURE_STALL_SECS", 10).max(1);
-    let threads = (mult * klock::wait::effective_cpus()).max(2);
+    let threads = (mult * klock::internal::wait::effective_cpus()).max(2);
     // Some failures abort the process (a panic inside a condvar wait cannot
     // restore the guard): print the seed next to every panic message.
-    let seed = klock::chaos::seed();
+    let seed = klock::internal::chaos::seed();
     let prev = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         prev(info);
-        if klock::chaos::ENABLED {
+        if klock::internal::chaos::ENABLED {
             eprintln!("torture_mixed: chaos seed {seed} (replay with KLOCK_CHAOS_SEED={seed})");
         }
     }));
     eprintln!(
         "torture_mixed: {threads} threads ({mult} x {} effective CPUs) for {secs} s; chaos {} \
          (seed {})",
-        klock::wait::effective_cpus(),
-        if klock::chaos::ENABLED { "on" } else { "off" },
+        klock::internal::wait::effective_cpus(),
+        if klock::internal::chaos::ENABLED {
+            "on"
+        } else {
+            "off"
+        },
         seed,
     );
     watchdog(

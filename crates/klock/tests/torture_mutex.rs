@@ -9,8 +9,8 @@
 mod torture_common;
 use torture_common::Rng;
 
-use klock::condvar::{Condvar, RawCondvar};
-use klock::mutex::{RawMutex, SpinNoQueue, SpinOff, SpinOsq, SpinPolicy};
+use klock::{Condvar, RawCondvar};
+use klock::{RawMutex, SpinNoQueue, SpinOff, SpinOsq, SpinPolicy};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -34,7 +34,7 @@ fn watchdog<R: Send + 'static>(name: &str, secs: u64, f: impl FnOnce() -> R + Se
 }
 
 fn threads() -> usize {
-    16 * klock::wait::effective_cpus()
+    16 * klock::internal::wait::effective_cpus()
 }
 
 /// Data protected by the mutex: a plain (non-atomic) counter updated with a
@@ -195,7 +195,7 @@ fn producer_consumer<S: SpinPolicy>() {
     const CAP: usize = 8;
     const PER_PRODUCER: u64 = 3000;
     let producers = 4;
-    let consumers = 2 * klock::wait::effective_cpus() + 3;
+    let consumers = 2 * klock::internal::wait::effective_cpus() + 3;
     struct Q {
         items: std::collections::VecDeque<u64>,
         done: usize,
@@ -270,7 +270,7 @@ fn condvar_hundreds_of_waiters() {
     watchdog("hundreds of waiters", 60, || {
         const N: usize = 300;
         const K: usize = 40;
-        let st = Arc::new((klock::mutex::Mutex::new(0usize), Condvar::new()));
+        let st = Arc::new((klock::Mutex::new(0usize), Condvar::new()));
         let woke = Arc::new(AtomicUsize::new(0));
         let hs: Vec<_> = (0..N)
             .map(|_| {
@@ -328,7 +328,7 @@ fn condvar_hundreds_of_waiters() {
 fn condvar_notify_all_unlocked() {
     watchdog("notify_all unlocked", 60, || {
         for _ in 0..50 {
-            let st = Arc::new((klock::mutex::Mutex::new(false), Condvar::new()));
+            let st = Arc::new((klock::Mutex::new(false), Condvar::new()));
             let hs: Vec<_> = (0..6)
                 .map(|_| {
                     let st = st.clone();
@@ -352,12 +352,12 @@ fn condvar_notify_all_unlocked() {
 #[test]
 fn no_node_fallback() {
     watchdog("no node", 60, || {
-        let m = Arc::new(klock::mutex::Mutex::new(0u64));
+        let m = Arc::new(klock::Mutex::new(0u64));
         let hs: Vec<_> = (0..8)
             .map(|i| {
                 let m = m.clone();
                 std::thread::spawn(move || {
-                    klock::node::simulate_no_node(i % 2 == 0);
+                    klock::internal::node::simulate_no_node(i % 2 == 0);
                     for _ in 0..2000 {
                         *m.lock() += 1;
                     }

@@ -20,8 +20,8 @@
 mod torture_common;
 use torture_common::{Rng, work};
 
-use klock::mutex::{RawMutex, SpinOsq};
 use klock::stat::Event;
+use klock::{RawMutex, SpinOsq};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -72,7 +72,7 @@ fn gave_up(before: &klock::stat::Snapshot) -> bool {
 }
 
 fn run(before: klock::stat::Snapshot) {
-    let n = 8 * klock::wait::effective_cpus();
+    let n = 8 * klock::internal::wait::effective_cpus();
     let m = Arc::new(M::new(Data {
         counter: 0,
         inside: false,

@@ -43,7 +43,7 @@
 mod torture_common;
 use torture_common::{Rng, env_u64, work};
 
-use klock::rwlock::{RawRwLock, RwLockRecursiveExt, SpinOff, SpinOsq, SpinPolicy, WriteToken};
+use klock::{RawRwLock, RwLockRecursiveExt, SpinOff, SpinOsq, SpinPolicy, WriteToken};
 use lock_api::GuardSend;
 use lock_api::{RwLockReadGuard, RwLockUpgradableReadGuard, RwLockWriteGuard};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -678,9 +678,13 @@ fn watchdog<S: SpinPolicy>(
             "{name}: {why}\n  elapsed: {:?}\n  chaos: {} seed {} (replay with \
              KLOCK_CHAOS_SEED={}){report}",
             start.elapsed(),
-            if klock::chaos::ENABLED { "on" } else { "off" },
-            klock::chaos::seed(),
-            klock::chaos::seed(),
+            if klock::internal::chaos::ENABLED {
+                "on"
+            } else {
+                "off"
+            },
+            klock::internal::chaos::seed(),
+            klock::internal::chaos::seed(),
         );
     };
     loop {
@@ -720,13 +724,17 @@ fn torture<S: SpinPolicy>(name: &str, secs_scale: f64) {
     let secs = env_u64("KLOCK_TORTURE_SECS", 3);
     let stall = env_u64("KLOCK_TORTURE_STALL_SECS", 10).max(1);
     // At least one thread of every class.
-    let threads = (mult * klock::wait::effective_cpus()).max(CLASS_OF.len());
+    let threads = (mult * klock::internal::wait::effective_cpus()).max(CLASS_OF.len());
     let run = Duration::from_secs_f64((secs as f64 * secs_scale).max(0.5));
     eprintln!(
         "{name}: {threads} threads ({mult} x {} effective CPUs) for {run:?}; chaos {} (seed {})",
-        klock::wait::effective_cpus(),
-        if klock::chaos::ENABLED { "on" } else { "off" },
-        klock::chaos::seed(),
+        klock::internal::wait::effective_cpus(),
+        if klock::internal::chaos::ENABLED {
+            "on"
+        } else {
+            "off"
+        },
+        klock::internal::chaos::seed(),
     );
     let before = watchdog::<S>(
         name,

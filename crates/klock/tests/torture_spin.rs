@@ -70,7 +70,7 @@ impl Drop for Watchdog {
 
 fn worker<R: RawMutex + Send + Sync + 'static>(s: Arc<Shared<R>>, seed: u64, no_node: bool) {
     if no_node {
-        klock::node::simulate_no_node(true);
+        klock::internal::node::simulate_no_node(true);
     }
     let mut rng = Rng(seed | 1);
     // Short-lived: each worker does a random number of operations and exits,
@@ -117,7 +117,7 @@ fn worker<R: RawMutex + Send + Sync + 'static>(s: Arc<Shared<R>>, seed: u64, no_
 }
 
 fn run<R: RawMutex + Send + Sync + 'static>(name: &'static str, mult: usize) {
-    let cpus = klock::wait::effective_cpus();
+    let cpus = klock::internal::wait::effective_cpus();
     let threads = (cpus * mult).clamp(2, MAX_THREADS);
     let s = Arc::new(Shared::<R> {
         outer: Mutex::new(0),
@@ -180,7 +180,7 @@ fn torture<R: RawMutex + Send + Sync + 'static>(name: &'static str) {
     run::<R>(name, 16);
 }
 
-use klock::spin::{Native, Pv, PvBase, RawQSpinLock, RawSpin, RawTasLock, RawTicketLock, Unfair};
+use klock::{Native, Pv, PvBase, RawQSpinLock, RawSpin, RawTasLock, RawTicketLock, Unfair};
 
 #[test]
 fn torture_tas() {
@@ -229,7 +229,7 @@ fn torture_pv_tas() {
 
 /// The patched PV lock with kick-ahead on (off by default).
 struct PvKickAhead;
-impl klock::spin::WaitPolicy for PvKickAhead {
+impl klock::WaitPolicy for PvKickAhead {
     const NAME: &'static str = "pv_kick2";
     const SLEEP: bool = true;
     const PATCHED: bool = true;

@@ -156,7 +156,7 @@ impl Machine {
         let online = online_cpus();
         let aff = affinity_cpus();
         // v2 `cpu.max` or v1 `cpu.cfs_quota_us`, own group and ancestors.
-        let quota = klock::wait::cgroup_quota();
+        let quota = klock::internal::wait::cgroup_quota();
         let mut eff = online;
         if let Some(a) = aff {
             eff = eff.min(a);

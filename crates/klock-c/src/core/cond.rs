@@ -20,14 +20,14 @@
 //! use klock_c::core::{cond::KCond, mutex::{KMutex, Kind}, ETIMEDOUT};
 //! let (m, cv): (KMutex, KCond) = (KMutex::new(Kind::Normal), KCond::new());
 //! assert_eq!(m.lock(), 0);
-//! assert_eq!(cv.wait(&m, Some(klock::wait::now_ns() + 1_000_000)), ETIMEDOUT);
+//! assert_eq!(cv.wait(&m, Some(klock::internal::wait::now_ns() + 1_000_000)), ETIMEDOUT);
 //! assert_eq!(m.unlock(), 0);
 //! ```
 
 use super::mutex::KMutex;
 use super::time;
-use klock::condvar::{RawCondvar, WaitTicket};
-use klock::mutex::{MutexToken, SpinOsq, SpinPolicy};
+use klock::{MutexToken, SpinOsq, SpinPolicy};
+use klock::{RawCondvar, internal::condvar::WaitTicket};
 use libc::{CLOCK_REALTIME, EBUSY, EINVAL, ETIMEDOUT, c_int, clockid_t, timespec};
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
@@ -257,7 +257,7 @@ mod tests {
                 assert_eq!(m.unlock(), 0);
             });
             while let Some((word, v)) = cv.sleep_word(&w) {
-                klock::wait::futex_wait(word, v, None);
+                klock::internal::wait::futex_wait(word, v, None);
             }
             assert_eq!(unsafe { cv.end(&m, w, false) }, 0);
         });
@@ -275,7 +275,7 @@ mod tests {
             assert_eq!(m1.lock(), 0);
             let waiter = s.spawn(|| {
                 assert_eq!(m1.lock(), 0);
-                let r = cv.wait(&m1, Some(klock::wait::now_ns() + 10_000_000_000));
+                let r = cv.wait(&m1, Some(klock::internal::wait::now_ns() + 10_000_000_000));
                 assert_eq!(m1.unlock(), 0);
                 r
             });
@@ -313,7 +313,7 @@ mod tests {
                 assert_eq!(cv.signal(), 0);
             });
             while let Some((word, v)) = cv.sleep_word(&w) {
-                klock::wait::futex_wait(word, v, None);
+                klock::internal::wait::futex_wait(word, v, None);
             }
             assert_eq!(cv.end_foreign(w, false), 0);
             assert_eq!(*m.lock().unwrap(), 1);

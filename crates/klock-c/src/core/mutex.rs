@@ -32,7 +32,7 @@
 //! ```
 
 use super::time;
-use klock::mutex::{MutexToken, RawMutex, SpinOsq, SpinPolicy, current_id};
+use klock::{MutexToken, RawMutex, SpinOsq, SpinPolicy, internal::mutex::current_id};
 use libc::{EAGAIN, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT, c_int, clockid_t, timespec};
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 

@@ -11,7 +11,7 @@
 //! * **Read policy**, chosen per call ([`ReadPolicy`]):
 //!   [`ReadPolicy::PreferReaders`] is glibc's default rwlock kind: a reader
 //!   never waits while the lock is read-owned, even while writers wait
-//!   ([`klock::rwlock::RawRwLock::lock_shared_prefer_readers`]; writers may
+//!   ([`klock::RawRwLock::lock_shared_prefer_readers`]; writers may
 //!   wait indefinitely). [`ReadPolicy::Fair`] is klock's rwsem: new readers
 //!   queue behind a waiting writer (writers do not starve), except:
 //! * **Recursive read locks** (fair policy): glibc's default rwlock lets a
@@ -19,7 +19,7 @@
 //!   klock's rwsem queues readers behind waiting writers, which would
 //!   deadlock such a thread. So a thread that holds any read lock (a
 //!   per-thread count) takes further ones with
-//!   [`klock::rwlock::RawRwLock::lock_shared_recursive`]. (Another thread's
+//!   [`klock::RawRwLock::lock_shared_recursive`]. (Another thread's
 //!   reader still queues: a reader that holds the lock while it waits for
 //!   another thread's reader can deadlock under the fair policy.)
 //! * EDEADLK when the write-holder asks for either lock again.
@@ -37,9 +37,9 @@
 //! ```
 
 use super::time;
-use klock::mutex::{SpinOsq, SpinPolicy};
-use klock::rwlock::RawRwLock;
-use klock::tid::current_id;
+use klock::RawRwLock;
+use klock::internal::tid::current_id;
+use klock::{SpinOsq, SpinPolicy};
 use libc::{EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT, c_int, clockid_t, timespec};
 use std::sync::atomic::{AtomicI32, Ordering};
 
@@ -61,7 +61,7 @@ const DESTROYED: i32 = -1;
 // an initial-exec thread-local where klock provides one (one `%fs` load on
 // the read fast paths, also inside the interposer), else `thread_local!`.
 #[cfg(all(target_arch = "x86_64", target_os = "linux"))]
-klock::thread_word!(mod reads_word = "klock_c_reads_held_v1");
+klock::internal::tls::thread_word!(mod reads_word = "klock_c_reads_held_v1");
 
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 mod reads_word {
@@ -483,7 +483,7 @@ mod tests {
                 assert_eq!(l.unlock(), 0);
             });
             let t0 = std::time::Instant::now();
-            while l.raw().count_word() & klock::rwlock::WAITERS == 0 {
+            while l.raw().count_word() & klock::internal::rwlock::WAITERS == 0 {
                 assert!(t0.elapsed().as_secs() < 5, "writer never queued");
                 std::thread::sleep(std::time::Duration::from_millis(1));
             }

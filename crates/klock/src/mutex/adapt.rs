@@ -182,7 +182,7 @@ pub(super) fn record(t: &Tunables, acquired: bool) {
 /// took the lock" (256 for a thread that has not failed a spin yet).
 ///
 /// ```
-/// assert!(klock::mutex::adapt_score() <= 256);
+/// assert!(klock::internal::mutex::adapt_score() <= 256);
 /// ```
 pub fn adapt_score() -> u32 {
     ADAPT.try_with(|a| a.score.get()).unwrap_or(ONE)

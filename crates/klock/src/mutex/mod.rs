@@ -165,7 +165,7 @@
 //! [`crate::waitlist`].
 //!
 //! ```
-//! let m = klock::mutex::Mutex::new(0u32);
+//! let m = klock::Mutex::new(0u32);
 //! *m.lock() += 1;
 //! assert_eq!(*m.lock(), 1);
 //! ```
@@ -206,7 +206,7 @@ pub use crate::tid::{ANON_ID, current_id};
 /// [`SpinOff`].
 ///
 /// ```
-/// use klock::mutex::{SpinPolicy, SpinOsq, SpinOff};
+/// use klock::{SpinPolicy, SpinOsq, SpinOff};
 /// assert!(SpinOsq::SPIN && SpinOsq::QUEUE);
 /// assert!(!SpinOff::SPIN);
 /// ```
@@ -229,7 +229,7 @@ mod sealed {
 /// Default policy: optimistic spinning, spinners queued in an OSQ (0 bytes).
 ///
 /// ```
-/// assert_eq!(<klock::mutex::SpinOsq as klock::mutex::SpinPolicy>::NAME, "osq");
+/// assert_eq!(<klock::SpinOsq as klock::SpinPolicy>::NAME, "osq");
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpinOsq;
@@ -237,14 +237,14 @@ pub struct SpinOsq;
 /// (0 bytes).
 ///
 /// ```
-/// assert!(!<klock::mutex::SpinNoQueue as klock::mutex::SpinPolicy>::QUEUE);
+/// assert!(!<klock::SpinNoQueue as klock::SpinPolicy>::QUEUE);
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpinNoQueue;
 /// No optimistic spinning (MUTEX_SPIN_ON_OWNER off): sleep at once (0 bytes).
 ///
 /// ```
-/// assert!(!<klock::mutex::SpinOff as klock::mutex::SpinPolicy>::SPIN);
+/// assert!(!<klock::SpinOff as klock::SpinPolicy>::SPIN);
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpinOff;
@@ -274,7 +274,7 @@ impl SpinPolicy for SpinOff {
 /// (`lock_api`), or directly with [`lock`](Self::lock) / [`unlock`](Self::unlock).
 ///
 /// ```
-/// use klock::mutex::RawMutex;
+/// use klock::RawMutex;
 /// let m: RawMutex = RawMutex::new();
 /// let t = m.lock();
 /// assert!(m.is_locked());
@@ -297,10 +297,14 @@ pub struct RawMutex<S: SpinPolicy = SpinOsq> {
 /// to and released by another thread (4 bytes).
 ///
 /// ```
-/// let m = klock::mutex::RawMutex::<klock::mutex::SpinOff>::new();
-/// let t = m.lock();
-/// assert_eq!(t.id(), klock::mutex::current_id());
-/// unsafe { m.unlock(t) };
+/// let m = klock::RawMutex::<klock::SpinOff>::new();
+/// let t: klock::MutexToken = m.lock();
+/// assert_ne!(t.id(), 0); // 0 is "no owner"
+/// let m = &m;
+/// std::thread::scope(|s| {
+///     s.spawn(move || unsafe { m.unlock(t) }); // released by another thread
+/// });
+/// assert!(!m.is_locked());
 /// ```
 #[derive(Debug)]
 #[must_use = "the mutex stays locked until the token is passed to unlock"]
@@ -326,11 +330,12 @@ impl MutexToken {
     /// The mutex this token will be passed to is held with owner id `id`.
     ///
     /// ```
-    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// std::mem::forget(m.lock());
-    /// unsafe { m.unlock(klock::mutex::MutexToken::for_holder(m.holder())) };
+    /// unsafe { m.unlock(klock::MutexToken::for_holder(m.holder())) };
     /// assert!(!m.is_locked());
     /// ```
+    #[doc(hidden)]
     pub unsafe fn for_holder(id: u32) -> MutexToken {
         MutexToken { id }
     }
@@ -340,7 +345,7 @@ impl MutexToken {
 /// spinning. Size: 12 bytes + `T` (rounded to `T`'s alignment).
 ///
 /// ```
-/// static M: klock::mutex::Mutex<Vec<u32>> = klock::mutex::Mutex::new(Vec::new());
+/// static M: klock::Mutex<Vec<u32>> = klock::Mutex::new(Vec::new());
 /// M.lock().push(1);
 /// assert_eq!(M.lock().len(), 1);
 /// ```
@@ -351,8 +356,8 @@ pub type Mutex<T> = lock_api::Mutex<RawMutex<SpinOsq>, T>;
 /// token: 16 bytes on 64-bit).
 ///
 /// ```
-/// let m = klock::mutex::Mutex::new(1);
-/// let g: klock::mutex::MutexGuard<'_, i32> = m.lock();
+/// let m = klock::Mutex::new(1);
+/// let g: klock::MutexGuard<'_, i32> = m.lock();
 /// assert_eq!(*g, 1);
 /// ```
 #[cfg(not(loom))]
@@ -362,7 +367,7 @@ pub type MutexGuard<'a, T> = lock_api::MutexGuard<'a, RawMutex<SpinOsq>, T>;
 /// off. Size: 12 bytes + `T`.
 ///
 /// ```
-/// let m = klock::mutex::MutexNoSpin::new(5);
+/// let m = klock::MutexNoSpin::new(5);
 /// assert_eq!(*m.lock(), 5);
 /// ```
 #[cfg(not(loom))]
@@ -372,7 +377,7 @@ pub type MutexNoSpin<T> = lock_api::Mutex<RawMutex<SpinOff>, T>;
 /// Size: 12 bytes + `T`.
 ///
 /// ```
-/// let m = klock::mutex::MutexNoQueue::new(5);
+/// let m = klock::MutexNoQueue::new(5);
 /// assert_eq!(*m.lock(), 5);
 /// ```
 #[cfg(not(loom))]
@@ -408,7 +413,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// An unlocked mutex (all zero).
     ///
     /// ```
-    /// static M: klock::mutex::RawMutex = klock::mutex::RawMutex::new();
+    /// static M: klock::RawMutex = klock::RawMutex::new();
     /// assert!(!M.is_locked());
     /// ```
     #[cfg(not(loom))]
@@ -435,9 +440,10 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// The raw owner word (for tests and diagnostics).
     ///
     /// ```
-    /// assert_eq!(klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new().owner_word(), 0);
+    /// assert_eq!(klock::RawMutex::<klock::SpinOsq>::new().owner_word(), 0);
     /// ```
     #[inline]
+    #[doc(hidden)]
     pub fn owner_word(&self) -> u32 {
         // Relaxed: a diagnostic snapshot.
         self.owner.load(Ordering::Relaxed)
@@ -446,7 +452,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// Is the mutex held (or handed to a waiter)?
     ///
     /// ```
-    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// assert!(!m.is_locked());
     /// ```
     #[inline]
@@ -458,7 +464,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// Acquire: one CAS when free, else the slow path (spin, then sleep).
     ///
     /// ```
-    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// let t = m.lock();
     /// unsafe { m.unlock(t) };
     /// ```
@@ -486,12 +492,13 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// fall back to [`lock`](Self::lock) or [`try_lock`](Self::try_lock).
     ///
     /// ```
-    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// let t = m.try_lock_uncontended().unwrap();
     /// assert!(m.try_lock_uncontended().is_none());
     /// unsafe { m.unlock(t) };
     /// ```
     #[inline(always)]
+    #[doc(hidden)]
     pub fn try_lock_uncontended(&self) -> Option<MutexToken> {
         let id = current_id();
         // Acquire pairs with the Release of the previous owner's unlock (as
@@ -514,7 +521,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// afterwards).
     ///
     /// ```
-    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// let t = m.lock();
     /// std::mem::forget(t);
     /// assert!(unsafe { m.try_unlock_uncontended() });
@@ -522,6 +529,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// assert!(!unsafe { m.try_unlock_uncontended() });
     /// ```
     #[inline(always)]
+    #[doc(hidden)]
     pub unsafe fn try_unlock_uncontended(&self) -> bool {
         // Release pairs with the Acquire of the next owner's CAS (as in
         // `release`).
@@ -538,7 +546,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// Acquire if free (also when only flags are set); never waits.
     ///
     /// ```
-    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// let t = m.try_lock().unwrap();
     /// assert!(m.try_lock().is_none());
     /// unsafe { m.unlock(t) };
@@ -552,12 +560,13 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// Acquire, giving up at `deadline_ns` (a [`wait::now_ns`] time).
     ///
     /// ```
-    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// let t = m.lock();
-    /// let d = klock::wait::now_ns() + 1_000_000;
+    /// let d = klock::internal::wait::now_ns() + 1_000_000;
     /// assert!(std::thread::scope(|s| s.spawn(|| m.lock_until_ns(d).is_none()).join().unwrap()));
     /// unsafe { m.unlock(t) };
     /// ```
+    #[doc(hidden)]
     pub fn lock_until_ns(&self, deadline_ns: u64) -> Option<MutexToken> {
         let id = current_id();
         if self
@@ -580,7 +589,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// released yet.
     ///
     /// ```
-    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// let t = m.lock();
     /// unsafe { m.unlock(t) };
     /// ```
@@ -615,7 +624,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// As for [`unlock`](Self::unlock).
     ///
     /// ```
-    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// let t = m.lock();
     /// unsafe { m.unlock_fair(t) };
     /// assert!(!m.is_locked());
@@ -698,13 +707,14 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// mutexes in the C layer compare it with [`current_id`].
     ///
     /// ```
-    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// assert_eq!(m.holder(), 0);
     /// let t = m.lock();
-    /// assert_eq!(m.holder(), klock::mutex::current_id());
+    /// assert_eq!(m.holder(), klock::internal::mutex::current_id());
     /// unsafe { m.unlock(t) };
     /// ```
     #[inline]
+    #[doc(hidden)]
     pub fn holder(&self) -> u32 {
         // Relaxed: the caller either is the holder (its own store) or only
         // compares with its own id, which no other thread can store.
@@ -721,13 +731,14 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// thread releases this acquisition.
     ///
     /// ```
-    /// let m = klock::mutex::RawMutex::<klock::mutex::SpinOsq>::new();
+    /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// let t = m.lock();
     /// std::mem::forget(t);
     /// std::thread::scope(|s| { s.spawn(|| unsafe { m.unlock_any() }); });
     /// assert!(!m.is_locked());
     /// ```
     #[inline]
+    #[doc(hidden)]
     pub unsafe fn unlock_any(&self) {
         // SAFETY: forwarded; the token names the holder recorded in the word.
         unsafe { self.unlock(MutexToken { id: self.holder() }) }

@@ -37,13 +37,45 @@ impl<S: SpinPolicy> RawMutex<S> {
     #[cold]
     pub(super) fn unlock_slow(&self, fair: bool) {
         // Relaxed: only the CASes below decide; their orderings are commented.
-        let mut o = self.owner.load(Ordering::Relaxed);
+        let o = self.owner.load(Ordering::Relaxed);
         // Eventual fairness (`KLOCK_MUTEX_FAIR_HANDOFF_NS`): a head that has
         // been first for that long gets the lock handed over, even asleep.
         // At most one such hand-off per interval and lock (the next head's
         // clock starts when it becomes first), so the lock idles for a
         // wake-up at a bounded rate.
         let fair = fair || (has_waiters(o) && fair_check_due() && self.fair_due());
+        // Step 1: nobody to wake: release the id and keep the flags; else
+        // take WLOCK while still owner.
+        if !self.release_or_lock_list(o, fair) {
+            return;
+        }
+        // Step 2: we own the lock and WLOCK: mark the head WOKEN.
+        let h = self.list.head();
+        let hn = (h != 0).then(|| Waiter::decode(h));
+        // If the head is still WOKEN from an earlier wake it has not re-armed
+        // yet (re-arming needs WLOCK, which we hold): it is awake and will
+        // re-try after our release, so no futex_wake is needed.
+        // INV-WAKE-ADDR: under WLOCK; the release CAS below publishes it.
+        let need_wake = hn.is_some_and(|hn| hn.wake_mark());
+        // Step 3: release (or hand over to the head) and drop WLOCK in one CAS.
+        let handed = self.release_to_head(hn, fair);
+        // Step 4: from here on only the head's type-stable node is touched.
+        chaos::point(Site::AfterRelease);
+        stat::cond_inc(Event::MutexHandoff, handed);
+        if let Some(hn) = hn
+            && need_wake
+        {
+            stat::inc(Event::MutexWake);
+            hn.wake();
+        }
+    }
+
+    /// Step 1 of [`unlock_slow`](Self::unlock_slow), from the owner word `o`:
+    /// if no wake is needed, release the id, keep the flags and return
+    /// `false` (the unlock is done); otherwise take WLOCK, still as owner,
+    /// and return `true`.
+    #[inline]
+    fn release_or_lock_list(&self, mut o: u32, fair: bool) -> bool {
         loop {
             if unlock_needs_no_wake(o, fair) {
                 // Only WLOCK (a waiter enqueueing) or nothing, or a woken
@@ -61,7 +93,7 @@ impl<S: SpinPolicy> RawMutex<S> {
                 ) {
                     Ok(_) => {
                         stat::cond_inc(Event::MutexWakePending, has_waiters(o));
-                        return;
+                        return false;
                     }
                     Err(x) => o = x,
                 }
@@ -81,22 +113,22 @@ impl<S: SpinPolicy> RawMutex<S> {
                 Ordering::Acquire,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => break,
+                Ok(_) => return true,
                 Err(x) => o = x,
             }
         }
-        // We own the lock and WLOCK.
-        let h = self.list.head();
-        let hn = (h != 0).then(|| Waiter::decode(h));
-        // If the head is still WOKEN from an earlier wake it has not re-armed
-        // yet (re-arming needs WLOCK, which we hold): it is awake and will
-        // re-try after our release, so no futex_wake is needed.
-        // INV-WAKE-ADDR: under WLOCK; the release CAS below publishes it.
-        let need_wake = hn.is_some_and(|hn| hn.wake_mark());
+    }
+
+    /// Step 3 of [`unlock_slow`](Self::unlock_slow), holding the lock and
+    /// WLOCK, the head `hn` (if any) marked WOKEN: release the lock, or hand
+    /// it to the head (`fair` or HANDOFF requested), and drop WLOCK in one
+    /// CAS. Returns whether the lock was handed over.
+    #[inline]
+    fn release_to_head(&self, hn: Option<Waiter<'static>>, fair: bool) -> bool {
         let mut o = self.owner.load(Ordering::Relaxed);
         // The head is WOKEN now (and will not sleep before it re-arms, which
         // clears WAKING): publish WAKING so later unlocks need no WLOCK/wake.
-        let handed = loop {
+        loop {
             let (new, handed) = match hn {
                 None => (RELEASE_NO_WAITERS, false),
                 Some(hn) if fair || handoff_requested(o) => (hand_to_head(hn.thread_id()), true),
@@ -109,18 +141,9 @@ impl<S: SpinPolicy> RawMutex<S> {
                 .owner
                 .compare_exchange_weak(o, new, Ordering::Release, Ordering::Relaxed)
             {
-                Ok(_) => break handed,
+                Ok(_) => return handed,
                 Err(x) => o = x,
             }
-        };
-        // From here on only the head's type-stable node is touched.
-        chaos::point(Site::AfterRelease);
-        stat::cond_inc(Event::MutexHandoff, handed);
-        if let Some(hn) = hn
-            && need_wake
-        {
-            stat::inc(Event::MutexWake);
-            hn.wake();
         }
     }
 

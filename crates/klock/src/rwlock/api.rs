@@ -213,12 +213,12 @@ unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgradeTimed for RawRwLock<S> {
 /// (parking_lot 0.13 offers a separate `RecursiveRwLock` type instead), so
 /// klock provides the methods through this extension trait: code written
 /// for the older parking_lot API compiles with `use
-/// klock::rwlock::RwLockRecursiveExt;`. A recursive read is admitted past
+/// klock::RwLockRecursiveExt;`. A recursive read is admitted past
 /// waiting writers and past an upgrade under way, whenever no writer holds
 /// the lock ([`RawRwLock::lock_shared_recursive`]).
 ///
 /// ```
-/// use klock::rwlock::RwLockRecursiveExt;
+/// use klock::RwLockRecursiveExt;
 /// let l = klock::RwLock::new(1);
 /// let a = l.read();
 /// let b = l.read_recursive();

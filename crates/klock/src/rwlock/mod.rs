@@ -204,7 +204,7 @@ use word::{
 /// bytes). Use it through [`RwLock`] (`lock_api`) or directly.
 ///
 /// ```
-/// use klock::rwlock::RawRwLock;
+/// use klock::RawRwLock;
 /// let l: RawRwLock = RawRwLock::new();
 /// l.lock_shared();
 /// assert!(l.is_locked());
@@ -239,10 +239,14 @@ impl<S: SpinPolicy> Default for RawRwLock<S> {
 /// back at unlock so that a guard may be released by another thread.
 ///
 /// ```
-/// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
-/// let t = l.lock_exclusive();
-/// assert_eq!(t.id(), klock::tid::current_id());
-/// unsafe { l.unlock_exclusive(t) };
+/// let l = klock::RawRwLock::<klock::SpinOff>::new();
+/// let t: klock::WriteToken = l.lock_exclusive();
+/// assert_ne!(t.id(), 0); // 0 is "no writer"
+/// let l = &l;
+/// std::thread::scope(|s| {
+///     s.spawn(move || unsafe { l.unlock_exclusive(t) }); // released by another thread
+/// });
+/// assert!(!l.is_locked());
 /// ```
 #[derive(Debug)]
 pub struct WriteToken {
@@ -268,7 +272,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// An unlocked rwsem (all zero).
     ///
     /// ```
-    /// static L: klock::rwlock::RawRwLock = klock::rwlock::RawRwLock::new();
+    /// static L: klock::RawRwLock = klock::RawRwLock::new();
     /// assert!(!L.is_locked());
     /// ```
     #[cfg(not(loom))]
@@ -296,8 +300,9 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The count word (diagnostics and tests).
     ///
     /// ```
-    /// assert_eq!(klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new().count_word(), 0);
+    /// assert_eq!(klock::RawRwLock::<klock::SpinOff>::new().count_word(), 0);
     /// ```
+    #[doc(hidden)]
     pub fn count_word(&self) -> u32 {
         // Relaxed: a snapshot.
         self.count.load(Ordering::Relaxed)
@@ -306,7 +311,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// Is the lock held (read or write)?
     ///
     /// ```
-    /// assert!(!klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new().is_locked());
+    /// assert!(!klock::RawRwLock::<klock::SpinOff>::new().is_locked());
     /// ```
     pub fn is_locked(&self) -> bool {
         !is_free(self.count_word())
@@ -315,7 +320,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// Is the lock write-locked?
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// let t = l.lock_exclusive();
     /// assert!(l.is_locked_exclusive());
     /// unsafe { l.unlock_exclusive(t) };
@@ -330,13 +335,14 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// EDEADLK check).
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// let t = l.lock_exclusive();
-    /// assert_eq!(l.writer(), klock::tid::current_id());
+    /// assert_eq!(l.writer(), klock::internal::tid::current_id());
     /// unsafe { l.unlock_exclusive(t) };
     /// assert_eq!(l.writer(), 0);
     /// ```
     #[inline]
+    #[doc(hidden)]
     pub fn writer(&self) -> u32 {
         // Relaxed (both): our own id is only ever stored by ourselves.
         if self.count.load(Ordering::Relaxed) & WRITER == 0 {
@@ -369,7 +375,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// a waiter, a hand-off or an upgrade is in the way.
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// l.lock_shared();
     /// unsafe { l.unlock_shared() };
     /// ```
@@ -418,7 +424,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// Try to take a read lock without waiting.
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// assert!(l.try_lock_shared());
     /// let t = l.try_lock_exclusive();
     /// assert!(t.is_none());
@@ -476,7 +482,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds a read or a write lock (not an upgradable one).
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// let t = l.lock_exclusive();
     /// std::mem::forget(t);
     /// assert!(unsafe { l.unlock_any() });
@@ -485,6 +491,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// assert_eq!(l.count_word(), 0);
     /// ```
     #[inline]
+    #[doc(hidden)]
     pub unsafe fn unlock_any(&self) -> bool {
         // Relaxed: the WRITER bit is our own (we hold the lock) or is clear
         // for good while we hold a read lock.
@@ -505,7 +512,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// Take the write lock: one CAS `0 -> WRITER`, else the slow path.
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// let t = l.lock_exclusive();
     /// unsafe { l.unlock_exclusive(t) };
     /// ```
@@ -537,7 +544,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// hand-off).
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// let t = l.try_lock_exclusive().unwrap();
     /// assert!(!l.try_lock_shared());
     /// unsafe { l.unlock_exclusive(t) };
@@ -565,7 +572,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds this lock (read or write).
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// assert!(l.try_lock_shared());
     /// assert_eq!(unsafe { l.try_unlock_uncontended() }, Some(false));
     /// let t = l.try_lock_exclusive().unwrap();
@@ -575,6 +582,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// assert_eq!(unsafe { l.try_unlock_uncontended() }, None);
     /// ```
     #[inline(always)]
+    #[doc(hidden)]
     pub unsafe fn try_unlock_uncontended(&self) -> Option<bool> {
         // Relaxed: the CAS (ours or unlock_exclusive's) decides.
         let c = self.count.load(Ordering::Relaxed);
@@ -647,7 +655,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
 /// l.write().push(2);
 /// assert_eq!(l.read().len(), 2);
 /// let u = l.upgradable_read();
-/// let mut w = klock::rwlock::RwLockUpgradableReadGuard::upgrade(u);
+/// let mut w = klock::RwLockUpgradableReadGuard::upgrade(u);
 /// w.push(3);
 /// assert_eq!(w.len(), 3);
 /// ```
@@ -656,7 +664,7 @@ pub type RwLock<T> = lock_api::RwLock<RawRwLock<SpinOsq>, T>;
 /// A reader-writer lock whose writers never spin (`klock_rwsem_nospin`).
 ///
 /// ```
-/// let l = klock::rwlock::RwLockNoSpin::new(1);
+/// let l = klock::RwLockNoSpin::new(1);
 /// assert_eq!(*l.read(), 1);
 /// ```
 #[cfg(not(loom))]

@@ -48,7 +48,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// read slow path.
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// l.lock_shared();
     /// l.lock_shared_recursive();
     /// unsafe { l.unlock_shared(); l.unlock_shared() };
@@ -69,7 +69,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// hand-off owed).
     ///
     /// ```
-    /// use klock::rwlock::{RawRwLock, SpinOff};
+    /// use klock::{RawRwLock, SpinOff};
     /// let l = RawRwLock::<SpinOff>::new();
     /// let t = l.lock_exclusive();
     /// assert!(!l.lock_shared_recursive_until_ns(0)); // deadline passed
@@ -78,6 +78,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// unsafe { l.unlock_shared() };
     /// assert_eq!(l.count_word(), 0);
     /// ```
+    #[doc(hidden)]
     pub fn lock_shared_recursive_until_ns(&self, deadline: u64) -> bool {
         self.read_recursive(Some(deadline))
     }
@@ -106,7 +107,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// while [`is_recursive_read_lockable`].
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// assert!(l.try_lock_shared_recursive());
     /// unsafe { l.unlock_shared() };
     /// ```
@@ -138,13 +139,14 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// handed the lock, owns it.
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// l.lock_shared_prefer_readers();
     /// l.lock_shared_prefer_readers();
     /// unsafe { l.unlock_shared(); l.unlock_shared() };
     /// assert_eq!(l.count_word(), 0);
     /// ```
     #[inline]
+    #[doc(hidden)]
     pub fn lock_shared_prefer_readers(&self) {
         let _ = self.read_pref(None);
     }
@@ -154,7 +156,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// read-owned, whoever waits; on a free lock unless a hand-off is owed).
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// assert!(l.try_lock_shared_prefer_readers());
     /// unsafe { l.unlock_shared() };
     /// let t = l.lock_exclusive();
@@ -162,6 +164,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// unsafe { l.unlock_exclusive(t) };
     /// ```
     #[inline]
+    #[doc(hidden)]
     pub fn try_lock_shared_prefer_readers(&self) -> bool {
         self.try_read_pref()
     }
@@ -172,7 +175,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// was taken, `false` if the deadline passed first (nothing held).
     ///
     /// ```
-    /// use klock::rwlock::{RawRwLock, SpinOff};
+    /// use klock::{RawRwLock, SpinOff};
     /// let l = RawRwLock::<SpinOff>::new();
     /// let t = l.lock_exclusive();
     /// assert!(!l.lock_shared_prefer_readers_until_ns(0));
@@ -181,6 +184,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// unsafe { l.unlock_shared() };
     /// assert_eq!(l.count_word(), 0);
     /// ```
+    #[doc(hidden)]
     pub fn lock_shared_prefer_readers_until_ns(&self, deadline: u64) -> bool {
         self.read_pref(Some(deadline))
     }
@@ -257,16 +261,17 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// futex wait time out or not).
     ///
     /// ```
-    /// use klock::rwlock::{RawRwLock, SpinOff};
+    /// use klock::{RawRwLock, SpinOff};
     /// let l = RawRwLock::<SpinOff>::new();
     /// let t = l.lock_exclusive();
     /// // A deadline already passed: fails at once.
     /// assert!(!l.lock_shared_until_ns(0));
     /// unsafe { l.unlock_exclusive(t) };
-    /// assert!(l.lock_shared_until_ns(klock::wait::now_ns() + 1_000_000));
+    /// assert!(l.lock_shared_until_ns(klock::internal::wait::now_ns() + 1_000_000));
     /// unsafe { l.unlock_shared() };
     /// assert_eq!(l.count_word(), 0);
     /// ```
+    #[doc(hidden)]
     pub fn lock_shared_until_ns(&self, deadline: u64) -> bool {
         match self.read_fast() {
             Ok(()) => true,

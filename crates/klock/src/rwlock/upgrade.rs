@@ -48,7 +48,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds the write lock.
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// let t = l.lock_exclusive();
     /// unsafe { l.downgrade(t) };
     /// assert!(l.try_lock_shared());
@@ -71,7 +71,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// writers and other upgradable readers (`(n,-) -> (n+1,U)`).
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// l.lock_upgradable();
     /// assert!(l.try_lock_shared());
     /// assert!(!l.try_lock_upgradable());
@@ -101,16 +101,17 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// WAITERS/PREFQ/HANDOFF cleared as the list empties).
     ///
     /// ```
-    /// use klock::rwlock::{RawRwLock, SpinOff};
+    /// use klock::{RawRwLock, SpinOff};
     /// let l = RawRwLock::<SpinOff>::new();
     /// l.lock_upgradable();
     /// // Another upgradable reader excludes us; the deadline has passed.
     /// assert!(!l.lock_upgradable_until_ns(0));
     /// unsafe { l.unlock_upgradable() };
-    /// assert!(l.lock_upgradable_until_ns(klock::wait::now_ns() + 1_000_000));
+    /// assert!(l.lock_upgradable_until_ns(klock::internal::wait::now_ns() + 1_000_000));
     /// unsafe { l.unlock_upgradable() };
     /// assert_eq!(l.count_word(), 0);
     /// ```
+    #[doc(hidden)]
     pub fn lock_upgradable_until_ns(&self, deadline: u64) -> bool {
         self.upgradable(Some(deadline))
     }
@@ -134,7 +135,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// Try to take an upgradable read lock without waiting.
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// assert!(l.try_lock_upgradable());
     /// unsafe { l.unlock_upgradable() };
     /// ```
@@ -174,7 +175,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds an upgradable read lock.
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// l.lock_upgradable();
     /// unsafe { l.unlock_upgradable_fair() };
     /// assert_eq!(l.count_word(), 0);
@@ -200,7 +201,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// return).
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// l.lock_upgradable();
     /// let before = l.count_word();
     /// unsafe { l.bump_upgradable() };
@@ -232,7 +233,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds an upgradable read lock.
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// l.lock_upgradable();
     /// unsafe { l.downgrade_upgradable() };
     /// assert!(l.try_lock_upgradable()); // UPGRADE is free again
@@ -257,7 +258,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds the write lock acquired as `token`.
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// let t = l.lock_exclusive();
     /// unsafe { l.downgrade_to_upgradable(t) };
     /// assert!(l.try_lock_shared()); // readers get in
@@ -283,7 +284,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds an upgradable read lock.
     ///
     /// ```
-    /// let l = klock::rwlock::RawRwLock::<klock::rwlock::SpinOff>::new();
+    /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// l.lock_upgradable();
     /// let t = unsafe { l.upgrade() };
     /// assert!(l.is_locked_exclusive());
@@ -311,16 +312,17 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds an upgradable read lock.
     ///
     /// ```
-    /// use klock::rwlock::{RawRwLock, SpinOff};
+    /// use klock::{RawRwLock, SpinOff};
     /// let l = RawRwLock::<SpinOff>::new();
     /// l.lock_upgradable();
     /// l.lock_shared(); // another reader inside
     /// assert!(unsafe { l.upgrade_until_ns(0) }.is_none());
     /// unsafe { l.unlock_shared() };
-    /// let t = unsafe { l.upgrade_until_ns(klock::wait::now_ns() + 1_000_000) }.unwrap();
+    /// let t = unsafe { l.upgrade_until_ns(klock::internal::wait::now_ns() + 1_000_000) }.unwrap();
     /// unsafe { l.unlock_exclusive(t) };
     /// assert_eq!(l.count_word(), 0);
     /// ```
+    #[doc(hidden)]
     pub unsafe fn upgrade_until_ns(&self, deadline: u64) -> Option<WriteToken> {
         // SAFETY: forwarded.
         unsafe { self.upgrade_wait(Some(deadline)) }

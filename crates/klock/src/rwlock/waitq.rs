@@ -487,48 +487,15 @@ impl<S: SpinPolicy> RawRwLock<S> {
     fn hand_on(&self, sub: u32, add: u32, grant: bool, wq: &mut WakeQ) {
         let h = self.list.head();
         let class = (h != 0).then(|| RwWaiter::decode(h).class());
-        // Relaxed: under WLOCK; the CASes below decide.
-        let mut c = self.count.load(Ordering::Relaxed);
-        if class == Some(Class::Reader) && self.grant_readers(sub, add, wq, false) {
-            c = self.count.load(Ordering::Relaxed);
-        }
-        // INV-PREFQ: a writer heads the list and the lock stays read-owned:
-        // reader-preferring readers queued behind it join the readers.
-        let after = release(c, sub, add);
-        if class.is_some_and(|cl| cl != Class::Reader)
-            && c & PREFQ != 0
-            && readers(after) > 0
-            && after & (WRITER | UPGRADING) == 0
-            && self.grant_readers(sub, add, wq, true)
-        {
-            c = self.count.load(Ordering::Relaxed);
-        }
+        // Step 1: readers at the head (or reader-preferring readers behind a
+        // writer head) are granted before the release.
+        let mut c = self.grant_head_readers(sub, add, class, wq);
+        // Step 2: release in one CAS, giving a writer or upgrader head its
+        // turn (the lock handed to it, or it marked woken).
         let mut marked = false;
         loop {
             let after = unlock_list(release(c, sub, add));
-            let mut new = after;
-            let mut handed = false;
-            if let Some(cl) = class.filter(|&cl| cl != Class::Reader)
-                && is_lockable_by(after, cl, true)
-            {
-                if grant && cl == Class::Writer {
-                    let last = Waiter::decode(h).next_link() == h;
-                    new = hand_to_writer(after, last);
-                    handed = true;
-                } else {
-                    if !marked {
-                        // INV-WAKE-ADDR: under WLOCK, before the release.
-                        if RwWaiter::decode(h).w.wake_mark() {
-                            wq.push(h);
-                        } else {
-                            stat::inc(Event::RwWakeSkipped);
-                        }
-                        marked = true;
-                    }
-                    // INV-WAKING: the head is woken until it re-tries.
-                    new = mark_woken(new);
-                }
-            }
+            let (new, handed) = Self::head_turn(h, class, after, grant, &mut marked, wq);
             if handed {
                 // Keep WLOCK across the unlink: the lock passes in this CAS.
                 // AcqRel: Release publishes our critical section; Acquire (a
@@ -541,16 +508,8 @@ impl<S: SpinPolicy> RawRwLock<S> {
                     Ordering::Relaxed,
                 ) {
                     Ok(_) => {
-                        chaos::point(Site::AfterRelease);
-                        self.unlink(h);
-                        // Relaxed: a hint; the grantee stores its id.
-                        self.owner.store(0, Ordering::Relaxed);
-                        Waiter::decode(h).mark_granting();
-                        wq.push(h | WakeQ::GRANT);
-                        stat::inc(Event::RwHandedOff);
-                        // The lock is the grantee's, and it cannot run
-                        // before `finish`: WLOCK is still ours to release.
-                        self.wunlock();
+                        // Step 3: the hand-off's grant.
+                        self.finish_hand_off(h, wq);
                         return;
                     }
                     Err(x) => c = x,
@@ -567,6 +526,85 @@ impl<S: SpinPolicy> RawRwLock<S> {
                 Err(x) => c = x,
             }
         }
+    }
+
+    /// Step 1 of [`hand_on`](Self::hand_on), under WLOCK: grant the readers
+    /// at the head (`class`: the head's), or, INV-PREFQ, the
+    /// reader-preferring readers queued behind a writer head while the lock
+    /// stays read-owned. Returns the count word as of after the grants.
+    #[inline]
+    fn grant_head_readers(&self, sub: u32, add: u32, class: Option<Class>, wq: &mut WakeQ) -> u32 {
+        // Relaxed: under WLOCK; the CASes below decide.
+        let mut c = self.count.load(Ordering::Relaxed);
+        if class == Some(Class::Reader) && self.grant_readers(sub, add, wq, false) {
+            c = self.count.load(Ordering::Relaxed);
+        }
+        // INV-PREFQ: a writer heads the list and the lock stays read-owned:
+        // reader-preferring readers queued behind it join the readers.
+        let after = release(c, sub, add);
+        if class.is_some_and(|cl| cl != Class::Reader)
+            && c & PREFQ != 0
+            && readers(after) > 0
+            && after & (WRITER | UPGRADING) == 0
+            && self.grant_readers(sub, add, wq, true)
+        {
+            c = self.count.load(Ordering::Relaxed);
+        }
+        c
+    }
+
+    /// Step 2 of [`hand_on`](Self::hand_on), for one releasing CAS: the new
+    /// count word given `after` (the count after the release, WLOCK clear)
+    /// and whether the lock passes in it to the writer head `h` (`grant`).
+    /// A writer or upgrader head that could take the lock but is not handed
+    /// it is marked woken (and queued on `wq` for its wake) once: `marked`.
+    #[inline]
+    fn head_turn(
+        h: u32,
+        class: Option<Class>,
+        after: u32,
+        grant: bool,
+        marked: &mut bool,
+        wq: &mut WakeQ,
+    ) -> (u32, bool) {
+        let Some(cl) = class.filter(|&cl| cl != Class::Reader) else {
+            return (after, false);
+        };
+        if !is_lockable_by(after, cl, true) {
+            return (after, false);
+        }
+        if grant && cl == Class::Writer {
+            let last = Waiter::decode(h).next_link() == h;
+            return (hand_to_writer(after, last), true);
+        }
+        if !*marked {
+            // INV-WAKE-ADDR: under WLOCK, before the release.
+            if RwWaiter::decode(h).w.wake_mark() {
+                wq.push(h);
+            } else {
+                stat::inc(Event::RwWakeSkipped);
+            }
+            *marked = true;
+        }
+        // INV-WAKING: the head is woken until it re-tries.
+        (mark_woken(after), false)
+    }
+
+    /// Step 3 of [`hand_on`](Self::hand_on): the lock has passed to the
+    /// writer head `h` in the releasing CAS, which kept WLOCK. Unlink it,
+    /// mark it granted and queue its grant on `wq`, then drop WLOCK.
+    #[inline]
+    fn finish_hand_off(&self, h: u32, wq: &mut WakeQ) {
+        chaos::point(Site::AfterRelease);
+        self.unlink(h);
+        // Relaxed: a hint; the grantee stores its id.
+        self.owner.store(0, Ordering::Relaxed);
+        Waiter::decode(h).mark_granting();
+        wq.push(h | WakeQ::GRANT);
+        stat::inc(Event::RwHandedOff);
+        // The lock is the grantee's, and it cannot run
+        // before `finish`: WLOCK is still ours to release.
+        self.wunlock();
     }
 
     /// Under WLOCK: take `t` off the list; if it was the head, the new head

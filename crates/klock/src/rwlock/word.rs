@@ -60,7 +60,7 @@ const READ_FAILED_MASK: u32 = WRITER | WAITERS | HANDOFF | UPGRADING | READFAIL;
 /// Readers counted in `c` (holders and failed fast-path adds).
 ///
 /// ```
-/// use klock::rwlock::{readers, READER_BIAS, WRITER};
+/// use klock::internal::rwlock::{readers, READER_BIAS, WRITER};
 /// assert_eq!(readers(3 * READER_BIAS | WRITER), 3);
 /// ```
 #[inline]
@@ -71,7 +71,7 @@ pub const fn readers(c: u32) -> u32 {
 /// Is the lock free (no writer, no reader)?
 ///
 /// ```
-/// use klock::rwlock::{is_free, WAITERS, WRITER};
+/// use klock::internal::rwlock::{is_free, WAITERS, WRITER};
 /// assert!(is_free(WAITERS));
 /// assert!(!is_free(WRITER));
 /// ```
@@ -84,7 +84,7 @@ pub const fn is_free(c: u32) -> bool {
 /// value before the add)? std's `is_read_lockable`.
 ///
 /// ```
-/// use klock::rwlock::{is_read_lockable, READER_BIAS, WAITERS};
+/// use klock::internal::rwlock::{is_read_lockable, READER_BIAS, WAITERS};
 /// assert!(is_read_lockable(5 * READER_BIAS));
 /// assert!(!is_read_lockable(5 * READER_BIAS | WAITERS));
 /// ```
@@ -102,7 +102,7 @@ pub const fn is_read_lockable(c: u32) -> bool {
 /// lock), UPGRADING or READFAIL.
 ///
 /// ```
-/// use klock::rwlock::{is_pref_read_lockable, HANDOFF, READER_BIAS, WAITERS, WRITER};
+/// use klock::internal::rwlock::{is_pref_read_lockable, HANDOFF, READER_BIAS, WAITERS, WRITER};
 /// assert!(is_pref_read_lockable(2 * READER_BIAS | WAITERS | HANDOFF));
 /// assert!(is_pref_read_lockable(WAITERS));
 /// assert!(!is_pref_read_lockable(WAITERS | HANDOFF));
@@ -124,7 +124,7 @@ pub const fn is_pref_read_lockable(c: u32) -> bool {
 /// [`is_pref_read_lockable`].
 ///
 /// ```
-/// use klock::rwlock::{is_recursive_read_lockable, HANDOFF, READER_BIAS, UPGRADE, UPGRADING, WAITERS, WRITER};
+/// use klock::internal::rwlock::{is_recursive_read_lockable, HANDOFF, READER_BIAS, UPGRADE, UPGRADING, WAITERS, WRITER};
 /// assert!(is_recursive_read_lockable(2 * READER_BIAS | WAITERS | HANDOFF));
 /// assert!(is_recursive_read_lockable(READER_BIAS | UPGRADE | UPGRADING));
 /// assert!(!is_recursive_read_lockable(WAITERS | HANDOFF));
@@ -188,7 +188,7 @@ const _: () = assert!(OWNER_SHIFT + crate::tid::ID_BITS <= 32);
 /// The writer thread id in an owner word (0: none).
 ///
 /// ```
-/// assert_eq!(klock::rwlock::owner_id(7 << klock::rwlock::OWNER_SHIFT), 7);
+/// assert_eq!(klock::internal::rwlock::owner_id(7 << klock::internal::rwlock::OWNER_SHIFT), 7);
 /// ```
 #[inline]
 pub const fn owner_id(o: u32) -> u32 {

@@ -24,16 +24,17 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// models (see [`lock_shared_until_ns`](Self::lock_shared_until_ns)).
     ///
     /// ```
-    /// use klock::rwlock::{RawRwLock, SpinOff};
+    /// use klock::{RawRwLock, SpinOff};
     /// let l = RawRwLock::<SpinOff>::new();
     /// l.lock_shared();
     /// // A deadline already passed: fails at once.
     /// assert!(l.lock_exclusive_until_ns(0).is_none());
     /// unsafe { l.unlock_shared() };
-    /// let t = l.lock_exclusive_until_ns(klock::wait::now_ns() + 1_000_000).unwrap();
+    /// let t = l.lock_exclusive_until_ns(klock::internal::wait::now_ns() + 1_000_000).unwrap();
     /// unsafe { l.unlock_exclusive(t) };
     /// assert_eq!(l.count_word(), 0);
     /// ```
+    #[doc(hidden)]
     pub fn lock_exclusive_until_ns(&self, deadline: u64) -> Option<WriteToken> {
         let id = crate::tid::current_id();
         (self.write_fast(id) || matches!(self.write_slow(id, Some(deadline)), Got::Yes))

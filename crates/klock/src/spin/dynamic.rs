@@ -21,11 +21,11 @@ use crate::tune::SpinKind;
 /// A spinlock whose variant is chosen by `KLOCK_SPIN` at start-up.
 ///
 /// ```
-/// let l = klock::spin::RawSpin::new();
+/// let l = klock::RawSpin::new();
 /// let t = l.lock();
 /// assert!(l.is_locked());
 /// unsafe { l.unlock(t) };
-/// assert_eq!(klock::spin::RawSpin::kind(), klock::tune::get().spin_kind);
+/// assert_eq!(klock::RawSpin::kind(), klock::tune::get().spin_kind);
 /// ```
 #[repr(C)]
 #[derive(Debug)]
@@ -79,7 +79,7 @@ impl RawSpin {
     /// An unlocked lock.
     ///
     /// ```
-    /// static L: klock::spin::RawSpin = klock::spin::RawSpin::new();
+    /// static L: klock::RawSpin = klock::RawSpin::new();
     /// assert!(!L.is_locked());
     /// ```
     #[cfg(not(loom))]
@@ -102,7 +102,7 @@ impl RawSpin {
     /// The process's variant (`KLOCK_SPIN`, default `unfair`).
     ///
     /// ```
-    /// let _k: klock::tune::SpinKind = klock::spin::RawSpin::kind();
+    /// let _k: klock::tune::SpinKind = klock::RawSpin::kind();
     /// ```
     #[inline]
     pub fn kind() -> SpinKind {
@@ -134,7 +134,7 @@ impl RawSpin {
     /// Acquire the lock; pass the token to [`unlock`](Self::unlock).
     ///
     /// ```
-    /// let l = klock::spin::RawSpin::new();
+    /// let l = klock::RawSpin::new();
     /// let t = l.lock();
     /// unsafe { l.unlock(t) };
     /// ```
@@ -146,7 +146,7 @@ impl RawSpin {
     /// Acquire the lock if free.
     ///
     /// ```
-    /// let l = klock::spin::RawSpin::new();
+    /// let l = klock::RawSpin::new();
     /// let t = l.try_lock().unwrap();
     /// unsafe { l.unlock(t) };
     /// ```
@@ -159,7 +159,7 @@ impl RawSpin {
     /// Is the lock held?
     ///
     /// ```
-    /// assert!(!klock::spin::RawSpin::new().is_locked());
+    /// assert!(!klock::RawSpin::new().is_locked());
     /// ```
     #[inline]
     pub fn is_locked(&self) -> bool {
@@ -173,7 +173,7 @@ impl RawSpin {
     /// Held by the caller; `token` from the acquiring call.
     ///
     /// ```
-    /// let l = klock::spin::RawSpin::new();
+    /// let l = klock::RawSpin::new();
     /// let t = l.lock();
     /// // SAFETY: held, with its token.
     /// unsafe { l.unlock(t) };

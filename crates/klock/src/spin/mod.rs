@@ -22,7 +22,7 @@
 //! See `docs/spinlocks.md` for which to pick when.
 //!
 //! ```
-//! let lock = klock::spin::SpinLock::new(0u32);
+//! let lock = klock::SpinLock::new(0u32);
 //! *lock.lock() += 1;
 //! assert_eq!(*lock.lock(), 1);
 //! ```
@@ -46,7 +46,7 @@ use crate::tune;
 /// small budgets. All `const`s are compile-time switches: no runtime branch.
 ///
 /// ```
-/// use klock::spin::{WaitPolicy, Pv};
+/// use klock::{WaitPolicy, Pv};
 /// assert!(Pv::SLEEP && Pv::PATCHED && !Pv::UNFAIR);
 /// ```
 pub trait WaitPolicy: Send + Sync + 'static {
@@ -64,7 +64,7 @@ pub trait WaitPolicy: Send + Sync + 'static {
     /// Spin budget (ns) of queued-spinlock waiters before sleeping.
     ///
     /// ```
-    /// use klock::spin::{Pv, WaitPolicy};
+    /// use klock::{Pv, WaitPolicy};
     /// assert_eq!(Pv::spin_ns(), klock::tune::get().spin_ns);
     /// ```
     fn spin_ns() -> u64 {
@@ -73,7 +73,7 @@ pub trait WaitPolicy: Send + Sync + 'static {
     /// How long (ns) a contender waits for an in-flight pending hand-over.
     ///
     /// ```
-    /// use klock::spin::{Native, WaitPolicy};
+    /// use klock::{Native, WaitPolicy};
     /// assert_eq!(Native::pending_ns(), klock::tune::get().pending_wait_ns);
     /// ```
     fn pending_ns() -> u64 {
@@ -82,7 +82,7 @@ pub trait WaitPolicy: Send + Sync + 'static {
     /// Spin budget (ns) of ticket-lock waiters before sleeping.
     ///
     /// ```
-    /// use klock::spin::{Pv, WaitPolicy};
+    /// use klock::{Pv, WaitPolicy};
     /// assert_eq!(Pv::ticket_spin_ns(), klock::tune::get().ticket_spin_ns);
     /// ```
     fn ticket_spin_ns() -> u64 {
@@ -91,7 +91,7 @@ pub trait WaitPolicy: Send + Sync + 'static {
     /// Kick-ahead depth (only used when `PATCHED`).
     ///
     /// ```
-    /// use klock::spin::{Pv, WaitPolicy};
+    /// use klock::{Pv, WaitPolicy};
     /// assert!(Pv::kick_ahead() <= 64);
     /// ```
     fn kick_ahead() -> u32 {
@@ -100,7 +100,7 @@ pub trait WaitPolicy: Send + Sync + 'static {
     /// Unfair lock: queue-head wait (ns) after which stealing stops.
     ///
     /// ```
-    /// use klock::spin::{Unfair, WaitPolicy};
+    /// use klock::{Unfair, WaitPolicy};
     /// let _ = Unfair::steal_threshold_ns();
     /// ```
     fn steal_threshold_ns() -> u64 {
@@ -110,7 +110,7 @@ pub trait WaitPolicy: Send + Sync + 'static {
     /// see [`crate::wait::PollBackoff`].
     ///
     /// ```
-    /// use klock::spin::{Unfair, WaitPolicy};
+    /// use klock::{Unfair, WaitPolicy};
     /// let (grace, min, cap) = Unfair::poll_backoff_ns();
     /// assert!(grace <= 100_000 && min <= 100_000 && cap <= 100_000);
     /// ```
@@ -125,7 +125,7 @@ pub trait WaitPolicy: Send + Sync + 'static {
     /// TAS backoff bounds (ns).
     ///
     /// ```
-    /// use klock::spin::{Native, WaitPolicy};
+    /// use klock::{Native, WaitPolicy};
     /// let (lo, hi) = Native::tas_backoff_ns();
     /// assert!(lo <= 1_000_000 && hi <= 1_000_000);
     /// ```
@@ -138,7 +138,7 @@ pub trait WaitPolicy: Send + Sync + 'static {
 /// Pure spinning (dedicated CPUs only; collapses under overcommit).
 ///
 /// ```
-/// use klock::spin::{Native, WaitPolicy};
+/// use klock::{Native, WaitPolicy};
 /// assert!(!Native::SLEEP);
 /// ```
 #[derive(Debug)]
@@ -153,7 +153,7 @@ impl WaitPolicy for Native {
 /// PV waiting with kick-ahead and wait-early ("patched pvqspinlock").
 ///
 /// ```
-/// use klock::spin::{Pv, WaitPolicy};
+/// use klock::{Pv, WaitPolicy};
 /// assert_eq!(Pv::NAME, "pv");
 /// ```
 #[derive(Debug)]
@@ -168,7 +168,7 @@ impl WaitPolicy for Pv {
 /// PV waiting without kick-ahead and wait-early ("pvqspinlock (4.2-rc1)").
 ///
 /// ```
-/// use klock::spin::{PvBase, WaitPolicy};
+/// use klock::{PvBase, WaitPolicy};
 /// assert!(PvBase::SLEEP && !PvBase::PATCHED);
 /// ```
 #[derive(Debug)]
@@ -184,7 +184,7 @@ impl WaitPolicy for PvBase {
 /// queued waiters spin then sleep; the head claims after the steal threshold.
 ///
 /// ```
-/// use klock::spin::{Unfair, WaitPolicy};
+/// use klock::{Unfair, WaitPolicy};
 /// assert!(Unfair::UNFAIR && Unfair::SLEEP);
 /// ```
 #[derive(Debug)]
@@ -200,12 +200,12 @@ impl WaitPolicy for Unfair {
 /// and handed back at unlock: the tail code of a successor that was made queue
 /// head while asleep and must be woken when the lock is released ("kick at
 /// unlock"), or none. The unlock sets that node's state **before** its release
-/// and only wakes the address after it (INV-WAKE-ADDR, see [`crate::node`]).
+/// and only wakes the address after it (INV-WAKE-ADDR, see `crate::node`).
 /// Unlocking from another thread is fine (node memory is type-stable), so the
 /// token is `Send`.
 ///
 /// ```
-/// let l = klock::spin::RawQSpinLock::<klock::spin::Pv>::new();
+/// let l = klock::RawQSpinLock::<klock::Pv>::new();
 /// let t = l.lock();
 /// assert!(t.is_none()); // uncontended: nothing to kick
 /// unsafe { l.unlock(t) };
@@ -218,14 +218,14 @@ impl Token {
     /// No deferred kick.
     ///
     /// ```
-    /// assert!(klock::spin::Token::NONE.is_none());
+    /// assert!(klock::SpinToken::NONE.is_none());
     /// ```
     pub const NONE: Token = Token(0);
 
     /// `true` if there is no deferred kick.
     ///
     /// ```
-    /// assert!(klock::spin::Token::NONE.is_none());
+    /// assert!(klock::SpinToken::NONE.is_none());
     /// ```
     pub fn is_none(self) -> bool {
         self.0 == 0
@@ -243,7 +243,7 @@ impl Token {
 /// ```
 ///
 /// ```
-/// use klock::spin::QsState;
+/// use klock::internal::spin::QsState;
 /// assert_eq!(QsState::from_u32(QsState::Halted as u32), Some(QsState::Halted));
 /// assert_eq!(QsState::from_u32(0), None);
 /// ```
@@ -270,7 +270,7 @@ impl QsState {
     /// Decode a `state` value (`None` for another protocol's value or 0).
     ///
     /// ```
-    /// assert!(klock::spin::QsState::from_u32(klock::node::tag::WAITER | 1).is_none());
+    /// assert!(klock::internal::spin::QsState::from_u32(klock::internal::node::tag::WAITER | 1).is_none());
     /// ```
     pub fn from_u32(v: u32) -> Option<QsState> {
         use QsState::*;
@@ -418,15 +418,15 @@ mod aliases {
     /// Test-and-test-and-set lock with backoff (the kernel's `virt_spin_lock`).
     ///
     /// ```
-    /// let l = klock::spin::TasLock::new(1);
+    /// let l = klock::TasLock::new(1);
     /// assert_eq!(*l.lock(), 1);
     /// ```
     pub type TasLock<T> = lock_api::Mutex<RawTasLock<Native>, T>;
     /// Guard of [`TasLock`].
     ///
     /// ```
-    /// let l = klock::spin::TasLock::new(1);
-    /// let g: klock::spin::TasLockGuard<'_, i32> = l.lock();
+    /// let l = klock::TasLock::new(1);
+    /// let g: klock::TasLockGuard<'_, i32> = l.lock();
     /// assert_eq!(*g, 1);
     /// ```
     pub type TasLockGuard<'a, T> = lock_api::MutexGuard<'a, RawTasLock<Native>, T>;
@@ -434,15 +434,15 @@ mod aliases {
     /// Native ticket lock (FIFO, pure spinning).
     ///
     /// ```
-    /// let l = klock::spin::TicketLock::new(1);
+    /// let l = klock::TicketLock::new(1);
     /// assert_eq!(*l.lock(), 1);
     /// ```
     pub type TicketLock<T> = lock_api::Mutex<RawTicketLock<Native>, T>;
     /// Guard of [`TicketLock`].
     ///
     /// ```
-    /// let l = klock::spin::TicketLock::new(1);
-    /// let g: klock::spin::TicketLockGuard<'_, i32> = l.lock();
+    /// let l = klock::TicketLock::new(1);
+    /// let g: klock::TicketLockGuard<'_, i32> = l.lock();
     /// assert_eq!(*g, 1);
     /// ```
     pub type TicketLockGuard<'a, T> = lock_api::MutexGuard<'a, RawTicketLock<Native>, T>;
@@ -451,15 +451,15 @@ mod aliases {
     /// next ticket).
     ///
     /// ```
-    /// let l = klock::spin::PvTicketLock::new(1);
+    /// let l = klock::PvTicketLock::new(1);
     /// assert_eq!(*l.lock(), 1);
     /// ```
     pub type PvTicketLock<T> = lock_api::Mutex<RawTicketLock<Pv>, T>;
     /// Guard of [`PvTicketLock`].
     ///
     /// ```
-    /// let l = klock::spin::PvTicketLock::new(1);
-    /// let g: klock::spin::PvTicketLockGuard<'_, i32> = l.lock();
+    /// let l = klock::PvTicketLock::new(1);
+    /// let g: klock::PvTicketLockGuard<'_, i32> = l.lock();
     /// assert_eq!(*g, 1);
     /// ```
     pub type PvTicketLockGuard<'a, T> = lock_api::MutexGuard<'a, RawTicketLock<Pv>, T>;
@@ -467,15 +467,15 @@ mod aliases {
     /// Native queued spinlock (4 bytes; pure spinning).
     ///
     /// ```
-    /// let l = klock::spin::QSpinLock::new(1);
+    /// let l = klock::QSpinLock::new(1);
     /// assert_eq!(*l.lock(), 1);
     /// ```
     pub type QSpinLock<T> = lock_api::Mutex<RawQSpinLock<Native>, T>;
     /// Guard of [`QSpinLock`].
     ///
     /// ```
-    /// let l = klock::spin::QSpinLock::new(1);
-    /// let g: klock::spin::QSpinLockGuard<'_, i32> = l.lock();
+    /// let l = klock::QSpinLock::new(1);
+    /// let g: klock::QSpinLockGuard<'_, i32> = l.lock();
     /// assert_eq!(*g, 1);
     /// ```
     pub type QSpinLockGuard<'a, T> = lock_api::MutexGuard<'a, RawQSpinLock<Native>, T>;
@@ -483,15 +483,15 @@ mod aliases {
     /// PV queued spinlock without kick-ahead and wait-early.
     ///
     /// ```
-    /// let l = klock::spin::PvBaseQSpinLock::new(1);
+    /// let l = klock::PvBaseQSpinLock::new(1);
     /// assert_eq!(*l.lock(), 1);
     /// ```
     pub type PvBaseQSpinLock<T> = lock_api::Mutex<RawQSpinLock<PvBase>, T>;
     /// Guard of [`PvBaseQSpinLock`].
     ///
     /// ```
-    /// let l = klock::spin::PvBaseQSpinLock::new(1);
-    /// let g: klock::spin::PvBaseQSpinLockGuard<'_, i32> = l.lock();
+    /// let l = klock::PvBaseQSpinLock::new(1);
+    /// let g: klock::PvBaseQSpinLockGuard<'_, i32> = l.lock();
     /// assert_eq!(*g, 1);
     /// ```
     pub type PvBaseQSpinLockGuard<'a, T> = lock_api::MutexGuard<'a, RawQSpinLock<PvBase>, T>;
@@ -499,15 +499,15 @@ mod aliases {
     /// PV queued spinlock with kick-ahead and wait-early.
     ///
     /// ```
-    /// let l = klock::spin::PvQSpinLock::new(1);
+    /// let l = klock::PvQSpinLock::new(1);
     /// assert_eq!(*l.lock(), 1);
     /// ```
     pub type PvQSpinLock<T> = lock_api::Mutex<RawQSpinLock<Pv>, T>;
     /// Guard of [`PvQSpinLock`].
     ///
     /// ```
-    /// let l = klock::spin::PvQSpinLock::new(1);
-    /// let g: klock::spin::PvQSpinLockGuard<'_, i32> = l.lock();
+    /// let l = klock::PvQSpinLock::new(1);
+    /// let g: klock::PvQSpinLockGuard<'_, i32> = l.lock();
     /// assert_eq!(*g, 1);
     /// ```
     pub type PvQSpinLockGuard<'a, T> = lock_api::MutexGuard<'a, RawQSpinLock<Pv>, T>;
@@ -515,15 +515,15 @@ mod aliases {
     /// Queued unfair lock.
     ///
     /// ```
-    /// let l = klock::spin::UnfairQSpinLock::new(1);
+    /// let l = klock::UnfairQSpinLock::new(1);
     /// assert_eq!(*l.lock(), 1);
     /// ```
     pub type UnfairQSpinLock<T> = lock_api::Mutex<RawQSpinLock<Unfair>, T>;
     /// Guard of [`UnfairQSpinLock`].
     ///
     /// ```
-    /// let l = klock::spin::UnfairQSpinLock::new(1);
-    /// let g: klock::spin::UnfairQSpinLockGuard<'_, i32> = l.lock();
+    /// let l = klock::UnfairQSpinLock::new(1);
+    /// let g: klock::UnfairQSpinLockGuard<'_, i32> = l.lock();
     /// assert_eq!(*g, 1);
     /// ```
     pub type UnfairQSpinLockGuard<'a, T> = lock_api::MutexGuard<'a, RawQSpinLock<Unfair>, T>;
@@ -531,15 +531,15 @@ mod aliases {
     /// Spinlock whose variant is chosen at start-up by `KLOCK_SPIN`.
     ///
     /// ```
-    /// let l = klock::spin::DynSpinLock::new(1);
+    /// let l = klock::DynSpinLock::new(1);
     /// assert_eq!(*l.lock(), 1);
     /// ```
     pub type DynSpinLock<T> = lock_api::Mutex<RawSpin, T>;
     /// Guard of [`DynSpinLock`].
     ///
     /// ```
-    /// let l = klock::spin::DynSpinLock::new(1);
-    /// let g: klock::spin::DynSpinLockGuard<'_, i32> = l.lock();
+    /// let l = klock::DynSpinLock::new(1);
+    /// let g: klock::DynSpinLockGuard<'_, i32> = l.lock();
     /// assert_eq!(*g, 1);
     /// ```
     pub type DynSpinLockGuard<'a, T> = lock_api::MutexGuard<'a, RawSpin, T>;
@@ -562,8 +562,8 @@ mod aliases {
     /// Guard of [`SpinLock`].
     ///
     /// ```
-    /// let l = klock::spin::SpinLock::new(1);
-    /// let g: klock::spin::SpinLockGuard<'_, i32> = l.lock();
+    /// let l = klock::SpinLock::new(1);
+    /// let g: klock::SpinLockGuard<'_, i32> = l.lock();
     /// assert_eq!(*g, 1);
     /// ```
     pub type SpinLockGuard<'a, T> = UnfairQSpinLockGuard<'a, T>;

@@ -98,7 +98,7 @@ fn check_prev_now(i: u32) -> bool {
 /// the all-zero word is the unlocked state.
 ///
 /// ```
-/// use klock::spin::{RawQSpinLock, Native};
+/// use klock::{RawQSpinLock, Native};
 /// assert_eq!(std::mem::size_of::<RawQSpinLock<Native>>(), 4);
 /// let l = RawQSpinLock::<Native>::new();
 /// let t = l.lock();
@@ -134,7 +134,7 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     /// An unlocked lock.
     ///
     /// ```
-    /// const L: klock::spin::RawQSpinLock<klock::spin::Pv> = klock::spin::RawQSpinLock::new();
+    /// const L: klock::RawQSpinLock<klock::Pv> = klock::RawQSpinLock::new();
     /// # let _ = L;
     /// ```
     #[cfg(not(loom))]
@@ -157,8 +157,9 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     /// The raw lock word (for diagnostics and tests).
     ///
     /// ```
-    /// assert_eq!(klock::spin::RawQSpinLock::<klock::spin::Native>::new().word(), 0);
+    /// assert_eq!(klock::RawQSpinLock::<klock::Native>::new().word(), 0);
     /// ```
+    #[doc(hidden)]
     pub fn word(&self) -> u32 {
         self.word.load(Ordering::Relaxed)
     }
@@ -166,7 +167,7 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     /// Acquire the lock; the returned token must be passed to [`unlock`](Self::unlock).
     ///
     /// ```
-    /// let l = klock::spin::RawQSpinLock::<klock::spin::Unfair>::new();
+    /// let l = klock::RawQSpinLock::<klock::Unfair>::new();
     /// let t = l.lock();
     /// unsafe { l.unlock(t) };
     /// ```
@@ -216,7 +217,7 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     /// Acquire the lock if it is free and nobody waits (the whole word is 0).
     ///
     /// ```
-    /// let l = klock::spin::RawQSpinLock::<klock::spin::Pv>::new();
+    /// let l = klock::RawQSpinLock::<klock::Pv>::new();
     /// let t = l.try_lock().unwrap();
     /// unsafe { l.unlock(t) };
     /// ```
@@ -235,7 +236,7 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     /// Is the lock held or contended (any bit set)?
     ///
     /// ```
-    /// assert!(!klock::spin::RawQSpinLock::<klock::spin::Pv>::new().is_locked());
+    /// assert!(!klock::RawQSpinLock::<klock::Pv>::new().is_locked());
     /// ```
     #[inline]
     pub fn is_locked(&self) -> bool {
@@ -250,7 +251,7 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     /// by the `lock`/`try_lock` call that acquired it.
     ///
     /// ```
-    /// let l = klock::spin::RawQSpinLock::<klock::spin::Native>::new();
+    /// let l = klock::RawQSpinLock::<klock::Native>::new();
     /// let t = l.lock();
     /// // SAFETY: we hold it, with this token.
     /// unsafe { l.unlock(t) };

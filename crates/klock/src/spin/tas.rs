@@ -30,7 +30,7 @@ use std::marker::PhantomData;
 /// Raw TTAS lock, generic over its [`WaitPolicy`] (only `SLEEP` matters).
 ///
 /// ```
-/// use klock::spin::{RawTasLock, Native};
+/// use klock::{RawTasLock, Native};
 /// let l = RawTasLock::<Native>::new();
 /// l.lock();
 /// assert!(!l.try_lock());
@@ -60,7 +60,7 @@ impl<P: WaitPolicy> RawTasLock<P> {
     /// An unlocked lock.
     ///
     /// ```
-    /// const L: klock::spin::RawTasLock<klock::spin::Native> = klock::spin::RawTasLock::new();
+    /// const L: klock::RawTasLock<klock::Native> = klock::RawTasLock::new();
     /// # let _ = L;
     /// ```
     #[cfg(not(loom))]
@@ -83,7 +83,7 @@ impl<P: WaitPolicy> RawTasLock<P> {
     /// Acquire the lock.
     ///
     /// ```
-    /// let l = klock::spin::RawTasLock::<klock::spin::Native>::new();
+    /// let l = klock::RawTasLock::<klock::Native>::new();
     /// l.lock();
     /// unsafe { l.unlock() };
     /// ```
@@ -124,7 +124,7 @@ impl<P: WaitPolicy> RawTasLock<P> {
     /// Acquire the lock if it is free.
     ///
     /// ```
-    /// let l = klock::spin::RawTasLock::<klock::spin::Pv>::new();
+    /// let l = klock::RawTasLock::<klock::Pv>::new();
     /// assert!(l.try_lock());
     /// unsafe { l.unlock() };
     /// ```
@@ -141,7 +141,7 @@ impl<P: WaitPolicy> RawTasLock<P> {
     /// Is the lock held?
     ///
     /// ```
-    /// assert!(!klock::spin::RawTasLock::<klock::spin::Native>::new().is_locked());
+    /// assert!(!klock::RawTasLock::<klock::Native>::new().is_locked());
     /// ```
     #[inline]
     pub fn is_locked(&self) -> bool {
@@ -155,7 +155,7 @@ impl<P: WaitPolicy> RawTasLock<P> {
     /// The lock must be held by the caller.
     ///
     /// ```
-    /// let l = klock::spin::RawTasLock::<klock::spin::Native>::new();
+    /// let l = klock::RawTasLock::<klock::Native>::new();
     /// l.lock();
     /// // SAFETY: held.
     /// unsafe { l.unlock() };

@@ -48,7 +48,7 @@ fn bit(ticket: u32) -> u32 {
 /// Raw ticket lock, generic over its [`WaitPolicy`] (only `SLEEP` matters).
 ///
 /// ```
-/// use klock::spin::{RawTicketLock, Pv};
+/// use klock::{RawTicketLock, Pv};
 /// let l = RawTicketLock::<Pv>::new();
 /// l.lock();
 /// assert!(l.is_locked());
@@ -84,7 +84,7 @@ impl<P: WaitPolicy> RawTicketLock<P> {
     /// An unlocked lock.
     ///
     /// ```
-    /// const L: klock::spin::RawTicketLock<klock::spin::Native> = klock::spin::RawTicketLock::new();
+    /// const L: klock::RawTicketLock<klock::Native> = klock::RawTicketLock::new();
     /// # let _ = L;
     /// ```
     #[cfg(not(loom))]
@@ -109,7 +109,7 @@ impl<P: WaitPolicy> RawTicketLock<P> {
     /// Take a ticket and wait for it.
     ///
     /// ```
-    /// let l = klock::spin::RawTicketLock::<klock::spin::Native>::new();
+    /// let l = klock::RawTicketLock::<klock::Native>::new();
     /// l.lock();
     /// unsafe { l.unlock() };
     /// ```
@@ -152,7 +152,7 @@ impl<P: WaitPolicy> RawTicketLock<P> {
     /// Take the lock if nobody holds or waits for it.
     ///
     /// ```
-    /// let l = klock::spin::RawTicketLock::<klock::spin::Pv>::new();
+    /// let l = klock::RawTicketLock::<klock::Pv>::new();
     /// assert!(l.try_lock());
     /// assert!(!l.try_lock());
     /// unsafe { l.unlock() };
@@ -172,7 +172,7 @@ impl<P: WaitPolicy> RawTicketLock<P> {
     /// Is the lock held (or waited for)?
     ///
     /// ```
-    /// assert!(!klock::spin::RawTicketLock::<klock::spin::Pv>::new().is_locked());
+    /// assert!(!klock::RawTicketLock::<klock::Pv>::new().is_locked());
     /// ```
     #[inline]
     pub fn is_locked(&self) -> bool {
@@ -187,7 +187,7 @@ impl<P: WaitPolicy> RawTicketLock<P> {
     /// The lock must be held by the caller.
     ///
     /// ```
-    /// let l = klock::spin::RawTicketLock::<klock::spin::Native>::new();
+    /// let l = klock::RawTicketLock::<klock::Native>::new();
     /// l.lock();
     /// // SAFETY: held.
     /// unsafe { l.unlock() };

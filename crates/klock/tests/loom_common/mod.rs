@@ -3,8 +3,8 @@
 //! models whose threads exit and recycle slots. Not a test target itself.
 #![allow(dead_code)]
 
-use klock::mutex::{RawMutex, SpinPolicy};
 use klock::tune::Tunables;
+use klock::{RawMutex, SpinPolicy};
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -175,14 +175,14 @@ pub fn spawn_incrs<S: SpinPolicy + 'static>(s: &Arc<Shared<S>>, n: usize) -> Vec
 /// deep); as its head, check that no other head is inside (`inside`) and
 /// count the head in `heads`. Returns whether this thread became head.
 pub fn osq_take_once(
-    q: &klock::osq::Osq,
+    q: &klock::internal::osq::Osq,
     budget: u64,
     inside: &AtomicBool,
     heads: &AtomicUsize,
 ) -> bool {
-    klock::node::with_node(|n| {
+    klock::internal::node::with_node(|n| {
         let n = n.unwrap();
-        if !q.lock(n, &mut klock::wait::SpinBudget::new(budget), 8) {
+        if !q.lock(n, &mut klock::internal::wait::SpinBudget::new(budget), 8) {
             return false;
         }
         // SeqCst: test bookkeeping, read after the joins.
@@ -196,8 +196,8 @@ pub fn osq_take_once(
 
 /// Take this thread's node slot and thread id now.
 pub fn lease() {
-    let _ = klock::tid::current_id();
-    klock::node::with_node(|_| ());
+    let _ = klock::internal::tid::current_id();
+    klock::internal::node::with_node(|_| ());
 }
 
 /// Stands in, in loom's view, for the node registry's lock.
@@ -240,7 +240,7 @@ pub fn spawn<T: Send + 'static>(
 
 /// Yield until `flag` reaches `n` (a loom-friendly wait for another
 /// thread's progress). The read is a failed `compare_exchange` (as
-/// `klock::osq::peek` does): under loom a plain load in a loop may return a
+/// `klock::internal::osq::peek` does): under loom a plain load in a loop may return a
 /// stale value forever, and so may an RMW that stores (`fetch_add(0)`: loom
 /// lets it read the waiter's own earlier RMW instead of the other thread's
 /// store, its modification order being partial); a failed CAS stores

@@ -109,7 +109,7 @@ type FioFn = fn(&FioSpec, &Arc<FileBuf>) -> FioRun;
 
 /// The locks `fio` runs: name and job runner (descriptions come from the registry).
 pub fn lock_table() -> Vec<(&'static str, FioFn)> {
-    use klock::rwlock::{RawRwLock, SpinOff, SpinOsq};
+    use klock::{RawRwLock, SpinOff, SpinOsq};
     vec![
         ("klock_rwsem", job::<LockApiRwLock<RawRwLock<SpinOsq>>>),
         (

@@ -360,8 +360,8 @@ where
 }
 
 fn run_variant(name: &str, users: usize, dirs: u32, files: u32, d: Duration) -> Measured {
-    use klock::mutex::{RawMutex, SpinNoQueue, SpinOff, SpinOsq};
-    type KTree = klock::rwlock::RawRwLock<SpinOsq>;
+    use klock::{RawMutex, SpinNoQueue, SpinOff, SpinOsq};
+    type KTree = klock::RawRwLock<SpinOsq>;
     type PlTree = parking_lot::RawRwLock;
     match name {
         "klock_mutex" => run_one::<RawMutex<SpinOsq>, KTree>(users, dirs, files, d),

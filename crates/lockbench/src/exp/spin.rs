@@ -30,7 +30,7 @@ use crate::progress::Progress;
 use crate::table::{Section, Table};
 use crate::verdict::Sample;
 use crate::work::{calibration, spin_work_from};
-use klock::spin::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTicketLock, Unfair};
+use klock::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTicketLock, Unfair};
 
 /// Arguments of `lockbench spin`.
 #[derive(clap::Args, Clone, Debug)]
@@ -401,7 +401,7 @@ pub fn measure(a: &SpinArgs, prog: &Progress) -> Result<SpinData, CliError> {
     if !(0.1..=3600.0).contains(&a.timeout) {
         return Err(CliError("--timeout must be in 0.1..=3600 seconds".into()));
     }
-    let cpus = klock::wait::effective_cpus();
+    let cpus = klock::internal::wait::effective_cpus();
     let groups = groups(a, cpus);
     let mut cells: Vec<Cell> = Vec::new();
     for g in &groups {
@@ -479,7 +479,7 @@ fn measure_cell(a: &SpinArgs, g: &Group, t: usize, locks: &[Lock], prog: &Progre
 /// Planned progress units of one job: its work divided over the effective CPUs
 /// (a collapsing lock takes longer; the ETA adapts).
 fn unit_of(a: &SpinArgs) -> u64 {
-    let cpus = klock::wait::effective_cpus().max(1) as f64;
+    let cpus = klock::internal::wait::effective_cpus().max(1) as f64;
     let ns = a.sections as f64 * (a.work_ns + a.cs_ns) / cpus;
     (ns / 1e6) as u64 + crate::progress::RUN_OVERHEAD_MS
 }
@@ -519,7 +519,7 @@ fn groups(a: &SpinArgs, cpus: usize) -> Vec<Group> {
 
 /// Planned progress units of a whole `spin` run.
 pub fn planned_units(a: &SpinArgs) -> u64 {
-    let cpus = klock::wait::effective_cpus();
+    let cpus = klock::internal::wait::effective_cpus();
     let cells: usize = groups(a, cpus).iter().map(|g| g.threads.len()).sum();
     let locks = if a.locks.is_empty() {
         lock_table().len()
