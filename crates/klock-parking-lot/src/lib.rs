@@ -72,6 +72,20 @@
 //!   klock's spinning and hand-off decisions exact.
 //! * `nightly`: accepted; forwarded to lock_api 0.4's `nightly`, which
 //!   changes nothing in 0.4.14. klock needs no nightly-only code.
+//!
+//! Without `send_guard` a guard cannot leave its thread (as in parking_lot):
+#![cfg_attr(
+    not(feature = "send_guard"),
+    doc = "```compile_fail\nlet m = parking_lot::Mutex::new(0);\nlet g = m.lock();\nstd::thread::scope(|s| { s.spawn(move || drop(g)); });\n```"
+)]
+//!
+//! Without `deadlock_detection` there is no `deadlock` module (as in
+//! parking_lot), so a program that calls `check_deadlock` does not compile
+//! rather than get an empty answer:
+#![cfg_attr(
+    not(feature = "deadlock_detection"),
+    doc = "```compile_fail\nlet _ = parking_lot::deadlock::check_deadlock();\n```"
+)]
 #![warn(missing_docs)]
 
 #[cfg(all(feature = "send_guard", feature = "deadlock_detection"))]
