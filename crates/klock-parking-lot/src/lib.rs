@@ -21,7 +21,7 @@
 //! | [`RawRwLock`], [`RwLock`], its read, write, upgradable and mapped guards, [`const_rwlock`] | `klock::rwlock::RawRwLock` (the rwsem) |
 //! | [`Condvar`], [`WaitTimeoutResult`] | `klock::condvar::RawCondvar` (wait morphing) |
 //! | [`Once`], [`OnceState`] | written here (1 byte, waits on a klock mutex and condvar) |
-//! | [`deadlock`] (feature `deadlock_detection`) | a wait-for graph kept by the raw locks |
+//! | `deadlock` (feature `deadlock_detection`) | a wait-for graph kept by the raw locks |
 //! | [`lock_api`] | lock_api 0.4, re-exported |
 //!
 //! Where klock behaves differently from parking_lot (fairness, recursive
@@ -64,8 +64,8 @@
 //! * `send_guard`: the guards are `Send` (the raw locks' `GuardMarker` is
 //!   `GuardSend`); klock's locks may be released by another thread.
 //!   Incompatible with `deadlock_detection`, as in parking_lot.
-//! * `deadlock_detection`: [`deadlock::check_deadlock`] reports cycles of
-//!   threads blocked on this crate's locks (see [`deadlock`]).
+//! * `deadlock_detection`: `deadlock::check_deadlock` reports cycles of
+//!   threads blocked on this crate's locks (see the `deadlock` module).
 //! * `hardware-lock-elision`: accepted and ignored: klock's locks never
 //!   elide (parking_lot elides only the rwlock's reads, on x86 with TSX,
 //!   which current CPUs disable); a lock word that is really written keeps

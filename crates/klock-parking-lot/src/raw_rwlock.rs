@@ -79,6 +79,11 @@ unsafe impl Sync for RawRwLock {}
 // SAFETY: as above; a WriteToken is a plain id.
 unsafe impl Send for RawRwLock {}
 
+// parking_lot's RawRwLock (an atomic word) is RefUnwindSafe; so is this
+// one: a panic cannot leave the token cell half-written (a 4-byte store by
+// the writer), and the rwsem itself is atomics.
+impl std::panic::RefUnwindSafe for RawRwLock {}
+
 impl std::fmt::Debug for RawRwLock {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RawRwLock")

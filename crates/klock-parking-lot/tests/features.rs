@@ -65,3 +65,28 @@ fn lock_types_are_send() {
     assert!(is_send(&parking_lot::Condvar::new()));
     assert!(is_send(&parking_lot::Once::new()));
 }
+
+#[test]
+fn auto_traits_match_parking_lots() {
+    // parking_lot 0.12.5's raw types, Condvar and Once are Send, Sync,
+    // UnwindSafe and RefUnwindSafe (checked against the real crate once).
+    use std::panic::{RefUnwindSafe, UnwindSafe};
+    fn all<T: Send + Sync + UnwindSafe + RefUnwindSafe>() {}
+    all::<parking_lot::RawMutex>();
+    all::<parking_lot::RawFairMutex>();
+    all::<parking_lot::RawRwLock>();
+    all::<parking_lot::RawThreadId>();
+    all::<parking_lot::Condvar>();
+    all::<parking_lot::Once>();
+    all::<parking_lot::OnceState>();
+    all::<parking_lot::WaitTimeoutResult>();
+    fn lock<T: Send + Sync + UnwindSafe>() {}
+    lock::<parking_lot::Mutex<u8>>();
+    lock::<parking_lot::FairMutex<u8>>();
+    lock::<parking_lot::RwLock<u8>>();
+    lock::<parking_lot::ReentrantMutex<u8>>();
+    fn guard<T: Sync>() {}
+    guard::<parking_lot::MutexGuard<'static, u8>>();
+    guard::<parking_lot::RwLockWriteGuard<'static, u8>>();
+    guard::<parking_lot::RwLockUpgradableReadGuard<'static, u8>>();
+}
