@@ -31,7 +31,9 @@
 //!
 //! Not seen by the graph: timed and `try_` acquisitions (they give up by
 //! themselves), waits on a [`Condvar`] itself (a missing notify is not a
-//! lock cycle) and locks that are not this crate's.
+//! lock cycle) and the re-lock of the mutex at the end of such a wait
+//! (it happens inside klock's condvar), and locks that are not this
+//! crate's.
 //!
 //! # Differences from parking_lot
 //!

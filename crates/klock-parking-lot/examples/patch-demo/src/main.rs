@@ -36,6 +36,10 @@ fn main() {
     println!(
         "counter = {}, parking_lot::RawMutex is {raw} bytes: {}",
         counter.lock(),
-        if raw == 12 { "klock's parking_lot (klock-parking-lot)" } else { "crates.io's parking_lot" }
+        if raw == 12 {
+            "klock's parking_lot (klock-parking-lot)"
+        } else {
+            "crates.io's parking_lot"
+        }
     );
 }
