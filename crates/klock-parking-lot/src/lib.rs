@@ -68,8 +68,9 @@
 //!   threads blocked on this crate's locks (see the `deadlock` module).
 //! * `hardware-lock-elision`: accepted and ignored: klock's locks never
 //!   elide (parking_lot elides only the rwlock's reads, on x86 with TSX,
-//!   which current CPUs disable); a lock word that is really written keeps
-//!   klock's spinning and hand-off decisions exact.
+//!   which most current x86 CPUs ship disabled or lack); a lock word
+//!   that is really written keeps klock's spinning and hand-off decisions
+//!   exact.
 //! * `nightly`: accepted; forwarded to lock_api 0.4's `nightly`, which
 //!   changes nothing in 0.4.14. klock needs no nightly-only code.
 //!

@@ -238,6 +238,12 @@ fn once_in_progress_is_visible_and_waiters_wait() {
 }
 
 #[test]
+fn once_is_one_byte() {
+    assert_eq!(std::mem::size_of::<Once>(), 1);
+    assert_eq!(std::mem::size_of::<Condvar>(), 16);
+}
+
+#[test]
 fn nested_onces_do_not_deadlock() {
     let a = Once::new();
     let b = Once::new();
