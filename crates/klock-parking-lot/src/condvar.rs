@@ -2,9 +2,9 @@
 //! API over klock's condvar (wait morphing onto klock's mutex).
 
 use crate::deadlock::{self, Hold};
+use crate::k::RawCondvar;
 use crate::mutex::MutexGuard;
 use crate::raw_mutex::RawMutex;
-use klock::condvar::RawCondvar;
 use lock_api05::RawCondvarTimed as _;
 use std::time::{Duration, Instant};
 
@@ -294,9 +294,8 @@ impl Condvar {
         // which unlocks and re-locks it; the guard is borrowed mutably for
         // the whole wait, so nobody else uses it meanwhile.
         let m: &RawMutex = unsafe { lock_api::MutexGuard::mutex(mutex_guard).raw() };
-        // SAFETY: the guard holds the mutex, so `token` names this thread's
-        // acquisition.
-        let mut token = unsafe { m.token() };
+        // SAFETY: the guard holds the mutex: the token is its acquisition's.
+        let mut token = unsafe { m.take_token() };
         deadlock::released(m.key(), Hold::Exclusive);
         let timed_out = match deadline {
             // SAFETY: we hold `m.inner` with `token`; the condvar re-locks it
@@ -308,9 +307,9 @@ impl Condvar {
             // SAFETY: as above.
             Some(d) => unsafe { self.raw.wait_until(&m.inner, &mut token, &d) },
         };
+        // SAFETY: the condvar re-locked the mutex for this thread: `token`.
+        unsafe { m.park_token(token) };
         deadlock::acquired(m.key(), None, Hold::Exclusive);
-        // The guard keeps no token (lock_api 0.4): the unlock rebuilds it.
-        let _ = token;
         WaitTimeoutResult(timed_out)
     }
 }

@@ -15,11 +15,11 @@
 //!
 //! | parking_lot 0.12 | here, over klock |
 //! |---|---|
-//! | [`RawMutex`], [`Mutex`], [`MutexGuard`], [`MappedMutexGuard`], [`const_mutex`] | `klock::mutex::RawMutex` (OSQ spinning, FIFO sleepers, hand-off) |
+//! | [`RawMutex`], [`Mutex`], [`MutexGuard`], [`MappedMutexGuard`], [`const_mutex`] | klock's `RawMutex` (OSQ spinning, FIFO sleepers, hand-off) |
 //! | [`RawFairMutex`], [`FairMutex`], [`FairMutexGuard`], [`MappedFairMutexGuard`], [`const_fair_mutex`] | the same mutex, every unlock a fair (hand-off) unlock |
 //! | [`RawThreadId`], [`ReentrantMutex`], [`ReentrantMutexGuard`], [`MappedReentrantMutexGuard`], [`const_reentrant_mutex`] | lock_api's reentrant mutex over [`RawMutex`] |
-//! | [`RawRwLock`], [`RwLock`], its read, write, upgradable and mapped guards, [`const_rwlock`] | `klock::rwlock::RawRwLock` (the rwsem) |
-//! | [`Condvar`], [`WaitTimeoutResult`] | `klock::condvar::RawCondvar` (wait morphing) |
+//! | [`RawRwLock`], [`RwLock`], its read, write, upgradable and mapped guards, [`const_rwlock`] | klock's `RawRwLock` (the rwsem) |
+//! | [`Condvar`], [`WaitTimeoutResult`] | klock's `RawCondvar` (wait morphing) |
 //! | [`Once`], [`OnceState`] | written here (1 byte, waits on a klock mutex and condvar) |
 //! | `deadlock` (feature `deadlock_detection`) | a wait-for graph kept by the raw locks |
 //! | [`lock_api`] | lock_api 0.4, re-exported |
@@ -93,6 +93,7 @@
 compile_error!("the `send_guard` and `deadlock_detection` features cannot be used together");
 
 mod condvar;
+mod k;
 mod mutex;
 mod once;
 mod raw_mutex;

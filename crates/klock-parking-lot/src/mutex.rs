@@ -10,7 +10,7 @@ use crate::raw_mutex::{RawFairMutex, RawMutex};
 /// `get_mut`, `into_inner`, and `lock_arc` with the feature `arc_lock`.
 ///
 /// Differences from parking_lot: see [`RawMutex`] (fairness, spinning,
-/// size: 12 bytes + `T` instead of 1 byte + `T`).
+/// size: 16 bytes + `T` instead of 1 byte + `T`).
 ///
 /// ```
 /// use parking_lot::Mutex;

@@ -2,19 +2,22 @@
 //! klock's mutex.
 //!
 //! lock_api 0.4 keeps no per-acquisition token; klock's mutex (lock_api 0.5)
-//! hands one back from every acquisition and wants it at unlock. The token
-//! is the owner id the acquisition wrote into the mutex word, so an unlock
-//! rebuilds it from the word (`unlock_any`, `MutexToken::for_holder`): one
-//! relaxed load of the word the unlock's CAS then uses. That also makes an
-//! unlock by another thread (feature `send_guard`, `force_unlock`) correct.
+//! hands one back from every acquisition (the owner id it wrote into the
+//! mutex word) and wants it at unlock. The holder therefore parks its token
+//! in the raw mutex itself (`token`, 4 bytes, next to the word), written
+//! after an acquisition and read by the release, which also makes a
+//! release by another thread (feature `send_guard`, `force_unlock`)
+//! correct: the token names the acquisition, not the releasing thread.
 
 use crate::deadlock::{self, Hold, Want};
-use klock::mutex::{MutexToken, RawMutex as KMutex};
+use crate::k::{MutexToken, RawMutex as KMutex};
 use lock_api05::RawMutexTimed as _;
+use std::cell::UnsafeCell;
+use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
 
-/// The raw mutex behind [`Mutex`](crate::Mutex): klock's mutex (12 bytes;
-/// parking_lot's is 1 byte).
+/// The raw mutex behind [`Mutex`](crate::Mutex): klock's mutex (12 bytes)
+/// and the holder's token (4 bytes); parking_lot's is 1 byte.
 ///
 /// lock_api 0.4's [`RawMutex`](lock_api::RawMutex),
 /// [`RawMutexFair`](lock_api::RawMutexFair) and
@@ -48,9 +51,29 @@ use std::time::{Duration, Instant};
 /// assert!(m.try_lock());
 /// unsafe { m.unlock() };
 /// ```
-#[derive(Debug)]
 pub struct RawMutex {
     pub(crate) inner: KMutex,
+    /// The current acquisition's token while the mutex is held; written
+    /// after an acquisition, read before the release, only by the holder.
+    token: UnsafeCell<MaybeUninit<MutexToken>>,
+}
+
+// SAFETY: `token` is accessed only by the holder of the mutex, between its
+// acquisition (Acquire) and its release (Release), so the mutex itself
+// orders the accesses; klock's mutex is Send + Sync.
+unsafe impl Sync for RawMutex {}
+// SAFETY: as above; a MutexToken is a plain id.
+unsafe impl Send for RawMutex {}
+// parking_lot's RawMutex (an atomic byte) is RefUnwindSafe; so is this one:
+// a panic cannot leave the token cell half-written (a 4-byte store).
+impl std::panic::RefUnwindSafe for RawMutex {}
+
+impl std::fmt::Debug for RawMutex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawMutex")
+            .field("mutex", &self.inner)
+            .finish()
+    }
 }
 
 impl RawMutex {
@@ -60,26 +83,55 @@ impl RawMutex {
         self as *const Self as usize
     }
 
-    /// The token of the current acquisition, rebuilt from the word.
+    /// Park the token of an acquisition.
     ///
     /// # Safety
     ///
-    /// The mutex is held (by any thread; the token names the holder).
+    /// The calling thread has just acquired the mutex (`t`).
     #[inline]
-    pub(crate) unsafe fn token(&self) -> MutexToken {
-        // SAFETY: the mutex is held with the owner id `holder()` reads.
-        unsafe { MutexToken::for_holder(self.inner.holder()) }
+    pub(crate) unsafe fn park_token(&self, t: MutexToken) {
+        // SAFETY: only the holder touches `token` (see the Sync impl).
+        unsafe { (*self.token.get()).write(t) };
+    }
+
+    /// The parked token of the current acquisition. The cell keeps its
+    /// bits (a token is a plain id), so a release that does not happen
+    /// (a panic in between) leaves it valid.
+    ///
+    /// # Safety
+    ///
+    /// The mutex is held (so `park_token` ran for this acquisition) and the
+    /// caller releases it with the token or parks a new one.
+    #[inline]
+    pub(crate) unsafe fn take_token(&self) -> MutexToken {
+        // SAFETY: as for `park_token`; initialised by the acquisition.
+        unsafe { (*self.token.get()).assume_init_read() }
+    }
+
+    /// An acquisition that did not block (`t`): park it, tell the detector.
+    #[inline]
+    fn got(&self, t: Option<MutexToken>) -> bool {
+        match t {
+            Some(t) => {
+                // SAFETY: `t` is the acquisition we just made.
+                unsafe { self.park_token(t) };
+                deadlock::acquired(self.key(), None, Hold::Exclusive);
+                true
+            }
+            None => false,
+        }
     }
 }
 
 // SAFETY: every method forwards to klock's mutex, which provides mutual
 // exclusion (its lock_api 0.5 impl's contract): `lock`/`try_lock` return
 // only once this thread owns the word, with Acquire; `unlock` releases
-// with Release, given the token of the current holder.
+// with Release, given the token parked by the current acquisition.
 unsafe impl lock_api::RawMutex for RawMutex {
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: RawMutex = RawMutex {
         inner: KMutex::new(),
+        token: UnsafeCell::new(MaybeUninit::uninit()),
     };
 
     type GuardMarker = crate::GuardMarker;
@@ -93,25 +145,21 @@ unsafe impl lock_api::RawMutex for RawMutex {
             || self.inner.try_lock(),
             || self.inner.lock(),
         );
-        // lock_api 0.4 keeps no token: the unlock rebuilds it.
-        let _ = t;
+        // SAFETY: `t` is the acquisition we just made.
+        unsafe { self.park_token(t) };
     }
 
     #[inline]
     fn try_lock(&self) -> bool {
-        let got = self.inner.try_lock().is_some();
-        if got {
-            deadlock::acquired(self.key(), None, Hold::Exclusive);
-        }
-        got
+        self.got(self.inner.try_lock())
     }
 
     #[inline]
     unsafe fn unlock(&self) {
         deadlock::released(self.key(), Hold::Exclusive);
-        // SAFETY: the caller holds the mutex (lock_api's contract); the
-        // token is rebuilt from the word.
-        unsafe { self.inner.unlock_any() }
+        // SAFETY: the caller holds the mutex (lock_api's contract), whose
+        // token is parked.
+        unsafe { self.inner.unlock(self.take_token()) }
     }
 
     #[inline]
@@ -126,8 +174,8 @@ unsafe impl lock_api::RawMutexFair for RawMutex {
     #[inline]
     unsafe fn unlock_fair(&self) {
         deadlock::released(self.key(), Hold::Exclusive);
-        // SAFETY: the caller holds the mutex; `token` names the holder.
-        unsafe { self.inner.unlock_fair(self.token()) }
+        // SAFETY: the caller holds the mutex, whose token is parked.
+        unsafe { self.inner.unlock_fair(self.take_token()) }
     }
 }
 
@@ -138,20 +186,12 @@ unsafe impl lock_api::RawMutexTimed for RawMutex {
 
     #[inline]
     fn try_lock_for(&self, timeout: Duration) -> bool {
-        let got = self.inner.try_lock_for(timeout).is_some();
-        if got {
-            deadlock::acquired(self.key(), None, Hold::Exclusive);
-        }
-        got
+        self.got(self.inner.try_lock_for(timeout))
     }
 
     #[inline]
     fn try_lock_until(&self, timeout: Instant) -> bool {
-        let got = self.inner.try_lock_until(timeout).is_some();
-        if got {
-            deadlock::acquired(self.key(), None, Hold::Exclusive);
-        }
-        got
+        self.got(self.inner.try_lock_until(timeout))
     }
 }
 

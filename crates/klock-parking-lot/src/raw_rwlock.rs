@@ -8,7 +8,7 @@
 //! which only the thread holding the write lock touches.
 
 use crate::deadlock::{self, Hold, Want};
-use klock::rwlock::{RawRwLock as KRwLock, RwLockRecursiveExt as _, WriteToken};
+use crate::k::{RawRwLock as KRwLock, RwLockRecursiveExt as _, WriteToken};
 use lock_api05::{GuardSend, RawRwLockFair as _, RawRwLockTimed as _, RawRwLockUpgradeTimed as _};
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;

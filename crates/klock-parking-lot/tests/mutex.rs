@@ -187,8 +187,8 @@ fn raw_mutex_traits() {
         assert!(!f.is_locked());
     }
     // The sizes this crate documents.
-    assert_eq!(std::mem::size_of::<RawMutex>(), 12);
-    assert_eq!(std::mem::size_of::<RawFairMutex>(), 12);
+    assert_eq!(std::mem::size_of::<RawMutex>(), 16);
+    assert_eq!(std::mem::size_of::<RawFairMutex>(), 16);
 }
 
 #[test]
