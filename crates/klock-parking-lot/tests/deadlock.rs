@@ -182,16 +182,30 @@ fn contention_timed_waits_and_condvars_are_not_deadlocks() {
     let (a, b) = (Arc::new(Mutex::new(())), Arc::new(RwLock::new(0u64)));
     let pair = Arc::new((Mutex::new(false), Condvar::new()));
     let mut hs = Vec::new();
-    for i in 0..3 {
+    for i in 0..4 {
+        let i = i % 3;
         let (a, b, stop) = (a.clone(), b.clone(), stop.clone());
         hs.push(std::thread::spawn(move || {
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
                 // One lock order (a before b): contention, never a cycle.
                 let _x = a.lock();
-                if i % 2 == 0 {
-                    *b.write() += 1;
-                } else {
-                    let _y = b.read();
+                match i {
+                    0 => *b.write() += 1,
+                    1 => drop((b.read(), b.read_recursive())),
+                    _ => {
+                        let u = b.upgradable_read();
+                        *RwLockUpgradableReadGuard::upgrade(u) += 1;
+                    }
+                }
+                drop(_x);
+                // And b alone: readers, writers and upgraders on one lock.
+                match i {
+                    0 => *b.write() += 1,
+                    1 => drop(b.read()),
+                    _ => {
+                        let u = b.upgradable_read();
+                        *RwLockUpgradableReadGuard::upgrade(u) += 1;
+                    }
                 }
             }
         }));
