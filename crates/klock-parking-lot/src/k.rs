@@ -1,0 +1,7 @@
+//! The klock items this crate uses, in one place: klock's lock_api 0.5 raw
+//! types and their tokens, the condvar, and the recursive-read extension
+//! trait (all user-facing; no `klock::internal` item).
+
+pub(crate) use klock::condvar::RawCondvar;
+pub(crate) use klock::mutex::{MutexToken, RawMutex};
+pub(crate) use klock::rwlock::{RawRwLock, RwLockRecursiveExt, WriteToken};
