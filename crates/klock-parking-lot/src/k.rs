@@ -2,6 +2,6 @@
 //! types and their tokens, the condvar, and the recursive-read extension
 //! trait (all user-facing; no `klock::internal` item).
 
-pub(crate) use klock::condvar::RawCondvar;
-pub(crate) use klock::mutex::{MutexToken, RawMutex};
-pub(crate) use klock::rwlock::{RawRwLock, RwLockRecursiveExt, WriteToken};
+pub(crate) use klock::{
+    MutexToken, RawCondvar, RawMutex, RawRwLock, RwLockRecursiveExt, WriteToken,
+};

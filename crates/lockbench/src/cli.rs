@@ -54,6 +54,9 @@ pub enum Command {
     Preload(exp::preload::PreloadArgs),
     /// Single-thread lock+unlock cost, ns per op.
     Uncontended(exp::uncontended::UncontendedArgs),
+    /// A real parking_lot 0.12 user (r2d2's connection pool) built with crates.io's
+    /// parking_lot and with klock's `[patch.crates-io]` crate, side by side.
+    Realcrate(exp::realcrate::RealCrateArgs),
     /// Seed 001's experiment: time to finish a fixed build-like job per spinlock
     /// at 1x..16x the effective CPUs, with and without noise, plus a pinned row.
     Spin(exp::spin::SpinArgs),
@@ -102,6 +105,7 @@ pub fn dispatch(cmd: Command) -> Result<i32, CliError> {
         Command::Fio(a) => exp::fio::run(&a),
         Command::Preload(a) => exp::preload::run(&a),
         Command::Uncontended(a) => exp::uncontended::run(&a),
+        Command::Realcrate(a) => exp::realcrate::run(&a),
         Command::Report(a) => exp::report::run(&a),
         Command::Spin(a) => exp::spin::run(&a),
         Command::Compare(a) => crate::compare::run(&a),

@@ -9,6 +9,7 @@ pub mod fserver;
 pub mod mutex;
 pub mod preload;
 pub mod proc;
+pub mod realcrate;
 pub mod report;
 pub mod rwlock;
 pub mod rwsem;

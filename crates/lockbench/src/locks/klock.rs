@@ -4,8 +4,8 @@
 
 use super::entry::LockEntry;
 use crate::adapter::{LockApiMutex, LockApiRwLock};
-use klock::{RawMutex, RawRwLock, SpinNoQueue, SpinOff, SpinOsq};
 use klock::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTicketLock, Unfair};
+use klock::{RawMutex, RawRwLock, SpinNoQueue, SpinOff, SpinOsq};
 
 /// Registry lines for klock's locks: spinlocks, mutex variants, rwsem variants (seed
 /// 003). The rwsem's reader behaviour is the process-wide tunable `KLOCK_RWSEM_READER`,
