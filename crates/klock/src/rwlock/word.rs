@@ -156,8 +156,10 @@ pub(crate) const fn is_plain_read_release(c: u32) -> bool {
     c & UPGRADING == 0 && (!has_waiters(c) || readers(c) > 1)
 }
 
-/// Could a writer (or, with `upgrader`, an upgradable reader) take the lock
-/// in state `c`? `first`: the caller is the list head (HANDOFF is its own).
+/// Could a waiter of `class` take the lock in state `c`? A writer needs it
+/// free; an upgradable reader needs no writer, upgradable holder, upgrade
+/// under way or READFAIL; a reader needs no writer, upgrade under way or
+/// READFAIL. `first`: the caller is the list head (an owed HANDOFF is its own).
 #[inline]
 pub(crate) const fn is_lockable_by(c: u32, class: Class, first: bool) -> bool {
     if handoff_owed(c) && !first {
