@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Real crates that depend on parking_lot 0.12, built and tested with klock's
 # parking_lot-compatible crate switched in by `[patch.crates-io]`
-# (docs/parking-lot.md). Downloads each crate's published source from
-# crates.io into target/real-crates/, checks with `cargo tree` that the patch
-# took (parking_lot resolves to crates/klock-parking-lot), then runs its tests.
+# (docs/parking-lot.md). Fetches each crate's published source through cargo
+# (a scratch manifest pinning the exact versions, `cargo fetch`, then the
+# `.crate` archive from cargo's own registry cache) into target/real-crates/,
+# checks with `cargo tree` that the patch took (parking_lot resolves to
+# crates/klock-parking-lot), then runs its tests. Nothing is downloaded by URL.
 #
 # Usage: .ci/real-crates.sh [--unpatched]   (--unpatched: the same, with the
 # published parking_lot, to tell klock's failures from the crate's own)
@@ -29,11 +31,39 @@ CRATES=(
 )
 
 mkdir -p "$WORK"
+CARGO_HOME="${CARGO_HOME:-$HOME/.cargo}"
+
+# The published sources, through cargo: a manifest that depends on exactly
+# these versions, fetched into cargo's registry cache.
+FETCH="$WORK/fetch"
+mkdir -p "$FETCH/src"
+: >"$FETCH/src/lib.rs"
+{
+  printf '[package]\nname = "klock-real-crates-fetch"\nversion = "0.0.0"\nedition = "2021"\npublish = false\n\n'
+  printf '[workspace]\n\n[dependencies]\n'
+  for spec in "${CRATES[@]}"; do
+    read -r name version _ <<<"$spec"
+    printf '%s = "=%s"\n' "$name" "$version"
+  done
+} >"$FETCH/Cargo.toml"
+cargo fetch -q --manifest-path "$FETCH/Cargo.toml"
+
+# The archive cargo fetched for name-version, from its registry cache.
+crate_archive() {
+  local f
+  for f in "$CARGO_HOME"/registry/cache/*/"$1-$2.crate"; do
+    [ -f "$f" ] && { echo "$f"; return 0; }
+  done
+  echo "real-crates: cargo fetch left no $1-$2.crate under $CARGO_HOME/registry/cache" >&2
+  return 1
+}
+
 for spec in "${CRATES[@]}"; do
   read -r name version skip <<<"$spec"
   dir="$WORK/$name-$version"
   rm -rf "$dir"
-  curl -sSfL "https://static.crates.io/crates/$name/$name-$version.crate" | tar xz -C "$WORK"
+  archive=$(crate_archive "$name" "$version")
+  tar xzf "$archive" -C "$WORK"
   cd "$dir"
   # A workspace of its own, not klock's.
   printf '\n[workspace]\n' >>Cargo.toml
