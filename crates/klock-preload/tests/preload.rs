@@ -22,6 +22,14 @@
 //! are passed through from the environment, so the whole suite can be run
 //! against a variant, e.g. `KLOCK_MUTEX=nospin cargo test -p klock-preload`.
 //!
+//! A program that cannot run its test in this environment (e.g. `cond_pp.c`
+//! without the privilege for SCHED_FIFO) prints a `SKIP: <why>` line and exits
+//! with status 77 (`skip_test` in `tests/c/common.h`). The test then prints a
+//! visible SKIPPED note and passes, except under `.ci/run` (`KLOCK_CI=1`) or
+//! with `CI` set, where a skip is a failure like every other skip in these
+//! tests. Both runs must skip alike: a program that skips in one mode only
+//! fails.
+//!
 //! A missing gcc/g++ is a failure (CI installs them; see `tests/packages.txt`).
 
 mod common;
@@ -40,6 +48,21 @@ fn is_program(p: &Path) -> bool {
     matches!(p.extension().and_then(|e| e.to_str()), Some("c" | "cpp"))
 }
 
+/// Exit status of a program that could not run its test here (`SKIP_EXIT`
+/// in `tests/c/common.h`); it prints a `SKIP: <why>` line instead of PASS.
+const SKIP_EXIT: i32 = 77;
+
+/// The `SKIP:` line of a run that ended with [`SKIP_EXIT`], if it did.
+fn skip_reason(r: &common::RunResult) -> Option<String> {
+    if r.timed_out || r.status.and_then(|s| s.code()) != Some(SKIP_EXIT) {
+        return None;
+    }
+    r.stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("SKIP:"))
+        .map(|why| why.trim().to_string())
+}
+
 /// Compiles `tests/c/<file>` and runs it plain and preloaded.
 fn check_program(file: &str) {
     let src = source_dir().join(file);
@@ -51,8 +74,13 @@ fn check_program(file: &str) {
     }
 
     let mut failures = Vec::new();
+    let mut skips = Vec::new();
     for mode in Mode::BOTH {
         let r = common::run(&mut Command::new(&bin), mode, RUN_TIMEOUT);
+        if let Some(why) = skip_reason(&r) {
+            skips.push((mode, why, r));
+            continue;
+        }
         let problem = if !r.success() {
             Some(match mode {
                 Mode::Plain => "failed WITHOUT the interposer (plain glibc): the test \
@@ -71,6 +99,30 @@ fn check_program(file: &str) {
         if let Some(p) = problem {
             failures.push(r.report(&format!("{file}: {p}")));
         }
+    }
+    if skips.len() == Mode::BOTH.len() {
+        let _ = std::fs::remove_file(&bin);
+        let (_, why, r) = &skips[0];
+        if common::in_ci() {
+            panic!(
+                "{}",
+                r.report(&format!(
+                    "{file}: skipped ({why}); under .ci/run (KLOCK_CI=1) or with CI set \
+                     a skipped test is a failure"
+                ))
+            );
+        }
+        common::note(&format!(
+            "SKIPPED {file}: {why} (under .ci/run or with CI set this is a failure)"
+        ));
+        return;
+    }
+    for (mode, why, r) in &skips {
+        failures.push(r.report(&format!(
+            "{file}: skipped in the {} run ({why}) but not in the other: the \
+             two runs must agree",
+            mode.name()
+        )));
     }
     if STATS_PROGRAMS.contains(&file)
         && let Err(e) = check_stats_flush(file, &bin)

@@ -2,7 +2,10 @@
  *
  * Every program is self-checking: it exits 0 and prints a line starting with
  * "PASS" to stdout on success, and exits non-zero with a "FAIL ..." message on
- * stderr otherwise.  Each one arms a watchdog (alarm) that names the phase it
+ * stderr otherwise.  A program that cannot run its test in this environment
+ * (e.g. no privilege for SCHED_FIFO) calls skip_test(): a "SKIP: ..." line on
+ * stdout and exit status SKIP_EXIT (77), which tests/preload.rs reports as
+ * SKIPPED, and as a failure under .ci/run (KLOCK_CI=1) or with CI set.  Each one arms a watchdog (alarm) that names the phase it
  * was in if it hangs.  All of them must pass against plain glibc as well as
  * under LD_PRELOAD=libklock_preload.so.
  *
@@ -111,6 +114,23 @@ static inline void watchdog(unsigned seconds) {
 static inline void pass(const char *what) {
     printf("PASS: %s\n", what);
     fflush(stdout);
+}
+
+/* Exit status of a program that could not run its test here (skip_test). */
+#define SKIP_EXIT 77
+
+/* The environment lacks what the test needs: says why on stdout and exits
+ * with SKIP_EXIT. Never prints PASS, so the driver cannot mistake it for one. */
+__attribute__((noreturn, unused, format(printf, 1, 2))) static void
+skip_test(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("SKIP: ", stdout);
+    vprintf(fmt, ap);
+    va_end(ap);
+    fputc('\n', stdout);
+    fflush(stdout);
+    _exit(SKIP_EXIT);
 }
 
 /* ---- time helpers ---------------------------------------------------- */
