@@ -5,9 +5,10 @@
  * stderr otherwise.  A program that cannot run its test in this environment
  * (e.g. no privilege for SCHED_FIFO) calls skip_test(): a "SKIP: ..." line on
  * stdout and exit status SKIP_EXIT (77), which tests/preload.rs reports as
- * SKIPPED, and as a failure under .ci/run (KLOCK_CI=1) or with CI set.  Each one arms a watchdog (alarm) that names the phase it
- * was in if it hangs.  All of them must pass against plain glibc as well as
- * under LD_PRELOAD=libklock_preload.so.
+ * SKIPPED, and as a failure under .ci/run (KLOCK_CI=1) or with CI set.  Each
+ * one arms a watchdog (alarm) that names the phase it was in if it hangs.
+ * All of them must pass against plain glibc as well as under
+ * LD_PRELOAD=libklock_preload.so.
  *
  * Not a test program itself: tests/preload.rs compiles only *.c and *.cpp.
  */
