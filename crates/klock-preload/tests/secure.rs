@@ -12,7 +12,14 @@
 //!   Needs root (it installs into the system library directory and makes a
 //!   set-user-ID-root program) and `setpriv` or `runuser`; without them it
 //!   prints why it could not run, and fails when `KLOCK_CI=1` (set by
-//!   `.ci/run`). Installed files are removed whatever happens.
+//!   `.ci/run`). Installed files are removed whatever happens, even when the
+//!   test process is killed: a cleaner process in a session of its own
+//!   (`Cleaner`) removes them when the pipe from the test closes, which the
+//!   kernel does when the test dies by any means.
+//! - `setuid_files_removed_when_test_is_killed`: runs the test above as a
+//!   child process, holds it while the set-user-ID library is installed
+//!   (`KLOCK_SECURETEST_HOLD`), sends it SIGKILL, and fails unless the
+//!   library and the set-user-ID probe disappear.
 //! - `stats_file_symlink_is_refused`, `stats_file_mode_follows_umask`: an
 //!   ordinary (non-secure) run: a symbolic link as `KLOCK_STATS_FILE` is not
 //!   followed (its target stays unchanged, one line on stderr says why), and
@@ -23,10 +30,12 @@ mod common;
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::{PermissionsExt, symlink};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::mpsc;
 use std::thread;
+use std::time::{Duration, Instant};
 
 const SIGKILL: i32 = 9;
 const NOBODY: u32 = 65534;
@@ -52,6 +61,88 @@ impl Drop for Cleanup {
         }
     }
 }
+
+/// Removes paths when this test process ends, however it ends (SIGKILL, a
+/// CI timeout, a panic): a shell in a session and process group of its own
+/// (so a `timeout` that signals the test's group does not reach it), with
+/// SIGHUP, SIGINT and SIGTERM ignored, blocks reading a pipe whose only
+/// writer is this process; the kernel closes the pipe when this process
+/// dies, the read returns, and the shell removes the paths. Started before
+/// anything set-user-ID exists, so there is no window in which a kill
+/// leaves one behind.
+struct Cleaner {
+    pipe: Option<ChildStdin>,
+    child: Child,
+}
+
+impl Cleaner {
+    fn start(paths: &[&Path]) -> Result<Cleaner, String> {
+        let mut cmd = Command::new("/bin/sh");
+        cmd.arg("-c")
+            .arg("trap '' HUP INT TERM; read _ignored; rm -rf -- \"$@\"")
+            .arg("klock-securetest-cleaner")
+            .args(paths)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        // SAFETY: setsid(2) is async-signal-safe, the only call between fork
+        // and exec here.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::setsid() < 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("could not start the cleaner (/bin/sh): {e}"))?;
+        Ok(Cleaner {
+            pipe: child.stdin.take(),
+            child,
+        })
+    }
+}
+
+impl Drop for Cleaner {
+    fn drop(&mut self) {
+        drop(self.pipe.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// Removes set-user-ID libraries an earlier run of this test left in
+/// `lib_dir` (only possible if its cleaner was killed too): ours by name,
+/// from a process that no longer exists.
+fn remove_stale_installs(lib_dir: &Path) {
+    let Ok(entries) = fs::read_dir(lib_dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(LIB_PREFIX))
+            .and_then(|n| n.strip_suffix(".so"))
+        else {
+            continue;
+        };
+        if !Path::new("/proc").join(pid).exists() {
+            common::note(&format!("removing a stale {}", e.path().display()));
+            let _ = fs::remove_file(e.path());
+        }
+    }
+}
+
+/// The installed interposer's name, before the test's process id.
+const LIB_PREFIX: &str = "libklock_preload_securetest_";
+
+/// When set (to a file path), `setuid_program_ignores_klock_variables`
+/// writes the installed library's path and the probe directory there, one
+/// per line, once both exist, then waits to be killed: the state a kill
+/// mid-probe finds. Used by `setuid_files_removed_when_test_is_killed`.
+const HOLD_ENV: &str = "KLOCK_SECURETEST_HOLD";
 
 struct Output {
     status: Option<ExitStatus>,
@@ -185,12 +276,27 @@ fn setuid_program_ignores_klock_variables() {
         Ok(d) => d,
         Err(e) => return unavailable(&e),
     };
-    let mut cleanup = Cleanup::default();
-    let base = match make_setuid_probe(&mut cleanup) {
-        Ok(b) => b,
-        Err(e) => return unavailable(&e),
+    remove_stale_installs(&lib_dir);
+    let base = std::env::temp_dir().join(format!("klock-securetest-{}", std::process::id()));
+    let lib_name = format!("{LIB_PREFIX}{}.so", std::process::id());
+    let installed = lib_dir.join(&lib_name);
+    // Before anything set-user-ID exists.
+    let cleaner = match Cleaner::start(&[&installed, &base]) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
     };
-    let (lib_name, installed) = install_setuid_interposer(&lib_dir, &mut cleanup);
+    let mut cleanup = Cleanup::default();
+    if let Err(e) = make_setuid_probe(&base, &mut cleanup) {
+        return unavailable(&e);
+    }
+    install_setuid_interposer(&installed, &mut cleanup);
+    if let Some(hold) = std::env::var_os(HOLD_ENV) {
+        let text = format!("{}\n{}\n", installed.display(), base.display());
+        fs::write(&hold, text).expect("write the hold file");
+        loop {
+            thread::sleep(Duration::from_secs(1));
+        }
+    }
     let root_only = base.join("root-only");
     let report = root_only.join("x");
     let o = run_probe_as_nobody(&drop_to_nobody, &lib_name, &base, &report);
@@ -206,6 +312,100 @@ fn setuid_program_ignores_klock_variables() {
         !installed.exists(),
         "{} was not removed",
         installed.display()
+    );
+    drop(cleaner);
+}
+
+/// Whether `p` exists with the set-user-ID bit.
+fn is_setuid(p: &Path) -> bool {
+    fs::metadata(p).is_ok_and(|m| m.permissions().mode() & 0o4000 != 0)
+}
+
+/// Polls `done` every 20 ms; false if it is still not true after `watchdog`
+/// (a bound that only catches a hang, not a timing requirement).
+fn wait_for(watchdog: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > watchdog {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+#[test]
+fn setuid_files_removed_when_test_is_killed() {
+    if std::env::var_os(HOLD_ENV).is_some() {
+        return; // the child run: only the test it holds
+    }
+    if !common::is_root() {
+        return unavailable("not running as root");
+    }
+    if common::find_on_path("setpriv").is_none() && common::find_on_path("runuser").is_none() {
+        return unavailable("neither `setpriv` nor `runuser` is on PATH");
+    }
+    let hold = common::tmp_root().join(format!("securetest-hold-{}", std::process::id()));
+    let log = hold.with_extension("log");
+    let _ = fs::remove_file(&hold);
+    let log_file = fs::File::create(&log).expect("create the log file");
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "setuid_program_ignores_klock_variables",
+            "--nocapture",
+        ])
+        .env(HOLD_ENV, &hold)
+        .stdin(Stdio::null())
+        .stdout(log_file.try_clone().unwrap())
+        .stderr(log_file)
+        .spawn()
+        .expect("start the test binary");
+    let held = wait_for(Duration::from_secs(120), || {
+        fs::read_to_string(&hold).is_ok_and(|t| t.lines().count() == 2)
+            || child.try_wait().ok().flatten().is_some()
+    });
+    let text = fs::read_to_string(&hold).unwrap_or_default();
+    let _ = fs::remove_file(&hold);
+    if !held || text.lines().count() != 2 {
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!(
+            "the held test run never reached the installed state ({}):\n--- its output ---\n{}",
+            if held {
+                "it exited"
+            } else {
+                "not within 120 s"
+            },
+            fs::read_to_string(&log).unwrap_or_default()
+        );
+    }
+    let mut lines = text.lines();
+    let installed = PathBuf::from(lines.next().unwrap());
+    let probe = PathBuf::from(lines.next().unwrap()).join("probe");
+    // The kill must find something to clean up, or this test proves nothing.
+    assert!(
+        is_setuid(&installed) && is_setuid(&probe),
+        "the held run has not installed {} and {} set-user-ID",
+        installed.display(),
+        probe.display()
+    );
+    common::send_signal(child.id() as i32, SIGKILL);
+    let _ = child.wait();
+    let _ = fs::remove_file(&log);
+    let removed = wait_for(Duration::from_secs(60), || {
+        !installed.exists() && !probe.exists()
+    });
+    if !removed {
+        // Do not leave them behind because this test failed.
+        let _ = fs::remove_file(&installed);
+        let _ = fs::remove_file(&probe);
+    }
+    assert!(
+        removed,
+        "SIGKILL during the set-user-ID test left {} or {} behind (removed by this test now)",
+        installed.display(),
+        probe.display()
     );
 }
 
@@ -232,16 +432,15 @@ fn drop_to_nobody_command() -> Option<Vec<String>> {
     }
 }
 
-/// A fresh directory anyone can traverse, holding the set-user-ID-root probe
-/// (`probe`) and a directory only root can write to (`root-only`); returns the
-/// directory, or why the probe could not be made set-user-ID there.
-fn make_setuid_probe(cleanup: &mut Cleanup) -> Result<PathBuf, String> {
-    let base = std::env::temp_dir().join(format!("klock-securetest-{}", std::process::id()));
-    let _ = fs::remove_dir_all(&base);
-    fs::create_dir(&base).unwrap_or_else(|e| panic!("mkdir {}: {e}", base.display()));
-    cleanup.dirs.push(base.clone());
-    set_mode(&base, 0o755);
-    if mounted_nosuid(&base) {
+/// `base`, a fresh directory anyone can traverse, holding the set-user-ID-root
+/// probe (`probe`) and a directory only root can write to (`root-only`); or
+/// why the probe could not be made set-user-ID there.
+fn make_setuid_probe(base: &Path, cleanup: &mut Cleanup) -> Result<(), String> {
+    let _ = fs::remove_dir_all(base);
+    fs::create_dir(base).unwrap_or_else(|e| panic!("mkdir {}: {e}", base.display()));
+    cleanup.dirs.push(base.to_path_buf());
+    set_mode(base, 0o755);
+    if mounted_nosuid(base) {
         return Err(format!("{} is on a nosuid mount", base.display()));
     }
     let root_only = base.join("root-only");
@@ -254,22 +453,19 @@ fn make_setuid_probe(cleanup: &mut Cleanup) -> Result<PathBuf, String> {
     // chown before chmod: chown clears the set-user-ID bit.
     std::os::unix::fs::chown(&probe, Some(0), Some(0)).unwrap();
     set_mode(&probe, 0o4755);
-    Ok(base)
+    Ok(())
 }
 
-/// The interposer as a set-user-ID library in the trusted directory `lib_dir`:
-/// the only way the loader preloads into a secure-mode program by LD_PRELOAD (a
-/// bare name, searched in the system directories only). Returns that name and
-/// the installed path.
-fn install_setuid_interposer(lib_dir: &Path, cleanup: &mut Cleanup) -> (String, PathBuf) {
-    let lib_name = format!("libklock_preload_securetest_{}.so", std::process::id());
-    let installed = lib_dir.join(&lib_name);
-    cleanup.files.push(installed.clone());
-    fs::copy(common::preload_so(), &installed)
+/// The interposer as a set-user-ID library at `installed`, in a trusted
+/// system directory: the only way the loader preloads into a secure-mode
+/// program by LD_PRELOAD (a bare name, searched in the system directories
+/// only).
+fn install_setuid_interposer(installed: &Path, cleanup: &mut Cleanup) {
+    cleanup.files.push(installed.to_path_buf());
+    fs::copy(common::preload_so(), installed)
         .unwrap_or_else(|e| panic!("copy the interposer to {}: {e}", installed.display()));
-    std::os::unix::fs::chown(&installed, Some(0), Some(0)).unwrap();
-    set_mode(&installed, 0o4755);
-    (lib_name, installed)
+    std::os::unix::fs::chown(installed, Some(0), Some(0)).unwrap();
+    set_mode(installed, 0o4755);
 }
 
 /// Runs `base`'s probe as nobody with the interposer preloaded by `lib_name`,
