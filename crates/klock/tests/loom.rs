@@ -3,7 +3,7 @@
 //! (the exact futex model in `klock::internal::wait` blocks a waiter nobody wakes; loom
 //! reports the resulting deadlock).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom`
+//! Run: `.ci/loom --test loom` (CI's settings: `--cfg loom`, release with debug assertions, `stats`, LOOM_MAX_PREEMPTIONS=2)
 //! (CI sets `LOOM_MAX_PREEMPTIONS=2`).
 //!
 //! The policies below set the spin budgets to 0 or 1 iteration so the sleeping

@@ -37,7 +37,7 @@
 //! 7. `mutex_fast_beside_sleeper`: two fast lockers beside a sleeping plain
 //!    locker.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_TARGET_DIR=target/loom cargo test -p klock --release --features stats --test loom_fastpath`
+//! Run: `.ci/loom --test loom_fastpath` (CI's settings: `--cfg loom`, release with debug assertions, `stats`, LOOM_MAX_PREEMPTIONS=2)
 //!
 //! Preemption bounds: the two-thread models (1, 3, 5, 6) run at
 //! `LOOM_MAX_PREEMPTIONS` (2 by default, as CI sets it). The three-thread

@@ -1,6 +1,6 @@
 //! Loom models of the mutex, the OSQ and the condvar (cfg(loom) only).
 //!
-//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p klock --release --test loom_mutex`
+//! `.ci/loom --test loom_mutex` (CI's settings: `--cfg loom`, release with debug assertions, `stats`, LOOM_MAX_PREEMPTIONS=2)
 //!
 //! The futex is modelled exactly (see `klock::internal::wait`): a waiter nobody wakes
 //! blocks forever and loom reports a deadlock, so every model that completes

@@ -3,7 +3,7 @@
 //! so that woken waiters fail, re-arm and sleep again instead of being handed
 //! the lock (cfg(loom) only; its own process, so its own tunables).
 //!
-//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p klock --release --features stats --test loom_mutex_waking`
+//! `.ci/loom --test loom_mutex_waking` (CI's settings: `--cfg loom`, release with debug assertions, `stats`, LOOM_MAX_PREEMPTIONS=2)
 //!
 //! The futex is modelled exactly: a waiter nobody wakes blocks forever and
 //! loom reports a deadlock, so a completed model shows no lost wake-up; loom's

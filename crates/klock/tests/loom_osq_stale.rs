@@ -2,7 +2,7 @@
 //! its own process, so its own tunables: `osq_stale_ns` != 0 here, 0 in the
 //! other loom files).
 //!
-//! `RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test -p klock --release --features stats --test loom_osq_stale`
+//! `.ci/loom --test loom_osq_stale` (CI's settings: `--cfg loom`, release with debug assertions, `stats`, LOOM_MAX_PREEMPTIONS=2)
 //!
 //! Natively a spinner gives up when its predecessor's heartbeat (a time
 //! stamp) is older than `KLOCK_OSQ_STALE_NS`. Loom has no clock, so under

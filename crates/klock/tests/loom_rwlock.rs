@@ -9,7 +9,7 @@
 //! read-held past a waiting writer, never past a writer that owns the lock,
 //! granted when the lock becomes read-owned behind a writer at the head).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_TARGET_DIR=target/loom cargo test -p klock --release --features stats --test loom_rwlock`
+//! Run: `.ci/loom --test loom_rwlock` (CI's settings: `--cfg loom`, release with debug assertions, `stats`, LOOM_MAX_PREEMPTIONS=2)
 //! (as CI does; not every model runs at that bound: see "Preemption bounds"
 //! below). `--features stats`: each model names the lock events of the
 //! branches it claims to cover and fails unless some execution counted

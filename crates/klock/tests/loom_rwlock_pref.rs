@@ -11,7 +11,7 @@
 //! the INV-HANDOFF-TIMER timer is off under loom): that path is reached.
 //! Tunables are per process, hence a file of its own.
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_TARGET_DIR=target/loom cargo test -p klock --release --features stats --test loom_rwlock_pref`
+//! Run: `.ci/loom --test loom_rwlock_pref` (CI's settings: `--cfg loom`, release with debug assertions, `stats`, LOOM_MAX_PREEMPTIONS=2)
 //! (as CI does; `--features stats`: each model fails unless the lock events
 //! of the branches it claims were counted, and if any execution set
 //! HANDOFF).

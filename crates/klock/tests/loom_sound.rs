@@ -6,7 +6,7 @@
 //! e31284a, where a kick at unlock stored into the successor's node after the
 //! release).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=2 CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true CARGO_TARGET_DIR=target/loom cargo test -p klock --release --features stats --test loom_sound`
+//! Run: `.ci/loom --test loom_sound` (CI's settings: `--cfg loom`, release with debug assertions, `stats`, LOOM_MAX_PREEMPTIONS=2)
 //! (as CI does; every model runs at `LOOM_MAX_PREEMPTIONS`, 2 by default;
 //! model 8a, four threads, takes most of the time). `--features stats`:
 //! each model names the lock events of the branches it claims to cover
