@@ -1,12 +1,15 @@
 #!/bin/bash
 # The interleaved sysbench A/B of 2026-11-24-adaptive-spin.md.
-# Build first (from the repository root):
-#   git worktree add /tmp/wt-base 4b59a46 && (cd /tmp/wt-base && CARGO_TARGET_DIR=/tmp/pA cargo build --release -p klock-preload)
-#   CARGO_TARGET_DIR=/tmp/pB cargo build --release -p klock-preload          # at 44a7bb5 or later
+# Build first (from the repository root; the scratch builds go under target/,
+# which is not committed; the run used the same layout in a scratch directory
+# outside the repository):
+#   git worktree add target/wt-base 4b59a46 && (cd target/wt-base && CARGO_TARGET_DIR=../pA cargo build --release -p klock-preload)
+#   CARGO_TARGET_DIR=target/pB cargo build --release -p klock-preload          # at 44a7bb5 or later
 # Usage: 2026-11-24-adaptive-spin.sh ROUNDS OUT
 # OUT lines: "threads ROUND T CONFIG EVENTS STEAL_TICKS" and "mutex ROUND 8 CONFIG SECONDS".
 ROUNDS=${1:-3}; OUT=${2:-adaptive-spin.txt}; : > "$OUT"
-A=${A:-/tmp/pA/release/libklock_preload.so}; B=${B:-/tmp/pB/release/libklock_preload.so}
+ROOT=$(git -C "$(dirname "$0")" rev-parse --show-toplevel)
+A=${A:-$ROOT/target/pA/release/libklock_preload.so}; B=${B:-$ROOT/target/pB/release/libklock_preload.so}
 CONFIGS="glibc:-:X=1 base:$A:X=1 new:$B:X=1 new-off:$B:KLOCK_MUTEX_ADAPT=0"
 run() { # CONFIG CMD...
   local c=$1; shift

@@ -3,15 +3,19 @@
 # changes) and after (this commit) on the same machine, one after the other
 # (each table's locks interleaved within its run; the interleaved before/after
 # A/Bs of each change are on the results page).
-# Run from the repository root on an otherwise idle machine.
+# Run on an otherwise idle machine; it cds to the repository root. The
+# "before" build is a scratch worktree under target/ (not committed; the run
+# had it in a scratch directory outside the repository).
 set -eu
+cd "$(dirname "$0")/../.."
 OUT=docs/results/2026-11-24
 mkdir -p "$OUT"
 AFTER=./target/release/lockbench
-BEFORE=${BEFORE:-/tmp/before/target/release/lockbench}
+WT=target/wt-before-8f4db4f
+BEFORE=${BEFORE:-$WT/target/release/lockbench}
 if [ ! -x "$BEFORE" ]; then
-  git worktree add --detach -f /tmp/before 8f4db4f >/dev/null 2>&1 || true
-  (cd /tmp/before && cargo build --release -q -p lockbench)
+  git worktree add --detach -f "$WT" 8f4db4f >/dev/null 2>&1 || true
+  (cd "$WT" && cargo build --release -q -p lockbench)
 fi
 cargo build --release -q -p lockbench
 L=klock_mutex,klock_unfair,std,parking_lot

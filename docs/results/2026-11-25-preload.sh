@@ -4,15 +4,19 @@
 # one run, before (baa7a5b's interposer) and after (this commit's); the
 # uncontended cost of every interposed pair. Run from the repository root on
 # an otherwise idle machine (needs the packages of
-# crates/klock-preload/tests/packages.txt and gcc).
+# crates/klock-preload/tests/packages.txt and gcc). It cds to the
+# repository root; scratch files and the "before" worktree go under target/
+# (not committed; the run kept them in a scratch directory outside the
+# repository).
 set -eu
+cd "$(dirname "$0")/../.."
 OUT=docs/results/2026-11-25/preload
 mkdir -p "$OUT"
 cargo build --release -p lockbench -p klock-preload
 B=./target/release/lockbench
 L=$PWD/target/release/libklock_preload.so
 # The interposer before this issue, built from baa7a5b in a scratch worktree.
-BASE=/tmp/klock-base-baa7a5b
+BASE=$PWD/target/wt-base-baa7a5b
 if [ ! -f "$BASE/target/release/libklock_preload.so" ]; then
   git worktree add -f "$BASE" baa7a5b
   (cd "$BASE" && cargo build --release -p klock-preload)
@@ -21,12 +25,12 @@ LB=$BASE/target/release/libklock_preload.so
 
 # 1. Uncontended pairs: glibc, before, after, interleaved; single-threaded
 #    process and with an idle second thread; best of 60 passes of 1 M pairs.
-cc -O2 docs/results/2026-11-25-preload-uncontended.c -o /tmp/klock-unc -lpthread
+cc -O2 docs/results/2026-11-25-preload-uncontended.c -o target/klock-unc -lpthread
 for i in 1 2 3 4 5; do
   for mode in single threaded; do
-    echo "== glibc $mode";  taskset -c 1 /tmp/klock-unc 1000000 60 $mode
-    echo "== before $mode"; LD_PRELOAD=$LB taskset -c 1 /tmp/klock-unc 1000000 60 $mode
-    echo "== after $mode";  LD_PRELOAD=$L taskset -c 1 /tmp/klock-unc 1000000 60 $mode
+    echo "== glibc $mode";  taskset -c 1 ./target/klock-unc 1000000 60 $mode
+    echo "== before $mode"; LD_PRELOAD=$LB taskset -c 1 ./target/klock-unc 1000000 60 $mode
+    echo "== after $mode";  LD_PRELOAD=$L taskset -c 1 ./target/klock-unc 1000000 60 $mode
   done
 done > $OUT/uncontended.txt
 

@@ -5,6 +5,12 @@
 # the waiter polled on every hold. Variant: pause KLOCK_POLL_HIT_PAUSE_NS
 # after a hit (so a hit means the word stayed unwritten that long), against
 # no pause and the plain backoff (miss0).
+#
+# Setting that no longer exists: KLOCK_POLL_HIT_PAUSE_NS (removed with its
+# code in 721104a; not in crates/klock/src/tune.rs), so with today's code the
+# hit128/hit256 variants run the defaults. The tunable's code, this script
+# and its tables were committed together in 626839d: check that commit out
+# to re-run it.
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 LB=target/release/lockbench

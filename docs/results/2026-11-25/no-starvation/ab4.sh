@@ -3,6 +3,12 @@
 # (KLOCK_MUTEX_POLL_HOLD_DIV=N: each delay at most the current owner's hold
 # time so far / N), against the default doubling backoff and continuous
 # polling (KLOCK_MUTEX_POLL_MAX_NS=0); rounds interleaved by ab-env.py.
+#
+# Setting that no longer exists: KLOCK_MUTEX_POLL_HOLD_DIV (removed with its
+# code in 721104a; not in crates/klock/src/tune.rs), so with today's code the
+# holddiv variants run the defaults. The tunable's code, this script and its
+# tables were committed together in 6b8ce18: check that commit out to re-run
+# it.
 set -euo pipefail
 cd "$(dirname "$0")/../../../.."
 LB=target/release/lockbench

@@ -13,3 +13,7 @@ for W in long balanced hot; do
   python3 $OUT/ab-env.py --rounds 5 "${V[@]}" -- $LB mutex --locks klock_mutex --workload $W --threads 2,8,32 --duration 1 > $OUT/ab6-$W.md
 done
 # (ran 2026-11-25 21:50 UTC when the tunable was named KLOCK_MUTEX_POLL_MISS_TICKS and defaulted to 0)
+# That name was never committed: the run's HEAD was c3d3df6 plus the
+# uncommitted design-6 code, which was committed as KLOCK_POLL_MISS_TICKS,
+# default 40, in 2752bcd. To re-run at 2752bcd, make the first variant
+# "default:KLOCK_POLL_MISS_TICKS=0" (the default while this ran).
