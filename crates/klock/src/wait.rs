@@ -1194,6 +1194,25 @@ mod tests {
     use std::sync::Arc;
     use std::sync::atomic::Ordering;
 
+    /// The watchdog of the tests below that wait for an event (a sleeper
+    /// asleep, woken, a poll that misses): far beyond the microseconds the
+    /// event takes, so that only a hang (a lost wake-up) trips it.
+    const HANG: Duration = Duration::from_secs(120);
+
+    /// Join `t`, failing with `what` (what did not happen) if it has not
+    /// finished within [`HANG`] instead of hanging the test run.
+    fn join_or_fail(t: std::thread::JoinHandle<()>, what: &str) {
+        let deadline = std::time::Instant::now() + HANG;
+        while !t.is_finished() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "watchdog: after {HANG:?}: {what}"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        t.join().unwrap();
+    }
+
     #[test]
     fn cpu_max_parser() {
         assert_eq!(parse_cpu_max("max 100000\n"), None);
@@ -1248,7 +1267,9 @@ mod tests {
             })
         };
         let mut p = PollBackoff::new(0, 100);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        // Until the first miss (the event); the watchdog only ends a search
+        // that never finds one.
+        let deadline = std::time::Instant::now() + HANG;
         let mut missed = false;
         while !missed && std::time::Instant::now() < deadline {
             p.poll(|| w.load(Ordering::Relaxed));
@@ -1304,6 +1325,8 @@ mod tests {
         assert_ne!(r, WaitOutcome::Mismatch);
     }
 
+    /// Liveness: a wake releases a sleeper. A lost wake-up leaves it asleep
+    /// for good: the watchdog fails the test instead of hanging it.
     #[test]
     fn wake_releases_a_sleeper() {
         let w = Arc::new(AtomicU32::new(0));
@@ -1316,14 +1339,18 @@ mod tests {
         std::thread::sleep(Duration::from_millis(5));
         w.store(1, Ordering::Release);
         futex_wake(&w, u32::MAX);
-        t.join().unwrap();
+        join_or_fail(
+            t,
+            "the sleeper was not released by futex_wake (lost wake-up)",
+        );
     }
 
     /// Block until thread `tid` of this process is asleep (state `S`) and
-    /// has entered its futex wait `n` times (`entered`).
+    /// has entered its futex wait `n` times (`entered`); fail after
+    /// [`HANG`] (it never did).
     fn until_asleep(tid: u32, entered: &AtomicU32, n: u32) {
         let path = format!("/proc/self/task/{tid}/stat");
-        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        let deadline = std::time::Instant::now() + HANG;
         loop {
             let stat = std::fs::read_to_string(&path).unwrap();
             // The state follows the parenthesised command name.
@@ -1332,7 +1359,10 @@ mod tests {
             if entered.load(Ordering::Acquire) >= n && state == Some('S') {
                 return;
             }
-            assert!(std::time::Instant::now() < deadline, "sleeper never slept");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "watchdog: after {HANG:?}: the sleeper never entered futex wait {n} and slept"
+            );
             std::thread::sleep(Duration::from_millis(1));
         }
     }
@@ -1381,7 +1411,10 @@ mod tests {
         // Release: pairs with the sleeper's Acquire load of the word.
         w.store(1, Ordering::Release);
         futex_wake(&w, u32::MAX);
-        t.join().unwrap();
+        join_or_fail(
+            t,
+            "the sleeper was not released by futex_wake (lost wake-up)",
+        );
     }
 
     #[test]

@@ -5,13 +5,30 @@
 //! `SCHED_OTHER` thread (which must spin, or the check could not fail) and
 //! by a `SCHED_FIFO` thread (which must not).
 //!
+//! Every round is contended by construction: the holder keeps the lock
+//! until the measured thread has gone to sleep waiting for it (the sleep
+//! counter moved), not for a fixed time, so a loaded machine that runs the
+//! measured thread late cannot turn a round into an uncontended fast path.
+//! A watchdog (`HANG_SECS`) only catches a waiter that never sleeps, and
+//! names it.
+//!
 //! Setting `SCHED_FIFO` needs root or `CAP_SYS_NICE`: without it the test
 //! prints why it did not run, and fails if `KLOCK_CI=1` (set by `.ci/run`).
 #![cfg(all(feature = "stats", not(loom)))]
 
 use klock::stat::{self, Event};
-use std::sync::Barrier;
+use std::sync::{Barrier, Mutex as StdMutex};
 use std::time::Duration;
+
+/// The watchdog: far beyond a normal run (well under a second).
+const HANG_SECS: u64 = 120;
+
+/// What the test is waiting for now (the watchdog's message).
+static WAITING_FOR: StdMutex<String> = StdMutex::new(String::new());
+
+fn waiting_for(what: String) {
+    *WAITING_FOR.lock().unwrap_or_else(|e| e.into_inner()) = what;
+}
 
 /// Put the calling thread under `policy` (priority 1 for FIFO); the errno on failure.
 fn set_policy(policy: libc::c_int) -> Result<(), i32> {
@@ -31,25 +48,57 @@ fn set_policy(policy: libc::c_int) -> Result<(), i32> {
 
 const ROUNDS: usize = 8;
 
-/// A holder keeps the lock 2 ms each round while the measured thread
-/// (running under `policy`) locks it; returns the counter deltas.
+/// The measured thread's sleeps so far: the event each round waits for.
+fn sleeps(rw: bool) -> u64 {
+    stat::snapshot().get(if rw {
+        Event::RwSleepWriter
+    } else {
+        Event::MutexSleep
+    })
+}
+
+/// Hold on (the caller holds the lock) until the measured thread has gone
+/// to sleep waiting for it: the sleep counter has moved past `base`.
+fn until_asleep(rw: bool, base: u64, what: String) {
+    waiting_for(what);
+    while sleeps(rw) == base {
+        std::thread::sleep(Duration::from_micros(100));
+    }
+}
+
+/// Each round a holder takes the lock and keeps it until the measured
+/// thread (running under `policy`) has locked it and gone to sleep; then
+/// releases it. Returns the counter deltas.
 fn contend(policy: libc::c_int, rw: bool) -> stat::Snapshot {
     let m = klock::Mutex::new(0u64);
     let l = klock::RwLock::new(0u64);
     let go = Barrier::new(2);
+    let name = format!(
+        "the {} {}",
+        if policy == libc::SCHED_FIFO {
+            "SCHED_FIFO"
+        } else {
+            "SCHED_OTHER"
+        },
+        if rw { "RwLock writer" } else { "Mutex waiter" }
+    );
     let before = stat::snapshot();
     std::thread::scope(|s| {
         s.spawn(|| {
-            for _ in 0..ROUNDS {
+            for round in 0..ROUNDS {
+                let what = format!("round {round}: {name} to go to sleep on the held lock");
+                // The measured thread's sleeps of the earlier rounds all
+                // happened before the last barrier.
+                let base = sleeps(rw);
                 if rw {
                     let mut g = l.write();
                     go.wait();
-                    std::thread::sleep(Duration::from_millis(2));
+                    until_asleep(rw, base, what);
                     *g += 1;
                 } else {
                     let mut g = m.lock();
                     go.wait();
-                    std::thread::sleep(Duration::from_millis(2));
+                    until_asleep(rw, base, what);
                     *g += 1;
                 }
                 go.wait();
@@ -80,6 +129,35 @@ fn contend(policy: libc::c_int, rw: bool) -> stat::Snapshot {
 
 #[test]
 fn realtime_waiters_never_spin() {
+    // On a helper thread, so that a waiter that never sleeps (the holder
+    // would wait for it forever) fails the test, naming it, instead of
+    // hanging it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let r = std::panic::catch_unwind(check);
+        let _ = tx.send(r);
+    });
+    match rx.recv_timeout(Duration::from_secs(HANG_SECS)) {
+        Ok(Ok(())) => {}
+        Ok(Err(p)) => std::panic::resume_unwind(p),
+        Err(_) => {
+            let s = stat::snapshot();
+            let counted: Vec<String> = Event::ALL
+                .iter()
+                .filter(|&&e| s.get(e) > 0)
+                .map(|&e| format!("{}={}", e.name(), s.get(e)))
+                .collect();
+            panic!(
+                "watchdog: after {HANG_SECS} s still waiting for {}; events counted since the \
+                 start: {}",
+                WAITING_FOR.lock().unwrap_or_else(|e| e.into_inner()),
+                counted.join(" ")
+            )
+        }
+    }
+}
+
+fn check() {
     if let Err(e) = set_policy(libc::SCHED_FIFO) {
         let why = format!(
             "realtime_waiters_never_spin NOT RUN: SCHED_FIFO refused (errno {e}; needs root or CAP_SYS_NICE)"
@@ -97,19 +175,23 @@ fn realtime_waiters_never_spin() {
     set_policy(libc::SCHED_OTHER).unwrap();
 
     // Mutex: a SCHED_OTHER waiter spins on the owner (the check can fail) ...
-    // (At least one contended round, not all: on a loaded machine the
-    // measured thread may run only after a 2 ms hold has ended and take the
-    // lock on its fast path; CI saw 7 of 8 once.)
+    // (Every round is contended: the holder waits for the waiter's sleep.)
     let other = contend(libc::SCHED_OTHER, false);
-    assert!(other.get(Event::MutexSlowpath) >= 1, "{other:?}");
+    assert!(
+        other.get(Event::MutexSlowpath) >= ROUNDS as u64,
+        "every round contended: {other:?}"
+    );
     assert!(
         other.get(Event::MutexSpinSuccess) + other.get(Event::MutexSpinFail) > 0,
         "control: a SCHED_OTHER waiter spins: {other:?}"
     );
     // ... a SCHED_FIFO one queues and sleeps at once.
     let fifo = contend(libc::SCHED_FIFO, false);
-    assert!(fifo.get(Event::MutexSlowpath) >= 1, "{fifo:?}");
-    assert!(fifo.get(Event::MutexSleep) >= 1, "{fifo:?}");
+    assert!(
+        fifo.get(Event::MutexSlowpath) >= ROUNDS as u64,
+        "every round contended: {fifo:?}"
+    );
+    assert!(fifo.get(Event::MutexSleep) >= ROUNDS as u64, "{fifo:?}");
     for e in [
         Event::MutexSpinSuccess,
         Event::MutexSpinFail,
@@ -126,7 +208,7 @@ fn realtime_waiters_never_spin() {
         "control: a SCHED_OTHER writer spins: {other:?}"
     );
     let fifo = contend(libc::SCHED_FIFO, true);
-    assert!(fifo.get(Event::RwSleepWriter) >= 1, "{fifo:?}");
+    assert!(fifo.get(Event::RwSleepWriter) >= ROUNDS as u64, "{fifo:?}");
     for e in [Event::RwSpinSuccess, Event::RwSpinFail, Event::OsqWaitNs] {
         assert_eq!(fifo.get(e), 0, "{e:?} for a SCHED_FIFO writer: {fifo:?}");
     }
