@@ -93,9 +93,11 @@ fn wait_while_and_notified_timed_waits() {
         }
     });
     let mut g = pair.0.lock();
+    // A timeout far beyond the five notifies (milliseconds): only a lost
+    // wake-up times out.
     let r = pair
         .1
-        .wait_while_for(&mut g, |v| *v < 5, Duration::from_secs(30));
+        .wait_while_for(&mut g, |v| *v < 5, Duration::from_secs(120));
     assert!(!r.timed_out() && *g >= 5);
     pair.1.wait_while(&mut g, |v| *v < 10);
     assert_eq!(*g, 10);

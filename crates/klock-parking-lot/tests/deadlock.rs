@@ -33,9 +33,11 @@ fn spawn_all(fs: Vec<Part>) -> HashSet<ThreadId> {
         .collect()
 }
 
-/// Poll until a reported cycle has exactly the threads `want`.
+/// Poll until a reported cycle has exactly the threads `want`. The watchdog
+/// (120 s, far beyond the moment the threads block) only ends a wait for a
+/// cycle that is never reported.
 fn expect_cycle(want: &HashSet<ThreadId>) {
-    let deadline = Instant::now() + Duration::from_secs(20);
+    let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         for cycle in deadlock::check_deadlock() {
             let got: HashSet<ThreadId> = cycle.iter().map(|t| t.thread_id()).collect();
@@ -52,7 +54,10 @@ fn expect_cycle(want: &HashSet<ThreadId>) {
                 return;
             }
         }
-        assert!(Instant::now() < deadline, "no cycle reported for {want:?}");
+        assert!(
+            Instant::now() < deadline,
+            "watchdog: after 120 s no cycle reported for {want:?}"
+        );
         std::thread::sleep(Duration::from_millis(5));
     }
 }

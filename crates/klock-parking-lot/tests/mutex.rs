@@ -95,7 +95,9 @@ fn mutex_timed_lock_succeeds_when_released_in_time() {
     let m = Arc::new(Mutex::new(()));
     let g = m.lock();
     let m2 = m.clone();
-    let h = std::thread::spawn(move || m2.try_lock_for(Duration::from_secs(10)).is_some());
+    // A timeout far beyond the release (20 ms): only a lock that is never
+    // handed over times out.
+    let h = std::thread::spawn(move || m2.try_lock_for(Duration::from_secs(120)).is_some());
     std::thread::sleep(Duration::from_millis(20));
     drop(g);
     assert!(h.join().unwrap());
@@ -151,9 +153,14 @@ fn fair_mutex_hands_over_to_a_waiter() {
     });
     std::thread::sleep(Duration::from_millis(20));
     drop(g);
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // Until the waiter got in (the event); the watchdog only catches
+    // starvation.
+    let deadline = Instant::now() + Duration::from_secs(120);
     while !stop.load(Ordering::Acquire) {
-        assert!(Instant::now() < deadline, "waiter starved");
+        assert!(
+            Instant::now() < deadline,
+            "watchdog: after 120 s the waiter has not got the lock (starved)"
+        );
         let _g = m.lock();
     }
     h.join().unwrap();

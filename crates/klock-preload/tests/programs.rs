@@ -709,12 +709,14 @@ fn memcached_round(memcached: &Path, tools: &McTools, mode: Mode) -> Result<(), 
     let server = wait_accepting(server, port)?;
     let client_result = memcached_clients(tools, port);
     common::sigterm(server.pid());
-    let r = server.wait_timeout(Duration::from_secs(20));
+    let r = server.wait_timeout(TIMEOUT);
     if let Err(e) = client_result {
         return Err(r.report(&format!("client check failed ({}): {e}", mode.name())));
     }
     if r.timed_out {
-        return Err(r.report("memcached did not exit within 20 s of SIGTERM"));
+        return Err(r.report(&format!(
+            "memcached did not exit within {TIMEOUT:?} of SIGTERM (hung?)"
+        )));
     }
     common::check_clean_exit(mode, &r)
 }
@@ -740,8 +742,9 @@ fn start_memcached(memcached: &Path, port: u16, mode: Mode) -> common::Spawned {
     common::spawn(&mut cmd, mode, None)
 }
 
-/// Waits until `server` accepts connections on `port` (at most 20 s) and hands
-/// it back; if it exits or does not answer in time, reaps it and says why.
+/// Waits until `server` accepts connections on `port` and hands it back; if it
+/// exits, or has not answered by the watchdog (`TIMEOUT`, far beyond its
+/// start-up), reaps it and says why.
 fn wait_accepting(mut server: common::Spawned, port: u16) -> Result<common::Spawned, String> {
     let start = Instant::now();
     loop {
@@ -752,9 +755,11 @@ fn wait_accepting(mut server: common::Spawned, port: u16) -> Result<common::Spaw
         if TcpStream::connect(("127.0.0.1", port)).is_ok() {
             return Ok(server);
         }
-        if start.elapsed() > Duration::from_secs(20) {
+        if start.elapsed() > TIMEOUT {
             let r = server.wait_timeout(Duration::ZERO);
-            return Err(r.report("memcached did not accept connections within 20 s"));
+            return Err(r.report(&format!(
+                "memcached did not accept connections within {TIMEOUT:?} (hung in start-up?)"
+            )));
         }
         thread::sleep(Duration::from_millis(20));
     }

@@ -31,8 +31,10 @@
 //! A watchdog runs the test on a helper thread and fails (with the chaos
 //! seed, the phase, and per-thread op counts and current operation) if a
 //! worker panics, if a thread makes no progress for
-//! `KLOCK_TORTURE_STALL_SECS` (default 10), or if the whole test exceeds the
-//! duration + 60 s. Nothing here asserts on timing or throughput.
+//! `KLOCK_TORTURE_STALL_SECS` (default 120), or if the whole test exceeds the
+//! duration + the stall time + 60 s: watchdogs that only catch a hang (a
+//! normal run needs a few seconds). Nothing here asserts on timing or
+//! throughput.
 //!
 //! Knobs: `KLOCK_TORTURE_MULT` (threads per effective CPU, default 8),
 //! `KLOCK_TORTURE_SECS` (run time, default 3), plus the chaos feature's
@@ -964,7 +966,7 @@ fn watchdog(threads: usize, run: Duration, stall: Duration, limit: Duration) {
 fn torture_mixed() {
     let mult = env_u64("KLOCK_TORTURE_MULT", 8).max(1) as usize;
     let secs = env_u64("KLOCK_TORTURE_SECS", 3);
-    let stall = env_u64("KLOCK_TORTURE_STALL_SECS", 10).max(1);
+    let stall = env_u64("KLOCK_TORTURE_STALL_SECS", 120).max(1);
     let threads = (mult * klock::internal::wait::effective_cpus()).max(2);
     // Some failures abort the process (a panic inside a condvar wait cannot
     // restore the guard): print the seed next to every panic message.
@@ -991,6 +993,6 @@ fn torture_mixed() {
         threads,
         Duration::from_secs(secs),
         Duration::from_secs(stall),
-        Duration::from_secs(secs + 60),
+        Duration::from_secs(secs + stall + 60),
     );
 }

@@ -172,7 +172,7 @@ static void timed_success(void) {
     pthread_t t = spawn(timed_waiter, NULL);
     while (!timed_waiter_tid)
         sched_yield();
-    wait_thread_blocked(timed_waiter_tid, 5000); /* it waits in the timed lock */
+    wait_thread_blocked(timed_waiter_tid); /* it waits in the timed lock */
     EXPECT(klock_mutex_unlock(&handoff_m), 0);
     pthread_join(t, NULL);
 }

@@ -145,7 +145,7 @@ static void recursive_read(void) {
     pthread_t t = spawn(writer, NULL);
     while (!writer_tid)
         sched_yield();
-    wait_thread_blocked(writer_tid, 5000); /* the writer is queued, asleep */
+    wait_thread_blocked(writer_tid); /* the writer is queued, asleep */
     CHECK(!writer_in);
     EXPECT(klock_rwlock_rdlock(&rec_l), 0);
     struct timespec ts = in_ms(CLOCK_MONOTONIC, 1000);

@@ -197,7 +197,7 @@ static inline void *join(pthread_t t) {
     return ret;
 }
 
-/* wait_thread_blocked(tid, max_ms): shared with klock-c's C tests. */
+/* wait_thread_blocked(tid): shared with klock-c's C tests. */
 #include "../../../klock-c/tests/c/blocked.h"
 
 /* Small deterministic PRNG (xorshift64*) for per-thread randomness without

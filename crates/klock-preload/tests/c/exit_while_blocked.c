@@ -80,7 +80,7 @@ int main(void) {
     for (int i = 0; i < n; i++) {
         while (!atomic_load(&tids[i]))
             sched_yield();
-        wait_thread_blocked(atomic_load(&tids[i]), 5000); /* asleep in its lock */
+        wait_thread_blocked(atomic_load(&tids[i])); /* asleep in its lock */
     }
     /* Traffic on the condvar's mutex from main, then leave. */
     for (int i = 0; i < 100; i++) {

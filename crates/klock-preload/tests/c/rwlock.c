@@ -149,7 +149,7 @@ static void test_recursive_read(void) {
         pthread_t w = spawn(rec_writer, NULL);
         while (atomic_load(&rec_writer_state) == 0)
             sched_yield();
-        wait_thread_blocked(atomic_load(&rec_writer_tid), 5000); /* queued, asleep */
+        wait_thread_blocked(atomic_load(&rec_writer_tid)); /* queued, asleep */
         CHECK(atomic_load(&rec_writer_state) == 1,
               "writer got in while a reader held the lock");
         /* Default kind: this must not deadlock behind the queued writer. */

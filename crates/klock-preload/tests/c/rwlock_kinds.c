@@ -97,7 +97,7 @@ static void scene(pthread_rwlock_t *rw, enum op op, int granted) {
     pthread_t w = spawn(writer_w, &s);
     while (atomic_load(&s.w_state) == 0)
         sched_yield();
-    wait_thread_blocked(atomic_load(&s.w_tid), 5000);
+    wait_thread_blocked(atomic_load(&s.w_tid));
     sleep_ms(10);
     CHECK(atomic_load(&s.w_state) == 1, "writer got in while a reader held the lock");
 

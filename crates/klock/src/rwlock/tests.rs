@@ -158,11 +158,17 @@ fn hammer_mode<S: SpinPolicy>(readers: usize, writers: usize, iters: u64, mode: 
     assert_eq!(unsafe { l.raw() }.count_word(), 0);
 }
 
-/// Wait (up to 5 s) until `f` holds.
+/// Wait until `f` holds (the event a test waits for: a thread queued, let
+/// in, ...). The watchdog (120 s, far beyond the microseconds these events
+/// take) only turns a hang into a failure naming the event.
 fn eventually(what: &str, f: impl Fn() -> bool) {
+    const HANG: std::time::Duration = std::time::Duration::from_secs(120);
     let t0 = std::time::Instant::now();
     while !f() {
-        assert!(t0.elapsed().as_secs() < 5, "timed out waiting: {what}");
+        assert!(
+            t0.elapsed() < HANG,
+            "watchdog: after {HANG:?} still waiting: {what}"
+        );
         std::thread::sleep(std::time::Duration::from_millis(1));
     }
 }
