@@ -116,3 +116,23 @@ pub use spin::{
 pub fn register_fork_handlers() {
     fork::register();
 }
+
+/// The README's Rust examples, compiled and run by `cargo test --doc`.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+pub struct ReadmeDoctests;
+
+/// `docs/mutex.md`'s Rust examples, compiled and run by `cargo test --doc`.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/mutex.md")]
+pub struct MutexGuideDoctests;
+
+/// `docs/rwsem.md`'s Rust examples, compiled and run by `cargo test --doc`.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/rwsem.md")]
+pub struct RwsemGuideDoctests;
+
+/// `docs/spinlocks.md`'s Rust examples, compiled and run by `cargo test --doc`.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/spinlocks.md")]
+pub struct SpinlocksGuideDoctests;
