@@ -36,9 +36,12 @@ Runs PROG with klock's pthread locks (LD_PRELOAD=libklock_preload.so).
 
 options:
   --stats[=1|2]        print a lock contention report at exit (2: with the call
-                       stack of each listed lock's first contention)
+                       stack of each listed lock's first contention) on the
+                       stderr PROG started with, even if PROG closes it (xz,
+                       sort); if that fails, in $TMPDIR/klock-stats-PID.txt
   --stats-file FILE    write the report to FILE (truncated first; %p = pid)
-                       instead of stderr; implies --stats if not given
+                       instead of stderr; implies --stats if not given. Use it
+                       to keep the report apart from PROG's own stderr.
   --mutex V            mutexes and condvars: klock (default), nospin
   --rwlock V           rwlocks: klock (default), nospin
   --spin V             spinlocks: tas (default), unfair, pv, pvbase, native

@@ -1,13 +1,15 @@
 //! Report rendering: the report's text (the header lines, the table of the top
-//! locks, at level 2 each listed lock's first-contention stack), formatted with
-//! `core::fmt` into a caller-provided byte buffer ([`Buf`]): no allocation, no std
-//! I/O. Where the stacks come from and how a frame is named is the caller's
-//! ([`StackSource`]); the numbers come from a table snapshot
-//! ([`LockStat`], [`Totals`]).
+//! locks, the table of the condvars that threads waited on longest, at level 2
+//! each listed lock's first-contention stack), formatted with `core::fmt` into a
+//! caller-provided byte buffer ([`Buf`]): no allocation, no std I/O. Where the
+//! stacks come from and how a frame or a lock is named is the caller's
+//! ([`StackSource`]); the numbers come from a table snapshot ([`LockStat`],
+//! [`Totals`]). Lock waits and condvar waits are reported apart: a thread waiting
+//! on a condvar is idle by design, not held up by contention.
 
 use core::fmt::{self, Write as _};
 
-use crate::stats::table::{FRAMES, KIND_RWLOCK, LockStat, PROBE_LIMIT, Totals};
+use crate::stats::table::{FRAMES, KIND_COND, KIND_RWLOCK, LockStat, PROBE_LIMIT, Totals};
 
 /// A `fmt::Write` into a fixed byte buffer; overflow truncates and is remembered.
 pub struct Buf<'a> {
@@ -140,7 +142,8 @@ pub struct Header<'a> {
     pub level: u8,
 }
 
-/// Where the report's stacks come from: the table (at exit) or a test's fake.
+/// Where the report's stacks and names come from: the live process (at exit) or a
+/// test's fake.
 pub trait StackSource {
     /// Copies lock `s`'s first-contention stack into `out`; returns the frame count.
     fn frames(&mut self, s: &LockStat, out: &mut [usize; FRAMES]) -> usize;
@@ -148,18 +151,64 @@ pub trait StackSource {
     fn is_own(&mut self, addr: usize) -> bool;
     /// Writes frame `addr`'s description (`function+0xoff  (object)`).
     fn symbolize(&mut self, addr: usize, out: &mut Buf<'_>);
+    /// Writes the name of the static variable holding the lock at `addr` (`name`,
+    /// or `name+0xoff` inside a larger one) and returns true; writes nothing and
+    /// returns false for a lock on the heap, a stack, or without a symbol.
+    fn lock_name(&mut self, addr: usize, out: &mut Buf<'_>) -> bool;
 }
 
-/// Formats the report: header lines, the table of `top` (best first), and at level 2
-/// each listed lock's first-contention stack from `src`.
+/// Narrowest and widest lock column (a longer name overflows its row).
+const LABEL_MIN: usize = 18;
+const LABEL_MAX: usize = 48;
+
+/// A lock's label: its static variable's name if it has one, else its address.
+struct Label {
+    buf: [u8; 256],
+    len: usize,
+    /// Whether it is a name (not the address).
+    named: bool,
+}
+
+impl Label {
+    fn of(src: &mut dyn StackSource, addr: usize) -> Label {
+        let mut buf = [0u8; 256];
+        let (len, named) = {
+            let mut w = Buf::new(&mut buf);
+            let named = src.lock_name(addr, &mut w);
+            if !named {
+                let _ = write!(w, "{addr:#x}");
+            }
+            (w.bytes().len(), named)
+        };
+        Label { buf, len, named }
+    }
+    fn as_str(&self) -> &str {
+        // Symbol names are bytes; a non-UTF-8 one shows as `?`.
+        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("?")
+    }
+}
+
+/// The lock column's width for `rows`: the longest label, within
+/// [`LABEL_MIN`]..=[`LABEL_MAX`].
+fn label_width(src: &mut dyn StackSource, rows: &[LockStat]) -> usize {
+    rows.iter()
+        .map(|s| Label::of(src, s.addr).as_str().chars().count())
+        .fold(LABEL_MIN, usize::max)
+        .min(LABEL_MAX)
+}
+
+/// Formats the report: header lines, the table of the locks `top` (best first), the
+/// table of the condvars `conds` (best first), and at level 2 each listed lock's
+/// first-contention stack (a condvar's first timed-out wait) from `src`.
 pub fn format_report(
     w: &mut Buf<'_>,
     h: &Header<'_>,
     t: &Totals,
     top: &[LockStat],
+    conds: &[LockStat],
     src: &mut dyn StackSource,
 ) {
-    let _ = write_report(w, h, t, top, src);
+    let _ = write_report(w, h, t, top, conds, src);
     if w.truncated {
         let keep = w.buf.len().saturating_sub(32);
         w.len = w.len.min(keep);
@@ -175,19 +224,22 @@ fn write_report(
     h: &Header<'_>,
     t: &Totals,
     top: &[LockStat],
+    conds: &[LockStat],
     src: &mut dyn StackSource,
 ) -> fmt::Result {
     write_summary(w, h, t)?;
     write_families(w, t)?;
     write_untracked(w, t)?;
-    if top.is_empty() {
-        return Ok(());
+    if !top.is_empty() {
+        write_table(w, t, top, src)?;
     }
-    write_table(w, t, top)?;
+    if !conds.is_empty() {
+        write_cond_table(w, t, conds, src)?;
+    }
     if h.level < 2 {
         return Ok(());
     }
-    write_stacks(w, top, src)
+    write_stacks(w, top, conds, src)
 }
 
 /// `part` as a percentage of `whole` (0 when `whole` is 0).
@@ -200,7 +252,8 @@ fn pct(part: u64, whole: u64) -> f64 {
 }
 
 /// The first line: the process, its run time, the locks seen and the whole
-/// process's acquisitions, contention and wait.
+/// process's acquisitions, contention and lock wait; then, apart, the time spent
+/// in condvar waits.
 fn write_summary(w: &mut Buf<'_>, h: &Header<'_>, t: &Totals) -> fmt::Result {
     w.push_bytes(b"klock-stats: ");
     w.push_bytes(h.program);
@@ -208,22 +261,33 @@ fn write_summary(w: &mut Buf<'_>, h: &Header<'_>, t: &Totals) -> fmt::Result {
     if h.forked_from != 0 {
         write!(w, ", forked from {}", h.forked_from)?;
     }
-    writeln!(
+    write!(
         w,
-        ") | {:.3} s | {} locks seen | {} acquisitions, {} contended ({:.2}%) | wait {}",
+        ") | {:.3} s | {} locks seen | {} acquisitions, {} contended ({:.2}%) | lock wait {}",
         h.runtime_ns as f64 / 1e9,
         Count(t.locks),
         Count(t.acquisitions),
         Count(t.contended),
         pct(t.contended, t.acquisitions),
         Ns(t.wait_ns)
-    )
+    )?;
+    if t.cond_waits > 0 {
+        write!(
+            w,
+            " | condvar wait {} ({} waits on {} condvars: idle time, not contention)",
+            Ns(t.cond_wait_ns),
+            Count(t.cond_waits),
+            Count(t.condvars)
+        )?;
+    }
+    w.push_bytes(b"\n");
+    Ok(())
 }
 
 /// The second line: locks, acquisitions and contended acquisitions per family
-/// seen, or that no lock was acquired at all.
+/// seen (condvars: waits and timeouts), or that no lock was used at all.
 fn write_families(w: &mut Buf<'_>, t: &Totals) -> fmt::Result {
-    if t.acquisitions == 0 {
+    if t.acquisitions == 0 && t.cond_waits == 0 {
         return writeln!(w, "klock-stats: no lock acquisitions seen");
     }
     w.push_bytes(b"klock-stats: by family:");
@@ -232,9 +296,14 @@ fn write_families(w: &mut Buf<'_>, t: &Totals) -> fmt::Result {
         if row[0] == 0 {
             continue;
         }
+        let (objects, ops, bad) = if 1 << k == KIND_COND {
+            ("condvars", "waits", "timed out")
+        } else {
+            ("locks", "acq", "contended")
+        };
         write!(
             w,
-            "{} {} {} locks, {} acq, {} contended",
+            "{} {} {} {objects}, {} {ops}, {} {bad}",
             if first { "" } else { ";" },
             KIND_NAMES[k],
             Count(row[0]),
@@ -262,16 +331,22 @@ fn write_untracked(w: &mut Buf<'_>, t: &Totals) -> fmt::Result {
 }
 
 /// The table of the `top` locks: its title, the column header, one row per lock.
-fn write_table(w: &mut Buf<'_>, t: &Totals, top: &[LockStat]) -> fmt::Result {
+fn write_table(
+    w: &mut Buf<'_>,
+    t: &Totals,
+    top: &[LockStat],
+    src: &mut dyn StackSource,
+) -> fmt::Result {
     writeln!(
         w,
         "klock-stats: top {} of {} locks, by contended acquisitions then wait time (avg wait: per contended acquisition; hold: exclusive holders only):",
         top.len(),
         Count(t.locks)
     )?;
+    let lw = label_width(src, top);
     writeln!(
         w,
-        "{:>3}  {:<18} {:<11} {:>13} {:>13} {:>13} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
+        "{:>3}  {:<lw$} {:<11} {:>13} {:>13} {:>13} {:>7} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10}",
         "#",
         "lock",
         "family",
@@ -287,18 +362,14 @@ fn write_table(w: &mut Buf<'_>, t: &Totals, top: &[LockStat]) -> fmt::Result {
         "hold max"
     )?;
     for (n, s) in top.iter().enumerate() {
-        write_row(w, n + 1, s)?;
+        write_row(w, n + 1, s, &Label::of(src, s.addr), lw)?;
     }
     Ok(())
 }
 
 /// Row `rank` of the table: lock `s`'s counters (reads only for a rwlock, hold
-/// times only if a hold was measured).
-fn write_row(w: &mut Buf<'_>, rank: usize, s: &LockStat) -> fmt::Result {
-    let mut addr = [0u8; 24];
-    let mut aw = Buf::new(&mut addr);
-    write!(aw, "{:#x}", s.addr)?;
-    let addr_s = core::str::from_utf8(aw.bytes()).unwrap_or("?");
+/// times only if a hold was measured), its label in a column `lw` wide.
+fn write_row(w: &mut Buf<'_>, rank: usize, s: &LockStat, label: &Label, lw: usize) -> fmt::Result {
     let mut reads = [0u8; 32];
     let mut rw = Buf::new(&mut reads);
     if s.kinds & KIND_RWLOCK != 0 {
@@ -314,9 +385,9 @@ fn write_row(w: &mut Buf<'_>, rank: usize, s: &LockStat) -> fmt::Result {
     };
     write!(
         w,
-        "{:>3}  {:<18} {:<11} {:>13} {:>13} {:>13} {:>6.2}% {:>10} {:>10} {:>10}",
+        "{:>3}  {:<lw$} {:<11} {:>13} {:>13} {:>13} {:>6.2}% {:>10} {:>10} {:>10}",
         rank,
-        addr_s,
+        label.as_str(),
         Kinds(s.kinds),
         Count(s.acquisitions),
         reads_s,
@@ -339,32 +410,85 @@ fn write_row(w: &mut Buf<'_>, rank: usize, s: &LockStat) -> fmt::Result {
     }
 }
 
-/// Level 2: the first-contention stack of each listed lock that was contended.
-fn write_stacks(w: &mut Buf<'_>, top: &[LockStat], src: &mut dyn StackSource) -> fmt::Result {
-    for (n, s) in top.iter().enumerate() {
-        if s.contended == 0 {
-            continue;
-        }
-        write_stack(w, n + 1, s, src)?;
+/// The table of the condvars `conds` (most wait time first): its title, the column
+/// header, one row per condvar. Kept apart from the locks: a thread waiting on a
+/// condvar is idle by design (waiting for work or an event), not contending.
+fn write_cond_table(
+    w: &mut Buf<'_>,
+    t: &Totals,
+    conds: &[LockStat],
+    src: &mut dyn StackSource,
+) -> fmt::Result {
+    writeln!(
+        w,
+        "klock-stats: top {} of {} condvars, by wait time (threads waiting for an event: idle by design, not contention; avg: per wait):",
+        conds.len(),
+        Count(t.condvars)
+    )?;
+    let lw = label_width(src, conds);
+    writeln!(
+        w,
+        "{:>3}  {:<lw$} {:>13} {:>13} {:>10} {:>10} {:>10}",
+        "#", "condvar", "waits", "timed out", "wait tot", "wait avg", "wait max"
+    )?;
+    for (n, s) in conds.iter().enumerate() {
+        writeln!(
+            w,
+            "{:>3}  {:<lw$} {:>13} {:>13} {:>10} {:>10} {:>10}",
+            n + 1,
+            Label::of(src, s.addr).as_str(),
+            Count(s.cond_waits),
+            Count(s.cond_timeouts),
+            Ns(s.cond_wait_total_ns),
+            Ns(s.cond_wait_total_ns / s.cond_waits.max(1)),
+            Ns(s.cond_wait_max_ns),
+        )?;
     }
     Ok(())
 }
 
-/// Lock `s`'s (listed as #`rank`) first-contention stack from `src`, one
-/// symbolized frame per line, or "(not captured)".
-fn write_stack(
+/// Level 2: the first-contention stack of each listed lock that was contended, then
+/// the first timed-out wait's of each listed condvar that timed out (and was not
+/// also a contended lock, whose stack it would be: one stack per address).
+fn write_stacks(
     w: &mut Buf<'_>,
-    rank: usize,
-    s: &LockStat,
+    top: &[LockStat],
+    conds: &[LockStat],
     src: &mut dyn StackSource,
 ) -> fmt::Result {
-    write!(
-        w,
-        "klock-stats: #{} {:#x} ({}) first contended at:",
-        rank,
-        s.addr,
-        Kinds(s.kinds)
-    )?;
+    for (n, s) in top.iter().enumerate() {
+        if s.contended == 0 {
+            continue;
+        }
+        write_stack(w, "", n + 1, s, "first contended", src)?;
+    }
+    for (n, s) in conds.iter().enumerate() {
+        if s.cond_timeouts == 0 || s.contended != 0 {
+            continue;
+        }
+        write_stack(w, "condvar ", n + 1, s, "first timed out", src)?;
+    }
+    Ok(())
+}
+
+/// Lock `s`'s (listed as `{table}#{rank}`) stack from `src` at its first `event`,
+/// one symbolized frame per line, or "(not captured)".
+fn write_stack(
+    w: &mut Buf<'_>,
+    table: &str,
+    rank: usize,
+    s: &LockStat,
+    event: &str,
+    src: &mut dyn StackSource,
+) -> fmt::Result {
+    let label = Label::of(src, s.addr);
+    write!(w, "klock-stats: {table}#{rank} ")?;
+    if label.named {
+        write!(w, "{} ({:#x}, {})", label.as_str(), s.addr, Kinds(s.kinds))?;
+    } else {
+        write!(w, "{:#x} ({})", s.addr, Kinds(s.kinds))?;
+    }
+    write!(w, " {event} at:")?;
     let mut frames = [0usize; FRAMES];
     let nf = if s.stack_captured {
         src.frames(s, &mut frames)
@@ -390,7 +514,7 @@ fn write_stack(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::table::{KIND_COND, KIND_MUTEX, KIND_SPIN};
+    use crate::stats::table::{KIND_MUTEX, KIND_SPIN};
 
     struct Fake;
     impl StackSource for Fake {
@@ -398,7 +522,7 @@ mod tests {
             out[0] = 0x1111;
             out[1] = 0x2222;
             out[2] = 0x3333;
-            if s.addr == 0xbeef { 3 } else { 1 }
+            if s.addr == 0xbeef { 3 } else { 2 }
         }
         fn is_own(&mut self, addr: usize) -> bool {
             addr == 0x1111 || addr == 0x3333
@@ -406,9 +530,17 @@ mod tests {
         fn symbolize(&mut self, addr: usize, out: &mut Buf<'_>) {
             let _ = write!(out, "fn_{addr:x}+0x4  (/bin/prog)");
         }
+        fn lock_name(&mut self, addr: usize, out: &mut Buf<'_>) -> bool {
+            match addr {
+                0xcafe => out.push_bytes(b"static_rw"),
+                0xf00d => out.push_bytes(b"a_rather_long_name_of_a_static_condvar+0x8"),
+                _ => return false,
+            }
+            true
+        }
     }
 
-    fn synthetic() -> (Totals, Vec<LockStat>) {
+    fn synthetic() -> (Totals, Vec<LockStat>, Vec<LockStat>) {
         let a = LockStat {
             slot: 0,
             addr: 0xbeef,
@@ -422,6 +554,7 @@ mod tests {
             hold_count: 1_234_567,
             hold_max_ns: 1_200,
             stack_captured: true,
+            ..LockStat::default()
         };
         let b = LockStat {
             slot: 1,
@@ -430,6 +563,21 @@ mod tests {
             acquisitions: 10,
             reads: 7,
             contended: 0,
+            cond_waits: 1,
+            cond_wait_total_ns: 1_000,
+            cond_wait_max_ns: 1_000,
+            ..LockStat::default()
+        };
+        // xz's idle condvar: most of the run spent waiting on it.
+        let c = LockStat {
+            slot: 2,
+            addr: 0xf00d,
+            kinds: KIND_COND,
+            cond_waits: 13,
+            cond_timeouts: 12,
+            cond_wait_total_ns: 3_650_000_000,
+            cond_wait_max_ns: 300_520_000,
+            stack_captured: true,
             ..LockStat::default()
         };
         let mut t = Totals {
@@ -439,11 +587,12 @@ mod tests {
         };
         t.add(&a);
         t.add(&b);
-        (t, vec![a, b])
+        t.add(&c);
+        (t, vec![a, b], vec![c, b])
     }
 
     fn render(level: u8, forked: i32) -> String {
-        let (t, top) = synthetic();
+        let (t, top, conds) = synthetic();
         let mut b = vec![0u8; 1 << 16];
         let mut w = Buf::new(&mut b);
         let h = Header {
@@ -453,7 +602,7 @@ mod tests {
             runtime_ns: 2_013_000_000,
             level,
         };
-        format_report(&mut w, &h, &t, &top, &mut Fake);
+        format_report(&mut w, &h, &t, &top, &conds, &mut Fake);
         String::from_utf8(w.bytes().to_vec()).unwrap()
     }
 
@@ -469,11 +618,24 @@ mod tests {
             lines[0].contains("1,234,577 acquisitions, 234,567 contended"),
             "{r}"
         );
+        // Lock wait and condvar wait apart: 3.65 s of idle condvar waits are not
+        // lock wait (xz: "wait 2.03 s" in a 1.98 s run).
+        assert!(lines[0].contains("| lock wait 2.35 s |"), "{r}");
+        assert!(
+            lines[0].ends_with(
+                "| condvar wait 3.65 s (14 waits on 2 condvars: idle time, not contention)"
+            ),
+            "{r}"
+        );
         assert!(
             lines[1].contains("mutex 1 locks, 1,234,567 acq, 234,567 contended"),
             "{r}"
         );
-        assert!(lines[1].contains("rwlock 1 locks") && lines[1].contains("cond 1 locks"));
+        assert!(
+            lines[1].contains("rwlock 1 locks, 10 acq, 0 contended")
+                && lines[1].contains("cond 2 condvars, 14 waits, 12 timed out"),
+            "{r}"
+        );
         assert!(
             r.contains("WARNING 3 acquisitions on untracked locks"),
             "{r}"
@@ -494,13 +656,41 @@ mod tests {
         ] {
             assert!(row.contains(cell), "missing {cell}: {row}");
         }
-        let row2 = lines.iter().find(|l| l.contains("0xcafe")).unwrap();
+        // A named static lock shows its name, not its address.
+        let row2 = lines.iter().find(|l| l.contains("static_rw ")).unwrap();
         assert!(
-            row2.contains("rwlock+cond") && row2.contains(" 7 "),
+            row2.contains("rwlock+cond") && row2.contains(" 7 ") && !r.contains("0xcafe"),
             "{row2}"
         );
         assert!(row2.trim_end().ends_with("-"), "no hold times: {row2}");
         assert!(!r.contains("first contended"), "no stacks at level 1");
+        // The condvars' own table, after the locks', by wait time; avg per wait.
+        let locks = r.find("top 2 of 2 locks").unwrap();
+        let conds = r.find("top 2 of 2 condvars, by wait time").expect(&r);
+        assert!(locks < conds, "{r}");
+        let c1 = lines
+            .iter()
+            .find(|l| l.starts_with("  1  a_rather_long_name_of_a_static_condvar+0x8"))
+            .expect(&r);
+        for cell in [" 13 ", " 12 ", "3.65 s", "280.77 ms", "300.52 ms"] {
+            assert!(c1.contains(cell), "missing {cell}: {c1}");
+        }
+        // (The lock table's row 2 is the same address's rwlock side.)
+        let c2 = lines
+            .iter()
+            .rev()
+            .find(|l| l.starts_with("  2  static_rw"))
+            .expect(&r);
+        assert!(c2.contains("1.0 us"), "{c2}");
+        // The lock column widens to the longest name: the rows stay aligned.
+        let head = lines
+            .iter()
+            .find(|l| l.starts_with("  #  condvar"))
+            .expect(&r);
+        assert_eq!(
+            head.find("waits").map(|i| i + 5),
+            c1.find(" 13 ").map(|i| i + 3)
+        );
     }
 
     #[test]
@@ -518,8 +708,14 @@ mod tests {
             "leading own frames are dropped: {r}"
         );
         assert!(
-            !r.contains("#2 0xcafe"),
+            !r.contains("#2 static_rw"),
             "never contended: no stack section"
+        );
+        assert!(
+            r.contains(
+                "condvar #1 a_rather_long_name_of_a_static_condvar+0x8 (0xf00d, cond) first timed out at:"
+            ),
+            "a condvar's first timed-out wait: {r}"
         );
     }
 
@@ -534,15 +730,15 @@ mod tests {
             runtime_ns: 0,
             level: 1,
         };
-        format_report(&mut w, &h, &Totals::default(), &[], &mut Fake);
+        format_report(&mut w, &h, &Totals::default(), &[], &[], &mut Fake);
         let s = String::from_utf8(w.bytes().to_vec()).unwrap();
         assert!(s.contains("no lock acquisitions seen"), "{s}");
         assert_eq!(s.lines().count(), 2, "{s}");
         // A buffer too small for the report is cut and says so.
-        let (t, top) = synthetic();
+        let (t, top, conds) = synthetic();
         let mut small = vec![0u8; 300];
         let mut w = Buf::new(&mut small);
-        format_report(&mut w, &h, &t, &top, &mut Fake);
+        format_report(&mut w, &h, &t, &top, &conds, &mut Fake);
         let s = String::from_utf8_lossy(w.bytes()).into_owned();
         assert!(s.ends_with("klock-stats: (report cut)\n"), "{s}");
     }

@@ -2,15 +2,18 @@
 //! mutrace but cheaper and `_exit`-safe.
 //!
 //! * `KLOCK_STATS=1`: at exit, a report of the most contended locks (top 10 by
-//!   contended acquisitions, then by wait time): address, family, acquisitions,
-//!   contended acquisitions, total/avg/max wait and total/avg/max hold time.
+//!   contended acquisitions, then by wait time): name (a static variable's symbol)
+//!   or address, family, acquisitions, contended acquisitions, total/avg/max wait
+//!   and total/avg/max hold time; then, apart, the condvars threads waited on
+//!   longest (waits, timeouts, wait time: idle time by design, not contention).
 //! * `KLOCK_STATS=2`: additionally the call stack at each listed lock's FIRST
 //!   contended acquisition (raw `backtrace()` addresses, symbolized at report time
 //!   from the objects' ELF symbol tables, so `static` functions get names too).
 //! * `KLOCK_STATS_FILE=PATH`: append the report to PATH (`%p` expands to the pid)
-//!   instead of writing it to stderr. Without it the report goes to fd 2, but only
-//!   if fd 2 is still the file it was at start-up (xz closes stderr, and a later
-//!   `open` may reuse fd 2 for the program's data).
+//!   instead of writing it to stderr. Without it the report goes to the stderr the
+//!   program started with (fd 2, or a duplicate of it made by [`init`] when the
+//!   program closed fd 2 or reused it for its data, as xz and sort do), else to
+//!   `$TMPDIR/klock-stats-PID.txt`, said in one line: it never vanishes silently.
 //! * `KLOCK_STATS_TOP=N` (1..=100, default 10) locks listed;
 //!   `KLOCK_STATS_SLOTS=N` (power of two, 64..=16M, default 65536) table size.
 //!
@@ -24,7 +27,7 @@
 //! "untracked" and shown in the report.
 //!
 //! The report is formatted into an `mmap`ed buffer with `core::fmt` (no allocation,
-//! no std I/O) and written with raw `write(2)`. [`flush`] is idempotent; [`init`]
+//! no std I/O) and written with raw `write(2)` (`SIGPIPE` blocked). [`flush`] is idempotent; [`init`]
 //! registers it with `atexit`, and the interposer's `_exit`/`_Exit` wrappers call it.
 //! A `fork`ed child starts with zeroed counters (the parent's are not reported twice)
 //! and writes its own report; a `vfork` child (shared memory, no fork handlers) that
@@ -41,8 +44,10 @@
 //!   and [`Totals`]); uses nothing else here;
 //! * `env`: the settings ([`Config`]) read from `KLOCK_STATS*`;
 //! * `format`: the report's text ([`format_report`] into a [`Buf`]);
-//! * `symbolize`: a stack frame to `function+0xoff  (object)`;
-//! * `output`: the report file or stderr, and the warnings.
+//! * `symbolize`: a stack frame to `function+0xoff  (object)`, a lock's address
+//!   to its static variable's name;
+//! * `output`: the report file, the original stderr or the fallback file, and the
+//!   warnings.
 
 use core::cell::Cell;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU64};
@@ -66,6 +71,16 @@ use crate::stats::symbolize::{LiveStacks, cstr_bytes, dl_info, self_exe};
 
 /// Report buffer size; longer reports are cut and say so.
 const REPORT_BYTES: usize = 1 << 20;
+
+/// What [`flush`] maps for the report: the two rankings and the text, kept off
+/// the stack (`_exit` may be called on a small thread stack). All-zero (as `mmap`
+/// gives it) is a valid value.
+#[repr(C)]
+struct Scratch {
+    top: [LockStat; MAX_TOP],
+    conds: [LockStat; MAX_TOP],
+    text: [u8; REPORT_BYTES],
+}
 
 /// 0 = off, 1 = report, 2 = report with stacks. Set last by `init`.
 static LEVEL: AtomicU8 = AtomicU8::new(0);
@@ -277,7 +292,7 @@ pub fn flush() {
     let map = unsafe {
         libc::mmap(
             core::ptr::null_mut(),
-            REPORT_BYTES,
+            size_of::<Scratch>(),
             libc::PROT_READ | libc::PROT_WRITE,
             libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
             -1,
@@ -288,28 +303,31 @@ pub fn flush() {
         warn(b"klock-stats: cannot map the report buffer\n");
         return;
     }
-    // SAFETY: REPORT_BYTES writable bytes, exclusively ours until the munmap.
-    let buf = unsafe { core::slice::from_raw_parts_mut(map as *mut u8, REPORT_BYTES) };
+    // SAFETY: a page-aligned mapping of size_of::<Scratch>() writable bytes,
+    // zero-filled (a valid Scratch), exclusively ours until the munmap.
+    let s = unsafe { &mut *(map as *mut Scratch) };
     let len = {
-        let mut w = Buf::new(buf);
-        report_into(&mut w);
+        let mut w = Buf::new(&mut s.text);
+        report_into(&mut w, &mut s.top, &mut s.conds);
         w.bytes().len()
     };
-    // SAFETY: reading back what was just written.
-    let bytes = unsafe { core::slice::from_raw_parts(map as *const u8, len) };
     // SAFETY: after the Acquire load of INIT == INIT_ON above, which published the
     // destination; INIT never leaves INIT_ON, so it is not written again.
-    unsafe { output::emit(bytes) };
-    // SAFETY: the mapping made above; `buf`/`bytes` are dead.
-    unsafe { libc::munmap(map, REPORT_BYTES) };
+    unsafe { output::emit(&s.text[..len]) };
+    // SAFETY: the mapping made above; `s` is not used after this.
+    unsafe { libc::munmap(map, size_of::<Scratch>()) };
 }
 
-/// Formats the live report into `w` (what [`flush`] writes).
-pub fn report_into(w: &mut Buf<'_>) {
-    let mut top = [LockStat::default(); MAX_TOP];
+/// Formats the live report into `w` (what [`flush`] writes), ranking the locks
+/// in `top` and the condvars in `conds` (scratch space, overwritten).
+pub fn report_into(
+    w: &mut Buf<'_>,
+    top: &mut [LockStat; MAX_TOP],
+    conds: &mut [LockStat; MAX_TOP],
+) {
     // Relaxed: published by INIT (configure).
     let k = TOP.load(Relaxed).clamp(1, MAX_TOP);
-    let (totals, n) = TABLE.snapshot(&mut top[..k]);
+    let (totals, n, nc) = TABLE.snapshot(&mut top[..k], &mut conds[..k]);
     // SAFETY: glibc sets program_invocation_name before any constructor runs; it may
     // be null only in exotic embeddings, which `cstr_bytes` handles.
     let prog = cstr_bytes(unsafe { program_invocation_name });
@@ -335,7 +353,7 @@ pub fn report_into(w: &mut Buf<'_>) {
         main_base,
         exe: self_exe(&mut exe),
     };
-    format_report(w, &h, &totals, &top[..n], &mut src);
+    format_report(w, &h, &totals, &top[..n], &conds[..nc], &mut src);
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
-//! Symbolization of the first-contention stacks at report time: `dladdr` for the
-//! object, then the object's ELF symbol table (`.symtab`, else `.dynsym`) for the
-//! enclosing function, so `static` functions get names too. No allocation; the
-//! object files are `mmap`ed. [`LiveStacks`] is the report's [`StackSource`] in
-//! the running process.
+//! Symbolization at report time, of the first-contention stacks' frames and of
+//! the listed locks' addresses: `dladdr` for the object, then the object's ELF
+//! symbol table (`.symtab`, else `.dynsym`) for the enclosing function (a frame)
+//! or data object (a lock), so `static` functions and variables get names too.
+//! No allocation; the object files are `mmap`ed. [`LiveStacks`] is the report's
+//! [`StackSource`] in the running process.
 
 use core::fmt::Write as _;
 
@@ -46,21 +47,50 @@ pub(super) fn dl_info(addr: usize) -> Option<libc::Dl_info> {
     (ok != 0).then_some(info)
 }
 
-impl StackSource for LiveStacks<'_> {
-    fn frames(&mut self, s: &LockStat, out: &mut [usize; FRAMES]) -> usize {
-        self.table.stack_of(s.slot, out)
+/// What a symbol lookup looks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Want {
+    /// The function containing a return address (the call is the byte before it).
+    Code,
+    /// The variable containing a data address (a lock inside a static object).
+    Data,
+}
+
+impl Want {
+    /// The ELF symbol types that match: STT_FUNC = 2 and STT_GNU_IFUNC = 10, or
+    /// STT_OBJECT = 1.
+    fn matches(self, st_info: u8) -> bool {
+        let ty = st_info & 0xf;
+        match self {
+            Want::Code => ty == 2 || ty == 10,
+            Want::Data => ty == 1,
+        }
     }
-    fn is_own(&mut self, addr: usize) -> bool {
-        self.own_base != 0 && dl_info(addr).is_some_and(|i| i.dli_fbase as usize == self.own_base)
+    /// The address looked up for `addr`.
+    fn probe(self, addr: usize) -> usize {
+        match self {
+            Want::Code => addr.saturating_sub(1),
+            Want::Data => addr,
+        }
     }
-    fn symbolize(&mut self, addr: usize, out: &mut Buf<'_>) {
-        let Some(info) = dl_info(addr) else {
-            out.push_bytes(b"??");
-            return;
-        };
+}
+
+/// The loaded object containing an address.
+struct Object<'a> {
+    info: libc::Dl_info,
+    /// Its load address.
+    base: usize,
+    /// Its name as shown: the main program's real path, else the loader's name.
+    fname: &'a [u8],
+    /// The file to read its symbols from (`/proc/self/exe` for the main program).
+    path: &'a [u8],
+}
+
+impl<'s> LiveStacks<'s> {
+    /// The object containing `addr` (none for the heap, stacks, anonymous maps).
+    fn object_of(&self, addr: usize) -> Option<Object<'s>> {
+        let info = dl_info(addr)?;
         let base = info.dli_fbase as usize;
-        // A return address: look up the call instruction's byte.
-        let pc = addr.saturating_sub(1);
         let main = base == self.main_base;
         let fname = if main && !self.exe.is_empty() {
             self.exe
@@ -68,9 +98,42 @@ impl StackSource for LiveStacks<'_> {
             cstr_bytes(info.dli_fname)
         };
         let path: &[u8] = if main { b"/proc/self/exe\0" } else { fname };
+        Some(Object {
+            info,
+            base,
+            fname,
+            path,
+        })
+    }
+}
+
+impl StackSource for LiveStacks<'_> {
+    fn frames(&mut self, s: &LockStat, out: &mut [usize; FRAMES]) -> usize {
+        self.table.stack_of(s.slot, out)
+    }
+    fn is_own(&mut self, addr: usize) -> bool {
+        self.own_base != 0 && dl_info(addr).is_some_and(|i| i.dli_fbase as usize == self.own_base)
+    }
+    fn lock_name(&mut self, addr: usize, out: &mut Buf<'_>) -> bool {
+        // Only the symbol table, which knows each variable's size: dladdr's nearest
+        // exported symbol may be an unrelated neighbour.
+        self.object_of(addr)
+            .is_some_and(|o| elf_symbolize(o.path, o.base, addr, Want::Data, out))
+    }
+    fn symbolize(&mut self, addr: usize, out: &mut Buf<'_>) {
+        let Some(Object {
+            info,
+            base,
+            fname,
+            path,
+        }) = self.object_of(addr)
+        else {
+            out.push_bytes(b"??");
+            return;
+        };
         let mut found = false;
         if !path.is_empty() {
-            found = elf_symbolize(path, base, pc, out);
+            found = elf_symbolize(path, base, addr, Want::Code, out);
         }
         if !found && !info.dli_sname.is_null() {
             out.push_bytes(cstr_bytes(info.dli_sname));
@@ -116,9 +179,10 @@ fn read_at<T: Copy>(data: &[u8], off: usize) -> Option<T> {
     Some(unsafe { core::ptr::read_unaligned(data.as_ptr().add(off).cast::<T>()) })
 }
 
-/// Writes `name+0xoff` for the function containing `pc` in the ELF file at `path`
-/// (NUL-terminated or not) mapped at `base`. False if not found.
-fn elf_symbolize(path: &[u8], base: usize, pc: usize, out: &mut Buf<'_>) -> bool {
+/// Writes `name+0xoff` for the function (`Want::Code`, `addr` a return address)
+/// or variable (`Want::Data`; just `name` at offset 0) containing `addr` in the ELF
+/// file at `path` (NUL-terminated or not) mapped at `base`. False if not found.
+fn elf_symbolize(path: &[u8], base: usize, addr: usize, want: Want, out: &mut Buf<'_>) -> bool {
     let mut cpath = [0u8; 4096];
     let n = path.iter().position(|&b| b == 0).unwrap_or(path.len());
     if n >= cpath.len() {
@@ -161,21 +225,24 @@ fn elf_symbolize(path: &[u8], base: usize, pc: usize, out: &mut Buf<'_>) -> bool
     // SAFETY: the mapping is `size` readable bytes until the munmap below. A file
     // truncated under us could fault; symbol files of a running process are not.
     let data = unsafe { core::slice::from_raw_parts(map as *const u8, size) };
-    let found = elf_lookup(data, base, pc);
+    let found = elf_lookup(data, base, want.probe(addr), want);
     if let Some((name_off, value, bias)) = found {
         let name = &data[name_off..];
         let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
         out.push_bytes(&name[..end]);
-        let _ = write!(out, "+{:#x}", pc + 1 - (value + bias));
+        let off = addr.wrapping_sub(value.wrapping_add(bias));
+        if off != 0 || want == Want::Code {
+            let _ = write!(out, "+{off:#x}");
+        }
     }
     // SAFETY: the mapping made above; `data` is not used after this.
     unsafe { libc::munmap(map, size) };
     found.is_some()
 }
 
-/// Finds the function symbol containing `pc` in the ELF image `data` loaded at
-/// `base`: (file offset of its name, st_value, load bias).
-fn elf_lookup(data: &[u8], base: usize, pc: usize) -> Option<(usize, usize, usize)> {
+/// Finds the symbol of kind `want` containing `pc` in the ELF image `data` loaded
+/// at `base`: (file offset of its name, st_value, load bias).
+fn elf_lookup(data: &[u8], base: usize, pc: usize, want: Want) -> Option<(usize, usize, usize)> {
     let eh: libc::Elf64_Ehdr = read_at(data, 0)?;
     if eh.e_ident[..4] != *b"\x7fELF" || eh.e_ident[4] != 2 {
         return None;
@@ -199,10 +266,10 @@ fn elf_lookup(data: &[u8], base: usize, pc: usize) -> Option<(usize, usize, usiz
     };
     let mut best: Option<(usize, usize)> = None; // (name offset, value)
     // SHT_SYMTAB = 2 (full, with static functions), else SHT_DYNSYM = 11.
-    for want in [2u32, 11] {
+    for table in [2u32, 11] {
         for k in 0..eh.e_shnum as usize {
             let sh = shdr(k)?;
-            if sh.sh_type != want {
+            if sh.sh_type != table {
                 continue;
             }
             let strtab = shdr(sh.sh_link as usize)?;
@@ -212,9 +279,7 @@ fn elf_lookup(data: &[u8], base: usize, pc: usize) -> Option<(usize, usize, usiz
                     data,
                     sh.sh_offset as usize + j * size_of::<libc::Elf64_Sym>(),
                 )?;
-                let ty = sym.st_info & 0xf;
-                // STT_FUNC = 2, STT_GNU_IFUNC = 10.
-                if (ty != 2 && ty != 10) || sym.st_shndx == 0 {
+                if !want.matches(sym.st_info) || sym.st_shndx == 0 {
                     continue;
                 }
                 let v = sym.st_value as usize;
@@ -264,5 +329,50 @@ mod tests {
         assert!(s.ends_with("(/the/exe)"), "the main program's path: {s}");
         let mut b = [0u8; 4096];
         assert!(self_exe(&mut b).starts_with(b"/"));
+    }
+
+    /// A static variable of this binary gets its (mangled) name, `+0xoff` inside
+    /// it; a heap or stack address gets none.
+    #[test]
+    fn names_a_static_variable_and_not_the_heap() {
+        static NAMED_LOCK_PROBE: [core::sync::atomic::AtomicU64; 4] =
+            [const { core::sync::atomic::AtomicU64::new(0) }; 4];
+        let table = Table::new();
+        let mut src = LiveStacks {
+            table: &table,
+            own_base: 0,
+            exe: b"",
+            main_base: {
+                // SAFETY: no preconditions.
+                let phdr = unsafe { libc::getauxval(libc::AT_PHDR) } as usize;
+                dl_info(phdr).map_or(0, |i| i.dli_fbase as usize)
+            },
+        };
+        let name = |src: &mut LiveStacks<'_>, addr: usize| {
+            let mut b = [0u8; 1024];
+            let mut w = Buf::new(&mut b);
+            let found = src.lock_name(addr, &mut w);
+            (found, String::from_utf8_lossy(w.bytes()).into_owned())
+        };
+        let at = std::hint::black_box(&NAMED_LOCK_PROBE) as *const _ as usize;
+        let (found, s) = name(&mut src, at);
+        assert!(
+            found && s.contains("NAMED_LOCK_PROBE") && !s.contains('+'),
+            "{s}"
+        );
+        let (found, s) = name(&mut src, at + 8);
+        assert!(
+            found && s.contains("NAMED_LOCK_PROBE") && s.ends_with("+0x8"),
+            "{s}"
+        );
+        let heap = Box::new(0u64);
+        let (found, s) = name(&mut src, &*heap as *const u64 as usize);
+        assert!(!found && s.is_empty(), "{s}");
+        let stack = 0u64;
+        let (found, s) = name(
+            &mut src,
+            std::hint::black_box(&stack) as *const u64 as usize,
+        );
+        assert!(!found && s.is_empty(), "{s}");
     }
 }

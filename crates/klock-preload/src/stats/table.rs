@@ -1,7 +1,12 @@
 //! The per-lock registry: a fixed-capacity, lock-free, insert-only hash table of
 //! counters keyed by the lock's address ([`Table`], one [`Slot`] per lock), the
 //! lock families it tells apart ([`Family`]), and what a snapshot of it reads
-//! ([`LockStat`] per lock, [`Totals`] per process, the top-N ranking).
+//! ([`LockStat`] per lock, [`Totals`] per process, the top-N rankings: locks by
+//! contention, condvars by wait time).
+//!
+//! A condvar wait is not an acquisition: it has its own counters (waits, timeouts,
+//! wait time), kept apart from the lock counters of the same slot, so that threads
+//! idling on a condvar by design do not count as lock contention.
 //!
 //! Storage is `mmap`ed once by [`Table::alloc`] (nothing is mapped while
 //! statistics are off). Slots are claimed with one CAS and never freed; counters
@@ -61,8 +66,8 @@ pub const PROBE_LIMIT: usize = 256;
 /// Return addresses kept per first-contention stack.
 pub const FRAMES: usize = 24;
 
-/// One lock's counters. 128 bytes: two cache lines, so neighbours do not share the
-/// line with the hot counters.
+/// One lock's (or condvar's) counters. 128 bytes: two cache lines, so neighbours do
+/// not share the line with the hot counters.
 #[repr(C, align(128))]
 #[derive(Default)]
 pub struct Slot {
@@ -84,7 +89,15 @@ pub struct Slot {
     hold_total: AtomicU64,
     hold_count: AtomicU64,
     hold_max: AtomicU64,
+    /// Condvar waits (not acquisitions: kept apart from the lock counters).
+    cond_waits: AtomicU64,
+    /// Of which timed out.
+    cond_timeouts: AtomicU64,
+    cond_wait_total: AtomicU64,
+    cond_wait_max: AtomicU64,
 }
+
+const _: () = assert!(size_of::<Slot>() == 128, "a slot is two cache lines");
 
 /// One first-contention stack's storage.
 pub(super) type Stack = [AtomicUsize; FRAMES];
@@ -250,9 +263,10 @@ impl Table {
         }
     }
 
-    /// Counts one acquisition of `addr`; `now` is the CLOCK_MONOTONIC time (ns) used
-    /// as the hold start of an exclusive family. Returns the slot when the caller
-    /// should capture a first-contention stack into it (level 2 decides).
+    /// Counts one acquisition of `addr` (for [`Family::Cond`]: one wait, `contended`
+    /// meaning it timed out); `now` is the CLOCK_MONOTONIC time (ns) used as the hold
+    /// start of an exclusive family. Returns the slot when the caller should capture
+    /// a first-contention stack into it (level 2 decides).
     #[inline]
     pub fn count_acquired(
         &self,
@@ -271,6 +285,9 @@ impl Table {
         // published through them.
         if s.kinds.load(Relaxed) & f.bit() == 0 {
             s.kinds.fetch_or(f.bit(), Relaxed);
+        }
+        if f == Family::Cond {
+            return Table::count_wait(i, s, contended, wait_ns);
         }
         s.acquisitions.fetch_add(1, Relaxed);
         if f == Family::RwRead {
@@ -294,6 +311,23 @@ impl Table {
             }
         }
         None
+    }
+
+    /// One condvar wait on slot `i` (`timed_out`: its contended event); as
+    /// [`Table::count_acquired`].
+    fn count_wait(i: usize, s: &Slot, timed_out: bool, wait_ns: u64) -> Option<usize> {
+        // Relaxed (all counters): statistics, as in `count_acquired`.
+        s.cond_waits.fetch_add(1, Relaxed);
+        if wait_ns > 0 {
+            s.cond_wait_total.fetch_add(wait_ns, Relaxed);
+            s.cond_wait_max.fetch_max(wait_ns, Relaxed);
+        }
+        if !timed_out {
+            return None;
+        }
+        s.cond_timeouts.fetch_add(1, Relaxed);
+        // Relaxed: only a filter; `claim_stack`'s CAS decides.
+        (s.stack_state.load(Relaxed) == 0).then_some(i)
     }
 
     /// Ends the hold of the exclusive holder of `addr` (no-op for shared families and
@@ -400,6 +434,10 @@ impl Table {
                 &s.hold_total,
                 &s.hold_count,
                 &s.hold_max,
+                &s.cond_waits,
+                &s.cond_timeouts,
+                &s.cond_wait_total,
+                &s.cond_wait_max,
             ] {
                 c.store(0, Relaxed);
             }
@@ -446,28 +484,37 @@ impl Table {
             hold_total_ns: s.hold_total.load(Relaxed),
             hold_count: s.hold_count.load(Relaxed),
             hold_max_ns: s.hold_max.load(Relaxed),
+            cond_waits: s.cond_waits.load(Relaxed),
+            cond_timeouts: s.cond_timeouts.load(Relaxed),
+            cond_wait_total_ns: s.cond_wait_total.load(Relaxed),
+            cond_wait_max_ns: s.cond_wait_max.load(Relaxed),
             stack_captured: s.stack_state.load(Relaxed) == 2,
         }
     }
 
-    /// Totals over every claimed slot, and the `top.len()` highest-ranked locks (see
-    /// [`LockStat::rank_key`]) in `top`, best first; returns (totals, locks listed).
-    pub fn snapshot(&self, top: &mut [LockStat]) -> (Totals, usize) {
+    /// Totals over every claimed slot; the `top.len()` highest-ranked locks (see
+    /// [`LockStat::rank_key`]) in `top` and the `conds.len()` condvars with the most
+    /// wait time (see [`LockStat::cond_rank_key`]) in `conds`, best first. Returns
+    /// (totals, locks listed, condvars listed). A slot used both ways (memory
+    /// reuse) may be in both lists.
+    pub fn snapshot(&self, top: &mut [LockStat], conds: &mut [LockStat]) -> (Totals, usize, usize) {
         let mut t = Totals {
             untracked: self.untracked(),
             slots: self.capacity(),
             ..Totals::default()
         };
-        let mut n = 0usize;
+        let (mut n, mut nc) = (0usize, 0usize);
         self.each_claimed(|i, s| {
             let st = Table::stat_of(i, s);
-            if st.acquisitions == 0 {
-                return;
-            }
             t.add(&st);
-            insert_ranked(top, &mut n, st);
+            if st.acquisitions > 0 {
+                insert_ranked(top, &mut n, st, LockStat::rank_key);
+            }
+            if st.cond_waits > 0 {
+                insert_ranked(conds, &mut nc, st, LockStat::cond_rank_key);
+            }
         });
-        (t, n)
+        (t, n, nc)
     }
 }
 
@@ -488,17 +535,23 @@ impl Drop for Table {
     }
 }
 
-/// Keeps `top[..*n]` sorted best-first while inserting `st` (drops the worst when full).
-fn insert_ranked(top: &mut [LockStat], n: &mut usize, st: LockStat) {
+/// Keeps `top[..*n]` sorted best-first by `rank` while inserting `st` (drops the
+/// worst when full).
+fn insert_ranked(
+    top: &mut [LockStat],
+    n: &mut usize,
+    st: LockStat,
+    rank: fn(&LockStat) -> (u64, u64, u64),
+) {
     if top.is_empty() {
         return;
     }
-    let key = st.rank_key();
-    if *n == top.len() && key <= top[*n - 1].rank_key() {
+    let key = rank(&st);
+    if *n == top.len() && key <= rank(&top[*n - 1]) {
         return;
     }
     let mut pos = (*n).min(top.len() - 1);
-    while pos > 0 && top[pos - 1].rank_key() < key {
+    while pos > 0 && rank(&top[pos - 1]) < key {
         if pos < top.len() {
             top[pos] = top[pos - 1];
         }
@@ -510,7 +563,7 @@ fn insert_ranked(top: &mut [LockStat], n: &mut usize, st: LockStat) {
     }
 }
 
-/// One lock's counters, as read for the report.
+/// One lock's (or condvar's) counters, as read for the report.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct LockStat {
     /// Table slot (for its stack).
@@ -519,15 +572,15 @@ pub struct LockStat {
     pub addr: usize,
     /// Families seen ([`KIND_MUTEX`] | ...).
     pub kinds: u8,
-    /// Acquisitions (all families, both rwlock sides).
+    /// Acquisitions (the lock families, both rwlock sides; not condvar waits).
     pub acquisitions: u64,
     /// Of which shared (rwlock read side).
     pub reads: u64,
     /// Acquisitions whose first attempt failed.
     pub contended: u64,
-    /// Time spent waiting, ns.
+    /// Time spent waiting for the lock, ns.
     pub wait_total_ns: u64,
-    /// Longest wait, ns.
+    /// Longest wait for the lock, ns.
     pub wait_max_ns: u64,
     /// Time held (exclusive families), ns.
     pub hold_total_ns: u64,
@@ -535,6 +588,14 @@ pub struct LockStat {
     pub hold_count: u64,
     /// Longest hold, ns.
     pub hold_max_ns: u64,
+    /// Condvar waits (`pthread_cond_wait` and the timed variants that returned).
+    pub cond_waits: u64,
+    /// Of which timed out.
+    pub cond_timeouts: u64,
+    /// Time spent in condvar waits, ns.
+    pub cond_wait_total_ns: u64,
+    /// Longest condvar wait, ns.
+    pub cond_wait_max_ns: u64,
     /// Whether a first-contention stack was captured.
     pub stack_captured: bool,
 }
@@ -543,6 +604,10 @@ impl LockStat {
     /// Ranking: contended acquisitions, then wait time, then acquisitions.
     pub fn rank_key(&self) -> (u64, u64, u64) {
         (self.contended, self.wait_total_ns, self.acquisitions)
+    }
+    /// Condvar ranking: wait time, then waits, then timeouts.
+    pub fn cond_rank_key(&self) -> (u64, u64, u64) {
+        (self.cond_wait_total_ns, self.cond_waits, self.cond_timeouts)
     }
 }
 
@@ -555,29 +620,51 @@ pub struct Totals {
     pub acquisitions: u64,
     /// Contended acquisitions.
     pub contended: u64,
-    /// Wait time, ns.
+    /// Time spent waiting for locks, ns (condvar waits not included).
     pub wait_ns: u64,
-    /// Per family (mutex, rwlock, spin, cond): locks, acquisitions, contended.
+    /// Condvars with at least one wait.
+    pub condvars: u64,
+    /// Condvar waits.
+    pub cond_waits: u64,
+    /// Of which timed out.
+    pub cond_timeouts: u64,
+    /// Time spent in condvar waits, ns.
+    pub cond_wait_ns: u64,
+    /// Per family (mutex, rwlock, spin): locks, acquisitions, contended; for cond:
+    /// condvars, waits, timed out.
     pub by_kind: [[u64; 3]; 4],
-    /// Acquisitions on untracked locks.
+    /// Acquisitions (and condvar waits) on untracked objects.
     pub untracked: u64,
     /// Table capacity.
     pub slots: usize,
 }
 
 impl Totals {
-    /// Adds one lock.
+    /// Adds one slot: its lock side if it was acquired, its condvar side if it
+    /// was waited on.
     pub fn add(&mut self, s: &LockStat) {
-        self.locks += 1;
-        self.acquisitions += s.acquisitions;
-        self.contended += s.contended;
-        self.wait_ns += s.wait_total_ns;
-        for (k, row) in self.by_kind.iter_mut().enumerate() {
-            if s.kinds & (1 << k) != 0 {
-                row[0] += 1;
-                row[1] += s.acquisitions;
-                row[2] += s.contended;
+        if s.acquisitions > 0 {
+            self.locks += 1;
+            self.acquisitions += s.acquisitions;
+            self.contended += s.contended;
+            self.wait_ns += s.wait_total_ns;
+            for (k, row) in self.by_kind.iter_mut().enumerate() {
+                if 1 << k != KIND_COND && s.kinds & (1 << k) != 0 {
+                    row[0] += 1;
+                    row[1] += s.acquisitions;
+                    row[2] += s.contended;
+                }
             }
+        }
+        if s.cond_waits > 0 {
+            self.condvars += 1;
+            self.cond_waits += s.cond_waits;
+            self.cond_timeouts += s.cond_timeouts;
+            self.cond_wait_ns += s.cond_wait_total_ns;
+            let row = &mut self.by_kind[KIND_COND.trailing_zeros() as usize];
+            row[0] += 1;
+            row[1] += s.cond_waits;
+            row[2] += s.cond_timeouts;
         }
     }
 }
@@ -611,8 +698,8 @@ mod tests {
         }
         assert_eq!(t.used(), 501);
         let mut top = [LockStat::default(); 10];
-        let (tot, n) = t.snapshot(&mut top);
-        assert_eq!(n, 10);
+        let (tot, n, nc) = t.snapshot(&mut top, &mut []);
+        assert_eq!((n, nc), (10, 0));
         assert_eq!(tot.locks, 500, "0x1008 was looked up but never acquired");
         assert_eq!(tot.acquisitions, 500);
         assert_eq!(tot.contended, 250);
@@ -693,7 +780,7 @@ mod tests {
         t.count_acquired(rw, Family::RwWrite, false, 0, 100);
         t.count_released(rw, Family::RwWrite, 160);
         let mut top = [LockStat::default(); 4];
-        let (tot, n) = t.snapshot(&mut top);
+        let (tot, n, _) = t.snapshot(&mut top, &mut []);
         assert_eq!(n, 2);
         let s = top[0];
         assert_eq!(s.addr, m);
@@ -717,9 +804,61 @@ mod tests {
         assert_eq!(tot.by_kind[0], [1, 3, 2]);
         assert_eq!(tot.by_kind[1], [1, 2, 1]);
         t.reset_counters();
-        let (tot, n) = t.snapshot(&mut top);
+        let (tot, n, _) = t.snapshot(&mut top, &mut []);
         assert_eq!((tot.locks, n), (0, 0));
         assert_eq!(t.stack_of(s.slot, &mut f), 0);
+    }
+
+    /// Condvar waits have their own counters and ranking: they are not lock
+    /// acquisitions, contention or lock wait time.
+    #[test]
+    fn condvar_waits_are_kept_apart() {
+        let t = table(64, true);
+        let (m, c, both) = (0x1000, 0x2000, 0x3000);
+        t.count_acquired(m, Family::Mutex, true, 5_000, 1);
+        t.count_released(m, Family::Mutex, 2);
+        t.count_acquired(c, Family::Cond, false, 2_000_000_000, 0);
+        let first_timeout = t.count_acquired(c, Family::Cond, true, 300_000_000, 0);
+        assert!(first_timeout.is_some(), "a first timeout asks for a stack");
+        assert!(t.count_acquired(c, Family::Cond, true, 1, 0).is_some());
+        t.count_acquired(both, Family::Cond, false, 10, 0);
+        t.count_acquired(both, Family::RwRead, false, 0, 0);
+        let mut top = [LockStat::default(); 4];
+        let mut conds = [LockStat::default(); 4];
+        let (tot, n, nc) = t.snapshot(&mut top, &mut conds);
+        assert_eq!((n, nc), (2, 2), "{top:?} {conds:?}");
+        assert_eq!((tot.locks, tot.acquisitions, tot.contended), (2, 2, 1));
+        assert_eq!(tot.wait_ns, 5_000, "no condvar wait in the lock wait");
+        assert_eq!((tot.condvars, tot.cond_waits, tot.cond_timeouts), (2, 4, 2));
+        assert_eq!(tot.cond_wait_ns, 2_300_000_011);
+        assert_eq!(
+            tot.by_kind[3],
+            [2, 4, 2],
+            "cond: condvars, waits, timed out"
+        );
+        assert_eq!(
+            tot.by_kind[1],
+            [1, 1, 0],
+            "the reused address's rwlock side"
+        );
+        assert_eq!(conds[0].addr, c, "the longest wait first");
+        assert_eq!(
+            (
+                conds[0].acquisitions,
+                conds[0].cond_waits,
+                conds[0].cond_timeouts
+            ),
+            (0, 3, 2)
+        );
+        assert_eq!(conds[0].cond_wait_max_ns, 2_000_000_000);
+        assert_eq!(top[0].addr, m);
+        assert!(
+            top.iter().all(|s| s.addr != c),
+            "a condvar is no lock: {top:?}"
+        );
+        t.reset_counters();
+        let (tot, n, nc) = t.snapshot(&mut top, &mut conds);
+        assert_eq!((tot.cond_waits, n, nc), (0, 0, 0));
     }
 
     #[test]
@@ -736,6 +875,7 @@ mod tests {
                     acquisitions: 1,
                     ..LockStat::default()
                 },
+                LockStat::rank_key,
             );
         }
         assert_eq!(n, 3);
