@@ -20,9 +20,10 @@
  *     deadline is converted once to the monotonic clock when the call
  *     starts to wait: a later step of the realtime clock does not move it.
  *   - no call is a pthread cancellation point; none unwinds or longjmps.
- *     The process aborts (with a message) only on internal limits: more
- *     than 2^23 concurrent read locks on one rwlock, or a lock word klock
- *     finds corrupted (an object neither initialised nor zeroed).
+ *     An object neither initialised nor zeroed is undefined behaviour, as
+ *     with pthread's; a mutex of an invalid kind is EINVAL (as in glibc),
+ *     and a lock word naming waiters that do not exist aborts the process
+ *     after one line on stderr ("klock: corrupted queue tail ...").
  *
  * Objects are opaque; sizes and alignments below are those of the Rust
  * types (64-bit Linux) and are part of the ABI. Every object may be

@@ -16,11 +16,12 @@
 //!
 //! # Panics
 //!
-//! None of these functions unwinds: the core returns error codes for every
-//! bad input. Two internal limits remain, and a panic in an `extern "C"`
-//! function aborts the process with a message: more than 2^23 concurrent
-//! read locks on one rwlock, and a corrupted lock word (an object that was
-//! neither initialised nor zeroed, or was overwritten) that klock detects.
+//! None: the core returns error codes for every bad input (EAGAIN past the
+//! rwlock's reader limit, EINVAL for a mutex of an invalid kind or a
+//! condvar waited on with two mutexes), without going through a panic. A
+//! corrupted lock word that klock detects (an object that was neither
+//! initialised nor zeroed, or was overwritten) aborts the process after one
+//! line on stderr, also without a panic.
 #![allow(clippy::missing_safety_doc)] // one contract for all: see above
 
 use crate::core::cond::KCond;

@@ -120,41 +120,78 @@ fn own_profile() -> String {
     }
 }
 
+/// Run `install.sh prefix` with this test's profile and target dir, and
+/// `debug` as KLOCK_INSTALL_DEBUG (None: unset).
+fn install(prefix: &Path, debug: Option<&str>) {
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let target_dir = tmp.parent().expect("CARGO_TARGET_TMPDIR is <target>/tmp");
+    let mut cmd = Command::new("sh");
+    cmd.arg(crate_dir().join("install.sh"))
+        .arg(prefix)
+        .env("KLOCK_PROFILE", own_profile())
+        .env("CARGO_TARGET_DIR", target_dir)
+        .env_remove("KLOCK_INSTALL_DEBUG");
+    if let Some(d) = debug {
+        cmd.env("KLOCK_INSTALL_DEBUG", d);
+    }
+    if std::env::var_os("CARGO").is_none() {
+        cmd.env("CARGO", env!("CARGO"));
+    }
+    run_ok(
+        cmd,
+        INSTALL_TIMEOUT,
+        "install.sh (the documented install step)",
+    );
+    for f in [
+        "include/klock.h",
+        "lib/libklock_c.so",
+        "lib/libklock_c.a",
+        "lib/pkgconfig/klock.pc",
+    ] {
+        assert!(prefix.join(f).is_file(), "install.sh did not install {f}");
+    }
+}
+
 /// Install once per test process (tests share it).
 fn installed() -> &'static Installed {
     static INSTALLED: OnceLock<Installed> = OnceLock::new();
     INSTALLED.get_or_init(|| {
-        let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
-        let target_dir = tmp.parent().expect("CARGO_TARGET_TMPDIR is <target>/tmp");
-        let root = tmp.join("klock-c-api");
+        let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("klock-c-api");
         let prefix = root.join("prefix");
         let bin = root.join("bin");
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(&bin).expect("create the test dir");
-
-        let mut cmd = Command::new("sh");
-        cmd.arg(crate_dir().join("install.sh"))
-            .arg(&prefix)
-            .env("KLOCK_PROFILE", own_profile())
-            .env("CARGO_TARGET_DIR", target_dir);
-        if std::env::var_os("CARGO").is_none() {
-            cmd.env("CARGO", env!("CARGO"));
-        }
-        run_ok(
-            cmd,
-            INSTALL_TIMEOUT,
-            "install.sh (the documented install step)",
-        );
-        for f in [
-            "include/klock.h",
-            "lib/libklock_c.so",
-            "lib/libklock_c.a",
-            "lib/pkgconfig/klock.pc",
-        ] {
-            assert!(prefix.join(f).is_file(), "install.sh did not install {f}");
-        }
+        install(&prefix, None);
         Installed { prefix, bin }
     })
+}
+
+/// The section names of the 64-bit little-endian ELF file `path`.
+fn elf_sections(path: &Path) -> Vec<String> {
+    let b = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert!(
+        b.starts_with(b"\x7fELF\x02\x01"),
+        "{}: not ELF64 LE",
+        path.display()
+    );
+    let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]) as usize;
+    let u32_at = |o: usize| u32::from_le_bytes(b[o..o + 4].try_into().unwrap()) as usize;
+    let u64_at = |o: usize| u64::from_le_bytes(b[o..o + 8].try_into().unwrap()) as usize;
+    let (shoff, shentsize, shnum, shstrndx) =
+        (u64_at(0x28), u16_at(0x3a), u16_at(0x3c), u16_at(0x3e));
+    let header = |i: usize| shoff + i * shentsize;
+    let strtab = u64_at(header(shstrndx) + 0x18);
+    (0..shnum)
+        .map(|i| {
+            let name = &b[strtab + u32_at(header(i))..];
+            let end = name.iter().position(|&c| c == 0).unwrap_or(name.len());
+            String::from_utf8_lossy(&name[..end]).into_owned()
+        })
+        .collect()
+}
+
+fn has_debug_info(path: &Path) -> bool {
+    elf_sections(path).iter().any(|s| s.starts_with(".debug_"))
 }
 
 /// `pkg-config <args> klock`, split into arguments.
@@ -207,6 +244,20 @@ fn compile(inst: &Installed, src: &Path, compiler: &str, flags: &[&str], link: L
         .find_map(|f| f.strip_prefix("-std="))
         .unwrap_or("default");
     let exe = inst.bin.join(format!("{}-{std}-{link:?}", stem(src)));
+    compile_to(inst, src, compiler, flags, link, exe)
+}
+
+/// [`compile`] into `exe` (tests that run in parallel compile to names of
+/// their own: writing an executable another test runs fails its exec with
+/// ETXTBSY).
+fn compile_to(
+    inst: &Installed,
+    src: &Path,
+    compiler: &str,
+    flags: &[&str],
+    link: Link,
+    exe: PathBuf,
+) -> PathBuf {
     let mut cmd = Command::new(compiler);
     cmd.args(flags).arg(src);
     if flags.contains(&"c++") {
@@ -246,15 +297,51 @@ fn compile(inst: &Installed, src: &Path, compiler: &str, flags: &[&str], link: L
     exe
 }
 
-/// Run a test program under the watchdog, with `env`; it must exit 0.
-fn run_program(inst: &Installed, exe: &Path, link: Link, env: &[(&str, &str)]) -> String {
+/// Run a test program with `args` under the watchdog, with no `KLOCK_*`
+/// variables but `env`, and `RUST_BACKTRACE=1` (so that Rust panic text, if
+/// any got out, would come with its backtrace); returns its output,
+/// whatever the exit. Its stderr must hold no Rust panic text.
+fn run_with(
+    inst: &Installed,
+    exe: &Path,
+    link: Link,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
     let mut cmd = Command::new(exe);
-    cmd.env_remove("LD_LIBRARY_PATH").env_remove("KLOCK_SPIN");
+    cmd.args(args).env_remove("LD_LIBRARY_PATH");
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("KLOCK_") {
+            cmd.env_remove(k);
+        }
+    }
     if link == Link::Shared {
         cmd.env("LD_LIBRARY_PATH", inst.lib_dir());
     }
-    cmd.envs(env.iter().copied());
+    cmd.env("RUST_BACKTRACE", "1").envs(env.iter().copied());
     let out = run(cmd, RUN_TIMEOUT);
+    let err = String::from_utf8_lossy(&out.stderr);
+    for rust in [
+        "panicked",
+        "stack backtrace",
+        "RUST_BACKTRACE",
+        "rustc",
+        "core::",
+    ] {
+        assert!(
+            !err.contains(rust),
+            "{} {args:?} ({link:?} link, env {env:?}) printed Rust panic text ({rust:?}):\n{}",
+            exe.display(),
+            describe(&out)
+        );
+    }
+    out
+}
+
+/// Run a test program under the watchdog, with `env`; it must exit 0 (and
+/// print no Rust panic text: [`run_with`]).
+fn run_program(inst: &Installed, exe: &Path, link: Link, env: &[(&str, &str)]) -> String {
+    let out = run_with(inst, exe, link, &[], env);
     assert!(
         out.status.success(),
         "{} ({link:?} link, env {env:?}) failed\n{}",
@@ -262,6 +349,32 @@ fn run_program(inst: &Installed, exe: &Path, link: Link, env: &[(&str, &str)]) -
         describe(&out)
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// `tests/c/misuse.c` linked as `link` (Shared or Static), compiled once per
+/// test process for the tests that run it with an argument.
+fn misuse(link: Link) -> PathBuf {
+    static EXES: OnceLock<[PathBuf; 2]> = OnceLock::new();
+    let exes = EXES.get_or_init(|| {
+        let inst = installed();
+        let src = crate_dir().join("tests/c/misuse.c");
+        [Link::Shared, Link::Static].map(|l| {
+            let exe = inst.bin.join(format!("misuse-cases-{l:?}"));
+            compile_to(inst, &src, &tool("CC", "cc"), &C_FLAGS, l, exe)
+        })
+    });
+    match link {
+        Link::Static => exes[1].clone(),
+        _ => exes[0].clone(),
+    }
+}
+
+/// stderr's lines.
+fn stderr_lines(o: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&o.stderr)
+        .lines()
+        .map(str::to_string)
+        .collect()
 }
 
 /// The gnu11 flags every program is built with.
@@ -375,4 +488,115 @@ fn the_docs_example_is_the_tested_example() {
         block, body,
         "docs/c.md's example differs from tests/c/example.c"
     );
+}
+
+/// The documented EINVAL of a condvar waited on with two mutexes reaches the
+/// C caller with one line of klock's own on stderr, and no Rust panic text
+/// (it used to print `thread '<unnamed>' panicked at ...` and, under
+/// RUST_BACKTRACE=1, a backtrace).
+#[test]
+fn a_second_mutex_is_einval_with_one_line_and_no_panic_text() {
+    for link in [Link::Shared, Link::Static] {
+        let exe = misuse(link);
+        let out = run_with(installed(), &exe, link, &["two-mutexes"], &[]);
+        assert!(out.status.success(), "{}", describe(&out));
+        assert_eq!(
+            stderr_lines(&out),
+            [
+                "klock: a condvar was waited on with two different mutexes at once; \
+                 the second wait returns EINVAL (printed once)"
+            ],
+            "{link:?}"
+        );
+    }
+}
+
+/// A lock klock finds corrupted aborts the process (SIGABRT) with klock's
+/// one-line message first on stderr, and nothing of Rust's: no panic
+/// message, no "panic in a function that cannot unwind", no backtrace.
+#[test]
+fn a_corrupted_lock_aborts_with_one_line_first() {
+    for link in [Link::Shared, Link::Static] {
+        let exe = misuse(link);
+        for mode in ["corrupt-mutex", "corrupt-rwlock"] {
+            let out = run_with(installed(), &exe, link, &[mode], &[]);
+            use std::os::unix::process::ExitStatusExt;
+            assert_eq!(
+                out.status.signal(),
+                Some(libc::SIGABRT),
+                "{mode} ({link:?}): {}",
+                describe(&out)
+            );
+            let lines = stderr_lines(&out);
+            assert_eq!(lines.len(), 1, "{mode} ({link:?}): {}", describe(&out));
+            assert!(
+                lines[0].starts_with("klock: corrupted queue tail 0x")
+                    && lines[0].ends_with("; aborting"),
+                "{mode} ({link:?}): {}",
+                lines[0]
+            );
+        }
+    }
+}
+
+/// A bad `KLOCK_SPIN` gets exactly one warning, listing every variant; a
+/// misspelt `KLOCK_*` name gets one, naming the closest known one; a known
+/// name with a good value gets none.
+#[test]
+fn tunable_warnings_are_one_line_each() {
+    let exe = misuse(Link::Shared);
+    let env = [
+        ("KLOCK_SPIN", "foo"),
+        ("KLOCK_MUTX_SPIN_NS", "5"),
+        ("KLOCK_MUTEX_SPIN_NS", "5"),
+    ];
+    let out = run_with(installed(), &exe, Link::Shared, &["spin-variant"], &env);
+    assert!(out.status.success(), "{}", describe(&out));
+    let lines = stderr_lines(&out);
+    let spin: Vec<&String> = lines.iter().filter(|l| l.contains("KLOCK_SPIN=")).collect();
+    assert_eq!(spin.len(), 1, "{lines:?}");
+    for v in SPIN_VARIANTS {
+        assert!(spin[0].contains(v), "{} lacks {v}", spin[0]);
+    }
+    assert_eq!(
+        lines
+            .iter()
+            .filter(|l| l.contains("KLOCK_MUTX_SPIN_NS"))
+            .collect::<Vec<_>>(),
+        ["klock: unknown variable KLOCK_MUTX_SPIN_NS (did you mean KLOCK_MUTEX_SPIN_NS?)"]
+    );
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("spinlock variant unfair"));
+}
+
+/// install.sh installs the shared library without debug info (the release
+/// build keeps line tables: 4.8 MiB of the .so's 5 MiB, and most of the
+/// .a's 22 MiB), keeps it with KLOCK_INSTALL_DEBUG=1, and with
+/// KLOCK_INSTALL_DEBUG=split writes it beside the stripped .so, which links
+/// to it.
+#[test]
+fn installed_libraries_are_stripped_with_debug_info_on_request() {
+    let inst = installed();
+    let so = inst.lib_dir().join("libklock_c.so");
+    assert!(!has_debug_info(&so), "{:?}", elf_sections(&so));
+    assert!(elf_sections(&so).iter().any(|s| s == ".dynsym"));
+    assert!(!inst.lib_dir().join("libklock_c.so.debug").exists());
+
+    let root = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("klock-c-api-debug");
+    let _ = std::fs::remove_dir_all(&root);
+    let (keep, split) = (root.join("keep"), root.join("split"));
+    install(&keep, Some("1"));
+    assert!(has_debug_info(&keep.join("lib/libklock_c.so")));
+    install(&split, Some("split"));
+    let lib = split.join("lib");
+    assert!(!has_debug_info(&lib.join("libklock_c.so")));
+    assert!(
+        elf_sections(&lib.join("libklock_c.so"))
+            .iter()
+            .any(|s| s == ".gnu_debuglink")
+    );
+    assert!(has_debug_info(&lib.join("libklock_c.so.debug")));
+    let size = |p: PathBuf| std::fs::metadata(p).unwrap().len();
+    assert!(size(lib.join("libklock_c.a")) < size(keep.join("lib/libklock_c.a")));
+    let _ = std::fs::remove_dir_all(&root);
 }

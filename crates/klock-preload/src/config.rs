@@ -10,9 +10,11 @@
 //! | `KLOCK_PRELOAD_CHECK` | `1` | print `klock-preload: active` on stderr at load |
 //!
 //! A value outside the list gets one line on stderr naming the variable and
-//! the allowed values, and the default is used. `KLOCK_SPIN=ticket` and
-//! `pvticket` (valid for klock's own runtime spinlock) do not fit in the
-//! 4-byte `pthread_spinlock_t`: warned about the same way.
+//! the allowed values, and the default is used. `KLOCK_SPIN` is parsed by
+//! klock's own parser, whose warning (from klock's tunables) is the one a
+//! bad name gets; `ticket` and `pvticket` (valid for klock's own runtime
+//! spinlock) do not fit in the 4-byte `pthread_spinlock_t`: one warning
+//! from here.
 //!
 //! Reading happens in the library constructor or at the first lock call,
 //! whichever comes first, with `getenv` (no allocation: this may run inside
@@ -324,29 +326,28 @@ fn rwlock_policy_var() -> RwPolicy {
     }
 }
 
+/// `KLOCK_SPIN`, parsed by klock's own parser (the names have one source,
+/// `klock::tune::SpinKind`). A name klock does not know is warned about by
+/// klock's tunables (one warning, with the one list of names), read in the
+/// constructor too; here it only falls back to `tas`.
 fn spin_var() -> SpinVariant {
-    match env(c"KLOCK_SPIN") {
-        None | Some(b"tas") => SpinVariant::Glibc,
-        Some(b"unfair") => SpinVariant::Unfair,
-        Some(b"pv") => SpinVariant::Pv,
-        Some(b"pvbase") => SpinVariant::PvBase,
-        Some(b"native") => SpinVariant::Native,
-        Some(v @ (b"ticket" | b"pvticket")) => {
+    use klock::tune::SpinKind;
+    let Some(v) = env(c"KLOCK_SPIN") else {
+        return SpinVariant::Glibc;
+    };
+    // Trimmed, as klock's tunables read it: both see the same name.
+    match SpinKind::from_name(v.trim_ascii()) {
+        None | Some(SpinKind::Tas) => SpinVariant::Glibc,
+        Some(SpinKind::Unfair) => SpinVariant::Unfair,
+        Some(SpinKind::Pv) => SpinVariant::Pv,
+        Some(SpinKind::PvBase) => SpinVariant::PvBase,
+        Some(SpinKind::Native) => SpinVariant::Native,
+        Some(SpinKind::Ticket | SpinKind::PvTicket) => {
             warn_once(
                 &WARNED_SPIN,
                 c"KLOCK_SPIN",
                 v,
-                "ticket locks do not fit in the 4-byte pthread_spinlock_t \
-                 (allowed: tas, unfair, pv, pvbase, native); using tas",
-            );
-            SpinVariant::Glibc
-        }
-        Some(bad) => {
-            warn_once(
-                &WARNED_SPIN,
-                c"KLOCK_SPIN",
-                bad,
-                "allowed: tas, unfair, pv, pvbase, native; using tas",
+                "ticket locks do not fit in the 4-byte pthread_spinlock_t; using tas",
             );
             SpinVariant::Glibc
         }

@@ -494,6 +494,7 @@ fn run_probe_as_nobody(
             "KLOCK_STATS_TOP=bogus",
             "KLOCK_SPIN_NS=bogus",
             "KLOCK_MUTEX_SPIN_NS=bogus",
+            "KLOCK_MUTX_SPIN_NS=1", // an unknown name: no warning either
         ])
         .arg(base.join("probe"))
         .arg("secure")

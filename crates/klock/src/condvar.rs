@@ -76,7 +76,10 @@
 //! fallback waiter did before the word had a generation.
 //!
 //! One condvar serves one mutex at a time: waiting with a second mutex while
-//! waiters of the first remain panics (before unlocking anything).
+//! waiters of the first remain panics (before unlocking anything); the
+//! `try_` forms ([`RawCondvar::try_begin_wait`],
+//! [`RawCondvar::try_wait_until_ns`]) refuse such a wait instead, for
+//! callers that report it as an error code (the C library's EINVAL).
 //!
 //! ```
 //! use std::sync::Arc;
@@ -119,6 +122,9 @@ pub enum CondState {
 }
 /// Condvar list lock bit.
 const CV_LOCK: u32 = 1;
+
+/// The panic message of a wait with a second mutex (see the module docs).
+const TWO_MUTEXES: &str = "klock: a Condvar was used with two different mutexes at once";
 
 /// The fallback word's waiter count (see the module docs).
 const FB_WAITERS: u32 = (1 << 12) - 1;
@@ -438,9 +444,43 @@ impl<S: SpinPolicy> RawCondvar<S> {
         token: &mut MutexToken,
         deadline_ns: Option<u64>,
     ) -> bool {
-        // SAFETY: forwarded contract (the token is re-created by end_wait).
-        // begin_wait panics (two mutexes) only before it unlocks.
-        let ticket = unsafe { self.begin_wait(mutex, MutexToken::from_id(token.id())) };
+        // SAFETY: forwarded contract.
+        match unsafe { self.try_wait_until_ns(mutex, token, deadline_ns) } {
+            Some(timed_out) => timed_out,
+            None => panic!("{TWO_MUTEXES}"),
+        }
+    }
+
+    /// [`wait_until_ns`](Self::wait_until_ns), but `None` instead of a
+    /// panic when other threads wait on this condvar with a different mutex
+    /// (see [`try_begin_wait`](Self::try_begin_wait)): nothing changed, the
+    /// caller still holds `mutex` with `token`. `Some(timed_out)` otherwise.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `mutex` with `token`.
+    ///
+    /// ```
+    /// use klock::{RawCondvar, RawMutex, SpinOsq};
+    /// let (m, cv) = (RawMutex::<SpinOsq>::new(), RawCondvar::<SpinOsq>::new());
+    /// let mut t = m.lock();
+    /// let d = klock::internal::wait::now_ns() + 1_000_000;
+    /// assert_eq!(unsafe { cv.try_wait_until_ns(&m, &mut t, Some(d)) }, Some(true));
+    /// unsafe { m.unlock(t) };
+    /// ```
+    #[doc(hidden)]
+    pub unsafe fn try_wait_until_ns(
+        &self,
+        mutex: &RawMutex<S>,
+        token: &mut MutexToken,
+        deadline_ns: Option<u64>,
+    ) -> Option<bool> {
+        // SAFETY: forwarded contract (the token is re-created by end_wait,
+        // or handed back unchanged by a refusal).
+        let ticket = match unsafe { self.try_begin_wait(mutex, MutexToken::from_id(token.id())) } {
+            Ok(ticket) => ticket,
+            Err(_same_token) => return None,
+        };
         let guard = AbortOnUnwind;
         // The last futex wait timed out: the deadline has passed (the only
         // way a loom model, which has no clock, reaches the timeout).
@@ -466,7 +506,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
         let (t, timed_out) = unsafe { self.end_wait(mutex, ticket, give_up) };
         *token = t;
         std::mem::forget(guard);
-        timed_out
+        Some(timed_out)
     }
 
     /// Step 1 of a wait: queue on the condvar, then unlock `mutex` (a notify
@@ -493,6 +533,39 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// ```
     #[doc(hidden)]
     pub unsafe fn begin_wait(&self, mutex: &RawMutex<S>, token: MutexToken) -> WaitTicket {
+        // SAFETY: forwarded contract.
+        match unsafe { self.try_begin_wait(mutex, token) } {
+            Ok(ticket) => ticket,
+            Err(_token) => panic!("{TWO_MUTEXES}"),
+        }
+    }
+
+    /// [`begin_wait`](Self::begin_wait), but `Err(token)` instead of a panic
+    /// when other threads wait on this condvar with a different mutex (one
+    /// condvar serves one mutex at a time): nothing was queued or unlocked,
+    /// and the caller still holds `mutex` with the returned token. For
+    /// callers that report the misuse as an error code (the C library's
+    /// EINVAL, as POSIX allows).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds `mutex` with `token`.
+    ///
+    /// ```
+    /// use klock::{RawCondvar, RawMutex, SpinOsq};
+    /// let (m, cv) = (RawMutex::<SpinOsq>::new(), RawCondvar::<SpinOsq>::new());
+    /// let t = m.lock();
+    /// let ticket = unsafe { cv.try_begin_wait(&m, t) }.expect("no other mutex in use");
+    /// let (t, timed_out) = unsafe { cv.end_wait(&m, ticket, true) };
+    /// assert!(timed_out);
+    /// unsafe { m.unlock(t) };
+    /// ```
+    #[doc(hidden)]
+    pub unsafe fn try_begin_wait(
+        &self,
+        mutex: &RawMutex<S>,
+        token: MutexToken,
+    ) -> Result<WaitTicket, MutexToken> {
         stat::inc(Event::CondWait);
         let id = mutex::current_id();
         let maddr = mutex as *const RawMutex<S> as usize;
@@ -508,11 +581,11 @@ impl<S: SpinPolicy> RawCondvar<S> {
                 let generation = self.fallback_register();
                 // SAFETY: caller holds the mutex with `token`.
                 unsafe { mutex.unlock(token) };
-                return WaitTicket {
+                return Ok(WaitTicket {
                     q: None,
                     id,
                     generation,
-                };
+                });
             }
         };
         let me = q.tail();
@@ -524,7 +597,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
         if self.list.head() != 0 && cur != maddr {
             self.unlock_list();
             node::unlease(q);
-            panic!("klock: a Condvar was used with two different mutexes at once");
+            return Err(token);
         }
         self.mutex.store(maddr, Ordering::Relaxed);
         n.set_raw_state(CondState::Waiting as u32);
@@ -534,11 +607,11 @@ impl<S: SpinPolicy> RawCondvar<S> {
         crate::chaos::point(crate::chaos::Site::ListEdit);
         // SAFETY: caller holds the mutex with `token`.
         unsafe { mutex.unlock(token) };
-        WaitTicket {
+        Ok(WaitTicket {
             q: Some(q),
             id,
             generation: 0,
-        }
+        })
     }
 
     /// Step 1 of a **foreign** wait, for a mutex that is not a klock
@@ -911,6 +984,38 @@ mod tests {
         crate::node::simulate_no_node(false);
         assert!(!cv.raw().has_waiters());
         drop(g);
+    }
+
+    #[test]
+    fn try_wait_with_a_second_mutex_is_refused_without_a_panic() {
+        let pair = Arc::new((Mutex::new(()), Condvar::new()));
+        let p = pair.clone();
+        let waiter = std::thread::spawn(move || {
+            let mut g = p.0.lock();
+            p.1.wait_for(&mut g, Duration::from_secs(120)).timed_out()
+        });
+        while pair.1.raw().list.head() == 0 {
+            std::thread::yield_now();
+        }
+        let other = RawMutex::<SpinOsq>::new();
+        let mut t = other.lock();
+        let id = t.id();
+        // SAFETY: `other` is held with `t`.
+        assert_eq!(
+            unsafe { pair.1.raw().try_wait_until_ns(&other, &mut t, None) },
+            None
+        );
+        // SAFETY: as above.
+        let back = unsafe { pair.1.raw().try_begin_wait(&other, t) }.unwrap_err();
+        assert_eq!(back.id(), id, "the caller's own token comes back");
+        assert!(other.is_locked(), "refused before unlocking");
+        // SAFETY: still held with `back`.
+        unsafe { other.unlock(back) };
+        pair.1.notify_all();
+        assert!(
+            !waiter.join().unwrap(),
+            "the first mutex's waiter was unaffected"
+        );
     }
 
     #[test]

@@ -619,11 +619,17 @@ pub fn global_registry() -> &'static Arc<Registry> {
 
 /// The node a tail names, in the global registry.
 ///
-/// # Panics
+/// # Aborts
 ///
 /// If `tail` does not name a node of a leased slot. Lock words only ever hold
-/// tails produced by [`with_node`], so this is an internal invariant violation
-/// (memory corruption), reported with a clear message instead of UB.
+/// tails produced by [`with_node`], so this is memory corruption (a lock
+/// that was neither initialised nor zeroed, or was overwritten): klock
+/// prints one line, `klock: corrupted queue tail ...`, and aborts the
+/// process, instead of UB. Not a panic: unwinding out of a half-done lock
+/// operation would leave the lock (and its wait-list lock bit) unusable, and
+/// through the C library it would print Rust's panic text and backtrace
+/// before the message. Under loom it panics, so that the model checker
+/// reports it.
 ///
 /// ```
 /// klock::internal::node::with_node(|q| {
@@ -636,7 +642,57 @@ pub fn global_registry() -> &'static Arc<Registry> {
 pub fn decode(tail: u32) -> &'static Node {
     match global().node(tail) {
         Some(n) => n,
-        None => panic!("klock: corrupted queue tail {tail:#010x}: no such node"),
+        None => corrupted_tail(tail),
+    }
+}
+
+/// [`decode`]'s failure: one line on stderr, then abort (see there).
+#[cold]
+#[inline(never)]
+fn corrupted_tail(tail: u32) -> ! {
+    let what = format_args!(
+        "klock: corrupted queue tail {tail:#010x}: no such node (a lock that was \
+         neither initialised nor zeroed, or was overwritten); aborting"
+    );
+    if cfg!(loom) {
+        panic!("{what}");
+    }
+    fatal(what)
+}
+
+/// Print `what` as one line on stderr, then abort the process, without
+/// Rust's panic machinery (no panic message, no backtrace, no unwinding).
+/// The line is formatted into a stack buffer (cut at 255 bytes) and written
+/// with one raw `write` system call: no allocation, no lock (the heap or
+/// stderr's lock may be what is broken), and no pthread cancellation point.
+#[cold]
+pub(crate) fn fatal(what: std::fmt::Arguments<'_>) -> ! {
+    let mut line = FatalLine {
+        buf: [0; 256],
+        len: 0,
+    };
+    let _ = std::fmt::Write::write_fmt(&mut line, what);
+    line.buf[line.len] = b'\n';
+    // SAFETY: `buf` is valid for `len + 1` bytes (len <= 255, see
+    // write_str); write(2) only reads them. Its result does not matter: the
+    // process aborts next.
+    unsafe { libc::syscall(libc::SYS_write, 2, line.buf.as_ptr(), line.len + 1) };
+    std::process::abort()
+}
+
+/// [`fatal`]'s stack buffer: text up to 255 bytes, room for the newline.
+struct FatalLine {
+    buf: [u8; 256],
+    len: usize,
+}
+
+impl std::fmt::Write for FatalLine {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        let room = self.buf.len() - 1 - self.len;
+        let n = s.len().min(room);
+        self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+        self.len += n;
+        Ok(())
     }
 }
 

@@ -10,6 +10,15 @@
 //! secure-execution mode (set-user-ID programs and the like: [`secure`]),
 //! so there every tunable keeps its default.
 //!
+//! At the same first read, every `KLOCK_*` variable in the environment that
+//! no part of klock reads gets one warning naming the closest known name
+//! ([`closest_known`]), e.g. `klock: unknown variable KLOCK_MUTX_SPIN_NS
+//! (did you mean KLOCK_MUTEX_SPIN_NS?)`. The known names are one registry:
+//! the tunables below ([`VARS`] and `KLOCK_SPIN`) and [`OTHER_VARS`], the
+//! variables of the interposer, the install script, the tools and the tests
+//! ([`known_vars`]). In secure-execution mode nothing is read and nothing
+//! is printed.
+//!
 //! **Spinlocks (`spin/`)**
 //!
 //! | variable | field | default | range | meaning |
@@ -145,18 +154,42 @@ impl SpinKind {
     }
 }
 
+impl SpinKind {
+    /// The variant spelt `name` (exactly, as in [`name`](Self::name)), or
+    /// `None`. Allocates nothing: the interposer parses `KLOCK_SPIN` with it
+    /// too, so that the names have one source.
+    ///
+    /// ```
+    /// use klock::tune::SpinKind;
+    /// assert_eq!(SpinKind::from_name(b"pvbase"), Some(SpinKind::PvBase));
+    /// assert_eq!(SpinKind::from_name(b"fast"), None);
+    /// ```
+    pub fn from_name(name: &[u8]) -> Option<SpinKind> {
+        SpinKind::ALL
+            .into_iter()
+            .find(|k| k.name().as_bytes() == name)
+    }
+
+    /// What `KLOCK_SPIN` allows, from [`ALL`](Self::ALL): "one of native,
+    /// pv, ...".
+    ///
+    /// ```
+    /// assert!(klock::tune::SpinKind::allowed().ends_with("pvticket, tas"));
+    /// ```
+    pub fn allowed() -> String {
+        let names: Vec<&str> = SpinKind::ALL.iter().map(|k| k.name()).collect();
+        format!("one of {}", names.join(", "))
+    }
+}
+
 impl std::str::FromStr for SpinKind {
     type Err = TuneError;
     fn from_str(s: &str) -> Result<Self, TuneError> {
-        let t = s.trim();
-        SpinKind::ALL
-            .into_iter()
-            .find(|k| k.name() == t)
-            .ok_or_else(|| TuneError {
-                var: "KLOCK_SPIN",
-                value: s.to_string(),
-                allowed: "one of native, pv, pvbase, unfair, ticket, pvticket, tas".to_string(),
-            })
+        SpinKind::from_name(s.trim().as_bytes()).ok_or_else(|| TuneError {
+            var: "KLOCK_SPIN",
+            value: s.to_string(),
+            allowed: SpinKind::allowed(),
+        })
     }
 }
 
@@ -642,7 +675,146 @@ fn init() -> &'static Tunables {
     // Fork handlers first, and outside the initialiser (see crate::fork):
     // their prepare step finishes this initialisation before a fork.
     crate::fork::register();
-    TUNABLES.get_or_init(|| Tunables::from_lookup(env, |e| eprintln!("{e}")))
+    TUNABLES.get_or_init(|| {
+        warn_unknown_vars();
+        Tunables::from_lookup(env, |e| warn(&e.to_string()))
+    })
+}
+
+/// One warning line on stderr. Never panics (`eprintln!` does when the
+/// write fails, e.g. EPIPE; this may run inside a C caller's lock call).
+fn warn(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+/// Warn once about every `KLOCK_*` variable in the environment that klock
+/// does not read ([`unknown_var_warnings`]); nothing in secure-execution
+/// mode, where klock reads no `KLOCK_*` variable at all.
+fn warn_unknown_vars() {
+    if secure() {
+        return;
+    }
+    let names = std::env::vars_os().map(|(k, _)| k.to_string_lossy().into_owned());
+    for line in unknown_var_warnings(names) {
+        warn(&line);
+    }
+}
+
+/// A `KLOCK_*` environment variable that some part of klock reads and that
+/// is not a tunable of this module ([`VARS`], `KLOCK_SPIN`): its name and
+/// who reads it. With those, the registry of every known name
+/// ([`known_vars`]).
+///
+/// ```
+/// assert!(klock::tune::OTHER_VARS.iter().any(|v| v.env == "KLOCK_PRELOAD_CHECK"));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct OtherVar {
+    /// Environment variable name.
+    pub env: &'static str,
+    /// Who reads it.
+    pub reader: &'static str,
+}
+
+const fn other(env: &'static str, reader: &'static str) -> OtherVar {
+    OtherVar { env, reader }
+}
+
+/// Every `KLOCK_*` variable read outside this module's tunables. A new one
+/// goes here (a test checks the workspace's reads against the registry).
+pub const OTHER_VARS: &[OtherVar] = &[
+    other("KLOCK_MUTEX", "interposer: mutex variant"),
+    other("KLOCK_RWLOCK", "interposer: rwlock variant"),
+    other("KLOCK_RWLOCK_POLICY", "interposer: rwlock readers"),
+    other("KLOCK_PRELOAD_CHECK", "interposer: say it is active"),
+    other("KLOCK_STATS_FILE", "interposer: report file"),
+    other("KLOCK_STATS_TOP", "interposer: locks reported"),
+    other("KLOCK_STATS_SLOTS", "interposer: statistics table"),
+    other("KLOCK_PRELOAD_LIB", "klockrun, lockbench: interposer"),
+    other("KLOCK_PROFILE", "klock-c install.sh: profile"),
+    other("KLOCK_INSTALL_DEBUG", "klock-c install.sh: debug info"),
+    other("KLOCK_CI", "tests: running in CI"),
+    other("KLOCK_PRELOAD_SO", "interposer tests: the library"),
+    other("KLOCK_SECURETEST_HOLD", "interposer tests: secure.rs"),
+    other("KLOCK_TORTURE_MULT", "klock tests: torture threads"),
+    other("KLOCK_TORTURE_SECS", "klock tests: torture time"),
+    other("KLOCK_TORTURE_STALL_SECS", "klock tests: torture watchdog"),
+    other("KLOCK_FORK_TEST_ROUNDS", "klock tests: fork.rs rounds"),
+    other("KLOCK_FORK_TEST_GDB", "klock tests: fork.rs in gdb"),
+];
+
+/// Every `KLOCK_*` name some part of klock reads: the tunables ([`VARS`]),
+/// `KLOCK_SPIN`, and [`OTHER_VARS`].
+///
+/// ```
+/// assert!(klock::tune::known_vars().any(|v| v == "KLOCK_SPIN"));
+/// assert!(klock::tune::known_vars().any(|v| v == "KLOCK_STATS_FILE"));
+/// ```
+pub fn known_vars() -> impl Iterator<Item = &'static str> {
+    VARS.iter()
+        .map(|v| v.env)
+        .chain(["KLOCK_SPIN"])
+        .chain(OTHER_VARS.iter().map(|v| v.env))
+}
+
+/// The known name ([`known_vars`]) closest to `name` by edit distance
+/// (ignoring case), if it is close enough to be a misspelling: at most one
+/// edit per three characters after `KLOCK_`, and at least one.
+///
+/// ```
+/// use klock::tune::closest_known;
+/// assert_eq!(closest_known("KLOCK_MUTX_SPIN_NS"), Some("KLOCK_MUTEX_SPIN_NS"));
+/// assert_eq!(closest_known("KLOCK_WHATEVER"), None);
+/// ```
+pub fn closest_known(name: &str) -> Option<&'static str> {
+    let suffix = name.len().saturating_sub("KLOCK_".len());
+    let limit = (suffix / 3).max(1);
+    known_vars()
+        .map(|k| (edit_distance(&name.to_ascii_uppercase(), k), k))
+        .filter(|&(d, _)| d <= limit)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, k)| k)
+}
+
+/// Levenshtein distance between `a` and `b` (bytes): the fewest insertions,
+/// deletions and substitutions that turn one into the other.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, &ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            let subst = prev[j] + usize::from(ca != cb);
+            cur[j + 1] = subst.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The warnings for the unknown `KLOCK_*` names among `names` (an
+/// environment's variable names; others are ignored): one line per name,
+/// each once, sorted, naming the closest known variable if there is one.
+///
+/// ```
+/// let w = klock::tune::unknown_var_warnings(["KLOCK_SPN".into(), "HOME".into(), "KLOCK_SPIN".into()]);
+/// assert_eq!(w, ["klock: unknown variable KLOCK_SPN (did you mean KLOCK_SPIN?)"]);
+/// ```
+pub fn unknown_var_warnings(names: impl IntoIterator<Item = String>) -> Vec<String> {
+    let mut unknown: Vec<String> = names
+        .into_iter()
+        .filter(|n| n.starts_with("KLOCK_") && !known_vars().any(|k| k == n))
+        .collect();
+    unknown.sort();
+    unknown.dedup();
+    unknown
+        .iter()
+        .map(|n| match closest_known(n) {
+            Some(k) => format!("klock: unknown variable {n} (did you mean {k}?)"),
+            None => format!("klock: unknown variable {n} (ignored)"),
+        })
+        .collect()
 }
 
 /// Is the process in secure-execution mode (`getauxval(AT_SECURE) != 0`: a
@@ -776,6 +948,195 @@ mod tests {
         assert_eq!(warnings.len(), 2);
         assert_eq!(warnings[0].var, "KLOCK_KICK_AHEAD");
         assert_eq!(warnings[1].var, "KLOCK_NODE_SLOTS");
+    }
+
+    #[test]
+    fn a_bad_spin_value_gets_one_warning_with_every_variant() {
+        let mut warnings = Vec::new();
+        let t = Tunables::from_lookup(
+            |v| (v == "KLOCK_SPIN").then(|| "foo".to_string()),
+            |e| warnings.push(e.to_string()),
+        );
+        assert_eq!(t.spin_kind, Tunables::DEFAULT.spin_kind);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        for k in SpinKind::ALL {
+            assert!(warnings[0].contains(k.name()), "{}", warnings[0]);
+        }
+        assert_eq!(SpinKind::from_name(b" pv"), None, "exact names only");
+    }
+
+    #[test]
+    fn closest_known_names_a_misspelling_only() {
+        for (typo, want) in [
+            ("KLOCK_MUTX_SPIN_NS", "KLOCK_MUTEX_SPIN_NS"),
+            ("KLOCK_SPN", "KLOCK_SPIN"),
+            ("KLOCK_spin", "KLOCK_SPIN"),
+            ("KLOCK_STAT", "KLOCK_STATS"),
+            ("KLOCK_STATS_FIEL", "KLOCK_STATS_FILE"),
+            ("KLOCK_RWSEM_HANDOF_NS", "KLOCK_RWSEM_HANDOFF_NS"),
+            ("KLOCK_PRELOAD_CHEK", "KLOCK_PRELOAD_CHECK"),
+            ("KLOCK_MUTEX_POLL_GRACE_NS", "KLOCK_MUTEX_POLL_MAX_NS"),
+        ] {
+            assert_eq!(closest_known(typo), Some(want), "{typo}");
+        }
+        for far in ["KLOCK_FOO", "KLOCK_", "KLOCK_XYZZY_PLUGH"] {
+            assert_eq!(closest_known(far), None, "{far}");
+        }
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("abc", "abc"), 0);
+    }
+
+    #[test]
+    fn unknown_names_get_one_warning_each_and_known_ones_none() {
+        let env = [
+            "KLOCK_MUTX_SPIN_NS",
+            "KLOCK_MUTX_SPIN_NS",
+            "KLOCK_FOO",
+            "PATH",
+            "XKLOCK_SPIN",
+        ]
+        .into_iter()
+        .chain(known_vars())
+        .map(String::from);
+        assert_eq!(
+            unknown_var_warnings(env),
+            [
+                "klock: unknown variable KLOCK_FOO (ignored)",
+                "klock: unknown variable KLOCK_MUTX_SPIN_NS (did you mean KLOCK_MUTEX_SPIN_NS?)",
+            ]
+        );
+    }
+
+    #[test]
+    fn the_registry_has_each_name_once() {
+        let mut all: Vec<&str> = known_vars().collect();
+        let n = all.len();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), n, "a name is registered twice");
+        assert!(all.iter().all(|v| v.starts_with("KLOCK_")));
+    }
+
+    /// Names the workspace's tests use on purpose as unknown variables.
+    const DELIBERATELY_UNKNOWN: &[&str] = &[
+        "KLOCK_NO_SUCH_VARIABLE",
+        "KLOCK_NO_SUCH_VARIABLE_AT_ALL",
+        "KLOCK_MUTX_SPIN_NS",
+        "KLOCK_NOPE",
+        "KLOCK_FOO",
+        "KLOCK_XYZZY_PLUGH",
+    ];
+
+    /// Every `KLOCK_*` variable the workspace reads (or sets for a child
+    /// that reads it) is in the registry: the names in string literals and
+    /// shell expansions next to an environment access, in every source file
+    /// of `crates/` and `.ci/` (comments skipped).
+    #[test]
+    fn every_klock_variable_the_workspace_reads_is_registered() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut files = Vec::new();
+        for dir in ["crates", ".ci"] {
+            source_files(&root.join(dir), &mut files);
+        }
+        assert!(files.len() > 50, "found only {} source files", files.len());
+        let mut missing = Vec::new();
+        for f in &files {
+            let Ok(text) = std::fs::read_to_string(f) else {
+                continue;
+            };
+            for name in env_reads(&text) {
+                let deliberate =
+                    DELIBERATELY_UNKNOWN.contains(&name) || name.starts_with("KLOCK_EXAMPLE_");
+                if !known_vars().any(|k| k == name) && !deliberate {
+                    missing.push(format!("{name} ({})", f.display()));
+                }
+            }
+        }
+        assert!(
+            missing.is_empty(),
+            "read but not in tune::OTHER_VARS: {missing:?}"
+        );
+    }
+
+    fn source_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if p.is_dir() && name != "target" && !name.starts_with('.') {
+                source_files(&p, out);
+            } else if p.is_file() {
+                let ext = p.extension().and_then(|x| x.to_str()).unwrap_or("");
+                if ["rs", "sh", "c", "h", "py", ""].contains(&ext) {
+                    out.push(p);
+                }
+            }
+        }
+    }
+
+    /// The `KLOCK_*` names `text` reads from the environment: in a string
+    /// literal right after an environment access (`env(`, `getenv(`,
+    /// `var(`, `var_os(`, `env_u64(`, `.env(`, `env_remove(`, `set(`, a
+    /// `_ENV` constant, a list of names), or in a shell `export KLOCK_`,
+    /// `$KLOCK_` or `${KLOCK_`.
+    fn env_reads(text: &str) -> Vec<&str> {
+        const MARKERS: [&str; 14] = [
+            "env(\"",
+            "env(c\"",
+            "var(\"",
+            "var_os(\"",
+            "env_u64(\"",
+            "getenv(c\"",
+            "env_remove(\"",
+            "set(\"",
+            "ENV: &str = \"",
+            "[\"KLOCK_",
+            "\", \"KLOCK_",
+            "export KLOCK_",
+            "$KLOCK_",
+            "${KLOCK_",
+        ];
+        let mut names = Vec::new();
+        for line in text.lines() {
+            let t = line.trim_start();
+            if t.starts_with("//") || t.starts_with('#') || t.starts_with('*') {
+                continue;
+            }
+            for m in MARKERS {
+                for (at, _) in line.match_indices(m) {
+                    let rest = &line[at + m.len()..];
+                    let rest = if m.ends_with("KLOCK_") {
+                        // The marker ends with the name's start: back up.
+                        &line[at + m.len() - "KLOCK_".len()..]
+                    } else {
+                        rest
+                    };
+                    let end = rest
+                        .find(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+                        .unwrap_or(rest.len());
+                    let name = &rest[..end];
+                    if name.starts_with("KLOCK_") && name.len() > "KLOCK_".len() {
+                        names.push(name);
+                    }
+                }
+            }
+        }
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    #[test]
+    fn env_reads_finds_the_accesses() {
+        let src = "let a = std::env::var(\"KLOCK_EXAMPLE_A\");\n\
+                   // env(\"KLOCK_EXAMPLE_COMMENTED\")\n\
+                   x=${KLOCK_EXAMPLE_B:-1} $KLOCK_EXAMPLE_C\n\
+                   getenv(c\"KLOCK_EXAMPLE_D\") .env(\"KLOCK_EXAMPLE_E\", v) \"KLOCK_EXAMPLE_F\"\n";
+        let want = ["A", "B", "C", "D", "E"].map(|x| format!("KLOCK_EXAMPLE_{x}"));
+        assert_eq!(env_reads(src), want);
     }
 
     #[test]

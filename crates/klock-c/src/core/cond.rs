@@ -26,10 +26,10 @@
 
 use super::mutex::KMutex;
 use super::time;
-use klock::{MutexToken, SpinOsq, SpinPolicy};
 use klock::{RawCondvar, internal::condvar::WaitTicket};
+use klock::{SpinOsq, SpinPolicy};
 use libc::{CLOCK_REALTIME, EBUSY, EINVAL, ETIMEDOUT, c_int, clockid_t, timespec};
-use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 /// A condvar with the clock of its timed waits (see the module docs).
 #[repr(C)]
@@ -114,14 +114,14 @@ impl<S: SpinPolicy> KCond<S> {
             Ok(x) => x,
             Err(e) => return e,
         };
-        // SAFETY: take_for_wait checked that we hold `m` under `token`.
-        let r =
-            no_second_mutex(|| unsafe { self.raw.wait_until_ns(m.raw(), &mut token, deadline) });
+        // SAFETY: take_for_wait checked that we hold `m` under `token`; a
+        // refused wait leaves it so.
+        let r = unsafe { self.raw.try_wait_until_ns(m.raw(), &mut token, deadline) };
         m.restore_after_wait(token, depth);
         match r {
-            Ok(true) => ETIMEDOUT,
-            Ok(false) => 0,
-            Err(e) => e,
+            Some(true) => ETIMEDOUT,
+            Some(false) => 0,
+            None => second_mutex(),
         }
     }
 
@@ -158,14 +158,13 @@ impl<S: SpinPolicy> KCond<S> {
     /// it; nothing changes then).
     pub fn begin(&self, m: &KMutex<S>) -> Result<Wait, c_int> {
         let (token, depth) = m.take_for_wait()?;
-        let id = token.id();
         // SAFETY: take_for_wait checked that we hold `m` under `token`.
-        match no_second_mutex(|| unsafe { self.raw.begin_wait(m.raw(), token) }) {
+        match unsafe { self.raw.try_begin_wait(m.raw(), token) } {
             Ok(ticket) => Ok(Wait { ticket, depth }),
-            Err(e) => {
-                // SAFETY: begin_wait refused before unlocking: still held by us.
-                m.restore_after_wait(unsafe { MutexToken::for_holder(id) }, depth);
-                Err(e)
+            Err(token) => {
+                // Refused before unlocking: still held by us, with `token`.
+                m.restore_after_wait(token, depth);
+                Err(second_mutex())
             }
         }
     }
@@ -228,13 +227,21 @@ impl<S: SpinPolicy> KCond<S> {
     }
 }
 
-/// Run the start of a wait; EINVAL if klock refuses it because other
-/// threads wait on the condvar with a different mutex (POSIX's EINVAL).
-/// klock panics then, before it unlocks anything (the mutex stays held,
-/// nothing is queued), so the panic is caught here; the default hook
-/// prints klock's message.
-fn no_second_mutex<R>(f: impl FnOnce() -> R) -> Result<R, c_int> {
-    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|_| EINVAL)
+/// The error of a wait that klock refused because other threads wait on the
+/// condvar with a different mutex: EINVAL (POSIX leaves the misuse
+/// undefined and allows EINVAL). klock refuses it before unlocking anything
+/// (the mutex stays held, nothing is queued). The first refusal in the
+/// process also prints one line (a program that ignores the error would
+/// otherwise spin on its wait loop without a clue).
+#[cold]
+fn second_mutex() -> c_int {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    super::warn_once(
+        &WARNED,
+        b"klock: a condvar was waited on with two different mutexes at once; \
+          the second wait returns EINVAL (printed once)\n",
+    );
+    EINVAL
 }
 
 #[cfg(test)]

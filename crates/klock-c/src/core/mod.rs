@@ -5,7 +5,8 @@
 //!
 //! Every function returns an errno-style code (0 on success): EBUSY, EINVAL,
 //! ETIMEDOUT, EPERM, EDEADLK, EAGAIN, as pthread's do, and never panics on
-//! bad input.
+//! bad input (klock's `try_` forms report its refusals as values; a
+//! corrupted lock word klock detects aborts with one line, not a panic).
 //!
 //! * [`time`]: `timespec` deadlines on a chosen clock -> klock deadlines.
 //! * [`mutex`]: [`mutex::KMutex`], a klock mutex plus kind and recursion
@@ -24,3 +25,19 @@ pub mod time;
 
 /// Errno values, re-exported for the front ends.
 pub use libc::{EAGAIN, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT};
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Write `line` to stderr once per process (the first caller to find `flag`
+/// clear prints). One raw `write` system call: no allocation, no lock, and
+/// no pthread cancellation point (glibc's `write` wrapper is one; the C
+/// functions promise none). Errors (a closed stderr) are ignored.
+pub(crate) fn warn_once(flag: &AtomicBool, line: &[u8]) {
+    // Relaxed: only decides which thread prints.
+    if flag.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    // SAFETY: `line` is a valid buffer of `line.len()` bytes for the call;
+    // write(2) on fd 2 reads it and nothing else.
+    unsafe { libc::syscall(libc::SYS_write, 2, line.as_ptr(), line.len()) };
+}

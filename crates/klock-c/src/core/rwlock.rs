@@ -40,7 +40,7 @@ use super::time;
 use klock::RawRwLock;
 use klock::internal::tid::current_id;
 use klock::{SpinOsq, SpinPolicy};
-use libc::{EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT, c_int, clockid_t, timespec};
+use libc::{EAGAIN, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT, c_int, clockid_t, timespec};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// A klock rwlock with pthread semantics (see the module docs).
@@ -56,6 +56,18 @@ const _: () = assert!(std::mem::align_of::<KRwLock>() == 4);
 
 /// `state` of a destroyed lock.
 const DESTROYED: i32 = -1;
+
+/// Read locks at once from which a reader that misses the fast path gets
+/// EAGAIN, as from glibc's `pthread_rwlock_rdlock` past its reader limit:
+/// klock's own limit is 2^23 (a reader past it panics in klock, which
+/// through `extern "C"` would abort with Rust's panic text), less a margin
+/// of 2^16 readers that may race past this check at once.
+const MAX_READERS: u32 = (1 << 23) - (1 << 16);
+
+/// Does the count word `c` hold [`MAX_READERS`] read locks or more?
+fn too_many_readers(c: u32) -> bool {
+    klock::internal::rwlock::readers(c) >= MAX_READERS
+}
 
 // Read locks this thread holds, over all KRwLocks (see the module docs):
 // an initial-exec thread-local where klock provides one (one `%fs` load on
@@ -243,6 +255,9 @@ impl<S: SpinPolicy> KRwLock<S> {
             } else {
                 EDEADLK
             };
+        }
+        if too_many_readers(self.raw.count_word()) {
+            return EAGAIN;
         }
         let raw = &self.raw;
         if p == ReadPolicy::PreferReaders {
@@ -446,6 +461,38 @@ impl<S: SpinPolicy> KRwLock<S> {
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicBool;
+
+    /// Past about 2^23 read locks a reader gets EAGAIN (glibc's error for
+    /// its reader limit), not klock's overflow panic (an abort in C).
+    #[test]
+    fn too_many_read_locks_is_eagain() {
+        let l: KRwLock = KRwLock::new();
+        let mut held = 0u32;
+        let r = loop {
+            match l.rdlock() {
+                0 => held += 1,
+                e => break e,
+            }
+        };
+        assert_eq!(r, EAGAIN);
+        assert!((MAX_READERS..=1 << 23).contains(&held), "{held}");
+        assert_eq!(l.tryrdlock(), EAGAIN);
+        let past = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: a valid timespec.
+        assert_eq!(
+            unsafe { l.timedrdlock(libc::CLOCK_REALTIME, &past) },
+            EAGAIN
+        );
+        for _ in 0..held {
+            assert_eq!(l.unlock(), 0);
+        }
+        assert_eq!(l.unlock(), EPERM);
+        assert_eq!(l.wrlock(), 0, "the count came back to 0");
+        assert_eq!(l.unlock(), 0);
+    }
 
     #[test]
     fn recursive_read_passes_a_waiting_writer() {
