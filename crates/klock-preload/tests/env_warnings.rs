@@ -59,3 +59,12 @@ fn a_misspelt_name_gets_one_warning_naming_the_closest() {
         ]
     );
 }
+
+#[test]
+fn a_bad_stats_level_gets_one_warning() {
+    // klock's tunables own KLOCK_STATS; the interposer's statistics turn
+    // off without a second line of their own.
+    let w = warnings(&[("KLOCK_STATS", "foo")]);
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(w[0].contains("KLOCK_STATS=\"foo\""), "{w:?}");
+}

@@ -44,16 +44,16 @@ pub struct Config<'a> {
 impl Config<'static> {
     /// Reads `KLOCK_STATS`, `KLOCK_STATS_FILE`, `KLOCK_STATS_TOP`, `KLOCK_STATS_SLOTS`.
     /// Unknown values turn statistics off or fall back to the defaults, with a
-    /// warning on stderr.
+    /// warning on stderr (for `KLOCK_STATS`, klock's tunables print it).
     pub fn from_env() -> Config<'static> {
         let level = match getenv(c"KLOCK_STATS") {
             None | Some(b"") | Some(b"0") => 0,
             Some(b"1") => 1,
             Some(b"2") => 2,
-            Some(_) => {
-                warn(b"klock-stats: KLOCK_STATS must be 0, 1 or 2; statistics are off\n");
-                0
-            }
+            // Statistics off, without a warning of our own: klock's
+            // tunables own `KLOCK_STATS` and already print the one line
+            // for a bad value (one warning per bad value, issue 30).
+            Some(_) => 0,
         };
         let top = match getenv(c"KLOCK_STATS_TOP").map(parse_u64) {
             None => DEFAULT_TOP,
