@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use super::handoff::{self, HandOutput, HandSpec};
 use super::{CliError, RunArgs, Schedule, Step, ThreadList, interleave};
+use crate::gate::GateConfig;
 use crate::record::{Latency, Params, Record, Report};
 use crate::stats::{fairness, median, median_opt, min_avg_max, percentile_sorted, spread};
 use crate::sys::Machine;
@@ -137,14 +138,18 @@ pub fn planned_units(a: &CondvarArgs) -> u64 {
     n * a.run.runs as u64 * crate::progress::run_units(a.run.window())
 }
 
-/// Runs every point `--runs` times, interleaved and idle-gated (polluted runs are
-/// retried like the mutex experiment's), and returns one record per point.
-pub fn measure(a: &CondvarArgs, machine: &mut Machine) -> Result<Vec<Record>, CliError> {
+/// Runs every point `--runs` times, interleaved and behind `gate` (polluted runs
+/// are retried like the mutex experiment's), and returns one record per point.
+pub fn measure(
+    a: &CondvarArgs,
+    gate: GateConfig,
+    machine: &mut Machine,
+) -> Result<Vec<Record>, CliError> {
     let pts = points(a)?;
     let prog = a.run.progress(planned_units(a));
     let sched = Schedule {
         retry: true,
-        ..a.run.schedule()
+        ..Schedule::new(a.run.runs as usize, gate)
     };
     let mut violations = vec![0u64; pts.len()];
     let step = |p: &Point| Step {
@@ -267,7 +272,7 @@ fn record(p: &Point, a: &CondvarArgs, workload: &str, k: &Kept, violations: u64)
 pub fn run(a: &CondvarArgs) -> Result<i32, CliError> {
     points(a)?;
     let mut machine = Machine::probe();
-    let results = measure(a, &mut machine)?;
+    let results = measure(a, a.run.gate(), &mut machine)?;
     let report = Report {
         machine,
         command: super::command_line(),
@@ -295,7 +300,7 @@ mod tests {
             "--no-idle-gate",
         ])
         .unwrap();
-        let recs = measure(&a, &mut Machine::default()).unwrap();
+        let recs = measure(&a, a.run.gate(), &mut Machine::default()).unwrap();
         assert_eq!(recs.len(), 2 * PAIRS.len());
         for r in &recs {
             assert_eq!(r.violations, 0, "{} T={}", r.lock, r.threads);

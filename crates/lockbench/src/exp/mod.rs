@@ -10,6 +10,7 @@ pub mod fserver;
 pub mod handoff;
 pub mod mutex;
 pub mod preload;
+pub mod preload_unc;
 pub mod proc;
 pub mod realcrate;
 pub mod report;
