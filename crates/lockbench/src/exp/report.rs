@@ -782,6 +782,32 @@ mod tests {
         assert_eq!(back.samples.len(), r.samples.len());
     }
 
+    /// The quick suite's rows for klock's conditions: T = 16 x CPUs, a condvar
+    /// row at 2 x CPUs pairs, the Mutex family at T = 4 x CPUs under the quota
+    /// with windows of at least 1 s; the existing rows keep their settings.
+    #[test]
+    fn quick_plan_covers_klocks_conditions() {
+        let p = plan(false, true, 1.0, 3);
+        assert_eq!(p.balanced, (vec![1, 2, 4, 8, 48], 0.2, 5));
+        assert_eq!(p.rw, (vec![(2, 2), (8, 8)], 0.2, 5));
+        assert_eq!(p.uncontended, (1_000_000, 5));
+        assert_eq!(p.condvar.0, vec![1, 6]);
+        assert_eq!(p.quota.threads, vec![12]);
+        assert!(p.quota.window >= 1.0 && p.quota.mutex_family);
+        let names = quota_locks(&crate::locks::registry(), true);
+        assert!(names.contains(&"klock_mutex") && names.contains(&"std"));
+        for gone in [
+            "ticket",
+            "pthread_spin",
+            "klock_unfair",
+            "klock_mutex_nospin",
+        ] {
+            assert!(!names.contains(&gone), "{gone} in the quota row");
+        }
+        let cv = condvar_args(&p, true);
+        assert_eq!((cv.pairs.0.clone(), cv.run.runs), (vec![1, 6], 5));
+    }
+
     #[test]
     fn scale_shrinks_every_window() {
         let p = plan(true, true, 0.1, 2);
