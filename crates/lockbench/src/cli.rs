@@ -52,6 +52,9 @@ pub enum Command {
     /// Unmodified programs (sysbench, stress-ng, memcached; on request Kyoto Cabinet,
     /// pigz) with glibc's locks vs under klock's LD_PRELOAD interposer, side by side.
     Preload(exp::preload::PreloadArgs),
+    /// Producer/consumer hand-off through a bounded queue: klock's Mutex + Condvar
+    /// against std's, parking_lot's and glibc's pairs; items/s, fairness, latency.
+    Condvar(exp::condvar::CondvarArgs),
     /// Single-thread lock+unlock cost, ns per op.
     Uncontended(exp::uncontended::UncontendedArgs),
     /// A real parking_lot 0.12 user (r2d2's connection pool) built with crates.io's
@@ -105,6 +108,7 @@ pub fn dispatch(cmd: Command) -> Result<i32, CliError> {
         Command::Fio(a) => exp::fio::run(&a),
         Command::Preload(a) => exp::preload::run(&a),
         Command::Uncontended(a) => exp::uncontended::run(&a),
+        Command::Condvar(a) => exp::condvar::run(&a),
         Command::Realcrate(a) => exp::realcrate::run(&a),
         Command::Report(a) => exp::report::run(&a),
         Command::Spin(a) => exp::spin::run(&a),

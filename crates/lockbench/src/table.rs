@@ -232,8 +232,15 @@ pub fn series(report: &Report) -> Vec<Series<'_>> {
     for r in report.results.iter().filter(|r| !r.implicit) {
         let p = &r.params;
         let key = format!(
-            "{}|{}|{}|{}|{}|{}|{}",
-            r.experiment, p.workload, p.cs_ns, p.ncs_ns, p.cs_sleep_us, p.duration_s, p.noise
+            "{}|{}|{}|{}|{}|{}|{}|{:?}",
+            r.experiment,
+            p.workload,
+            p.cs_ns,
+            p.ncs_ns,
+            p.cs_sleep_us,
+            p.duration_s,
+            p.noise,
+            p.quota_cpus
         );
         let title = if r.experiment == "uncontended" {
             "uncontended lock+unlock (one thread, counter++ inside)".to_string()
@@ -257,6 +264,9 @@ pub fn series(report: &Report) -> Vec<Series<'_>> {
                     p.noise,
                     if p.noise == 1 { "" } else { "s" }
                 ));
+            }
+            if let Some(q) = p.quota_cpus {
+                t.push_str(&format!(", under a CPU quota of {q} CPUs"));
             }
             t
         };

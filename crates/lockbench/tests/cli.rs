@@ -320,3 +320,23 @@ fn quota_runs_in_a_limited_cgroup_or_says_why_not() {
     assert!(!std::path::Path::new(&dir).exists(), "{dir} left behind");
     let _ = std::fs::remove_file(f);
 }
+
+#[test]
+fn condvar_and_preload_uncontended_bad_flags_say_what_is_allowed() {
+    assert_usage_error(&["condvar", "--pairs", "0"], &["1..=512"]);
+    assert_usage_error(&["condvar", "--capacity", "0"], &["1..=65536"]);
+    assert_usage_error(&["condvar", "--consume-ns", "-3"], &["0..=1000000"]);
+    assert_usage_error(
+        &["condvar", "--locks", "ttas"],
+        &["allowed: klock_mutex, std, parking_lot, pthread"],
+    );
+    assert_usage_error(
+        &["uncontended", "--preload", "--runs", "3"],
+        &["at least 7", "7..=100"],
+    );
+    assert_usage_error(
+        &["uncontended", "--preload", "--locks", "std"],
+        &["--locks and --read are not allowed"],
+    );
+    assert_usage_error(&["uncontended", "--lib", "x.so"], &["--preload"]);
+}

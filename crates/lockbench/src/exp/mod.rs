@@ -4,10 +4,13 @@
 //! runner's [`Config`]s), and the common ending ([`finish`]). How to add an
 //! experiment, piece by piece: `docs/lockbench.md`, "Adding an experiment".
 
+pub mod condvar;
 pub mod fio;
 pub mod fserver;
+pub mod handoff;
 pub mod mutex;
 pub mod preload;
+pub mod preload_unc;
 pub mod proc;
 pub mod realcrate;
 pub mod report;

@@ -1,11 +1,13 @@
 //! `lockbench report [--quick|--full]`: the standard suite; also what runs with no
 //! subcommand. Writes report.json, report.csv and report.html into `--out`.
 //!
-//! quick (default, ≲ 3 min on 2 CPUs, idle gate shortened): uncontended, every mutex
-//! on `balanced`, every rwlock at 2+2 and 8+8. full (~30 min): longer windows, `hot`,
-//! a quota row (a child process), then the seed experiments `spin`, `fserver`,
-//! `rwsem`, `fio` and `preload`, each laid out like its seed's tables with the seed's
-//! numbers beside ours. docs/lockbench.md lists the settings (`plan()` states them).
+//! quick (default, under 5 min on 2 CPUs, idle gate shortened): uncontended, every
+//! mutex on `balanced` at T = 1, 2, 4, 8 and 16 x the effective CPUs, every rwlock at
+//! 2+2 and 8+8, the condvar hand-off (`lockbench condvar`), and the Mutex family under
+//! a 0.5-CPU quota (a child process; a note says why when no cgroup can be made).
+//! full (~30 min): longer windows, `hot`, the condvar hand-off, a quota row, then the
+//! seed experiments `spin`, `fserver`, `rwsem`, `fio` and `preload`, each laid out
+//! like its seed's tables with the seed's numbers beside ours. docs/lockbench.md lists the settings (`plan()` states them).
 //!
 //! Output order, terminal and HTML alike: the verdict ([`crate::verdict`]: klock's
 //! default locks against the best peer, per case), then the charts (HTML) and tables.
@@ -29,7 +31,7 @@ use crate::verdict::Sample;
 /// Arguments of `lockbench report`.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct ReportArgs {
-    /// The quick suite (default): about 3 minutes on 2 CPUs.
+    /// The quick suite (default): under 5 minutes on 2 CPUs.
     #[arg(long, conflicts_with = "full")]
     pub quick: bool,
     /// The full suite: all experiments at publication length, plus the seed
@@ -80,15 +82,35 @@ impl ReportArgs {
 /// Thread counts, window seconds, runs.
 type Sweep = (Vec<usize>, f64, usize);
 
+/// The quota row: a child `lockbench --quota CPUS mutex` (see [`run_quota_row`]).
+struct QuotaRow {
+    /// Thread counts.
+    threads: Vec<usize>,
+    /// Window, seconds.
+    window: f64,
+    /// Runs.
+    runs: usize,
+    /// Only the Mutex family (klock's default and its peers) instead of every mutex.
+    mutex_family: bool,
+    /// The child runs without the idle gate (the quick suite's time bound: the
+    /// child has no share of the parent's gate budget).
+    no_gate: bool,
+}
+
 struct Plan {
     balanced: Sweep,
     hot: Option<Sweep>,
     rw: (Vec<(usize, usize)>, f64, usize),
     uncontended: (u64, usize),
+    /// `lockbench condvar`: pairs (N producers + N consumers), window, runs.
+    condvar: Sweep,
+    quota: QuotaRow,
     gate: GateConfig,
 }
 
-fn plan(full: bool, no_gate: bool, scale: f64) -> Plan {
+/// The suite's settings; `cpus` is the effective CPU count (the quick suite's
+/// overcommitted rows scale with it).
+fn plan(full: bool, no_gate: bool, scale: f64, cpus: usize) -> Plan {
     let mut gate = GateConfig::from_env();
     if no_gate {
         gate.enabled = false;
@@ -102,6 +124,14 @@ fn plan(full: bool, no_gate: bool, scale: f64) -> Plan {
             hot: Some((vec![1, 2, 4, 8, 32], d(1.0), 3)),
             rw: (vec![(2, 2), (8, 8)], d(2.0), 5),
             uncontended: (ops(10_000_000), 10),
+            condvar: (vec![1, 2 * cpus, 8 * cpus], d(1.0), 5),
+            quota: QuotaRow {
+                threads: vec![8, 32],
+                window: d(2.0),
+                runs: 5,
+                mutex_family: false,
+                no_gate,
+            },
             gate,
         }
     } else {
@@ -112,11 +142,23 @@ fn plan(full: bool, no_gate: bool, scale: f64) -> Plan {
         gate.budget = Some(Duration::from_secs(50));
         // Five interleaved rounds per case (the verdict's bootstrap needs
         // them to tell a 5 % gap from noise), in about the same time.
+        // Rows added by issue 31 (klock's conditions): T = 16 x CPUs in the
+        // balanced series, a condvar hand-off at 1+1 and 2x CPUs + 2x CPUs, and
+        // the Mutex family at T = 4 x CPUs under a 0.5-CPU quota (1 s windows:
+        // a quota period is 100 ms).
         Plan {
-            balanced: (vec![1, 2, 4, 8], d(0.2), 5),
+            balanced: (vec![1, 2, 4, 8, 16 * cpus], d(0.2), 5),
             hot: None,
             rw: (vec![(2, 2), (8, 8)], d(0.2), 5),
             uncontended: (ops(1_000_000), 5),
+            condvar: (vec![1, 2 * cpus], d(0.2), 5),
+            quota: QuotaRow {
+                threads: vec![4 * cpus],
+                window: d(1.0),
+                runs: 3,
+                mutex_family: true,
+                no_gate: true,
+            },
             gate,
         }
     }
@@ -415,24 +457,27 @@ fn run_preload(plan: &SeedPlan, dir: &std::path::Path) -> (Section, Vec<Record>)
 /// The quota of the full report's quota row, in CPUs.
 const QUOTA_ROW_CPUS: f64 = 0.5;
 
-/// The full report's quota row: `balanced` at T = 8 and 32 for every mutex
-/// competitor, run as a child `lockbench --quota 0.5 mutex ...` (a process
-/// must enter its cgroup before klock reads the CPU count). Its records carry
-/// the quota in their parameters, so they form their own verdict rows. `Err`
-/// says why the row could not run (e.g. not permitted to create a cgroup).
+/// The quota row: `balanced` under a 0.5-CPU quota, run as a child `lockbench
+/// --quota 0.5 mutex ...` (a process must enter its cgroup before klock reads the
+/// CPU count). Full report: every mutex competitor at T = 8 and 32; quick: the
+/// Mutex family ([`quota_locks`]) at T = 4 x CPUs. Its records carry the quota in
+/// their parameters, so they form their own verdict rows. `Err` says why the row
+/// could not run (e.g. not permitted to create a cgroup).
 fn run_quota_row(
     mutexes: &[crate::locks::LockEntry],
-    p: &Plan,
+    q: &QuotaRow,
     dir: &std::path::Path,
-    no_gate: bool,
 ) -> Result<Vec<Record>, String> {
-    let names: Vec<&str> = mutexes.iter().map(|e| e.name).collect();
-    let (_, dur, runs) = &p.balanced;
+    let names = quota_locks(mutexes, q.mutex_family);
+    let t: Vec<String> = q.threads.iter().map(usize::to_string).collect();
     let mut args = format!(
-        "--quota {QUOTA_ROW_CPUS} mutex --locks {} --workload balanced --threads 8,32 --quiet --duration {dur} --runs {runs}",
-        names.join(",")
+        "--quota {QUOTA_ROW_CPUS} mutex --locks {} --workload balanced --threads {} --quiet --duration {} --runs {}",
+        names.join(","),
+        t.join(","),
+        q.window,
+        q.runs
     );
-    if no_gate {
+    if q.no_gate {
         args.push_str(" --no-idle-gate");
     }
     let (f, recs, txt) = run_child(dir, "quota", &args)?;
@@ -451,6 +496,34 @@ fn run_quota_row(
             txt.display()
         )
     })
+}
+
+/// The quota row's locks: every mutex, or only klock's Mutex and its verdict
+/// peers (the locks that are not klock's and not plain spinlocks; spinlocks
+/// collapse under a quota, which the full report shows).
+fn quota_locks(mutexes: &[LockEntry], mutex_family: bool) -> Vec<&'static str> {
+    use crate::verdict::{is_klock, is_spinning_peer};
+    (mutexes.iter().map(|e| e.name))
+        .filter(|n| !mutex_family || *n == "klock_mutex" || !(is_klock(n) || is_spinning_peer(n)))
+        .collect()
+}
+
+/// The quota row's planned progress units (it runs as a child: ticked at its end).
+fn quota_units(q: &QuotaRow, locks: usize) -> u64 {
+    let configs = locks * (q.threads.len() + 1);
+    (configs * q.runs) as u64 * run_units(Duration::from_secs_f64(q.window))
+}
+
+/// The suite's condvar row: `lockbench condvar` with the plan's pairs, window and
+/// runs, behind the suite's gate.
+fn condvar_args(p: &Plan, quiet: bool) -> super::condvar::CondvarArgs {
+    let (pairs, dur, runs) = &p.condvar;
+    let n: Vec<String> = pairs.iter().map(usize::to_string).collect();
+    let q = if quiet { " --quiet" } else { "" };
+    parse(&format!(
+        "--pairs {} --duration {dur} --runs {runs}{q}",
+        n.join(",")
+    ))
 }
 
 /// Runs this binary with `args` (separated by spaces) and `--json DIR/NAME.json`, in its own process group
@@ -544,13 +617,14 @@ fn planned(
     locks: usize,
     plans: &[(String, Vec<Config>, usize)],
     seeds: Option<&SeedPlan>,
+    extra: u64,
 ) -> (u64, u64) {
     let (ops, runs) = p.uncontended;
     let unc = (locks * runs) as u64 * (ops * 25 / 1_000_000 + 5);
     let series: u64 = (plans.iter())
         .map(|(_, c, r)| c.iter().map(|c| run_units(c.duration)).sum::<u64>() * *r as u64)
         .sum();
-    (unc, unc + series + seeds.map_or(0, SeedPlan::units))
+    (unc, unc + series + extra + seeds.map_or(0, SeedPlan::units))
 }
 
 /// The uncontended step of the suite: every lock's lock+unlock cost.
@@ -568,7 +642,8 @@ fn uncontended(reg: &[LockEntry], p: &Plan, units: u64, progress: bool) -> Vec<R
 pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
     let t0 = Instant::now();
     let scale = args.scale.unwrap_or(1.0);
-    let p = plan(args.full, args.no_idle_gate, scale);
+    let mut machine = Machine::probe();
+    let p = plan(args.full, args.no_idle_gate, scale, machine.effective_cpus);
     let reg = crate::locks::registry();
     let of = |k| {
         reg.iter()
@@ -580,7 +655,10 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
     let seeds = (args.full).then(|| SeedPlan::full(scale, args.quiet, args.no_idle_gate));
     let plans = series(&p, &mutexes, &rws);
 
-    let (unc_units, total) = planned(&p, reg.len(), &plans, seeds.as_ref());
+    let cv = condvar_args(&p, args.quiet);
+    let q_units = quota_units(&p.quota, quota_locks(&mutexes, p.quota.mutex_family).len());
+    let extra = super::condvar::planned_units(&cv) + q_units;
+    let (unc_units, total) = planned(&p, reg.len(), &plans, seeds.as_ref(), extra);
     let suite = Progress::suite(total, !args.quiet);
     let chatty = !args.quiet && crate::sys::stderr_is_tty();
     let say = |s: &str| {
@@ -591,7 +669,6 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
         }
     };
 
-    let mut machine = Machine::probe();
     say("uncontended lock+unlock");
     let mut results = uncontended(&reg, &p, unc_units, !args.quiet);
     for (title, cfgs, runs) in &plans {
@@ -603,13 +680,19 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
         };
         results.extend(super::run_configs(cfgs, &opts, &mut machine));
     }
+    say("condvar hand-off (producers and consumers through a bounded queue)");
+    results.extend(super::condvar::measure(&cv, p.gate, &mut machine)?);
     let mut seed = match &seeds {
         Some(sp) => run_seeds(sp, &mut machine, &say, Some(&args.out))?,
         None => SeedResults::default(),
     };
-    if args.full {
+    {
         say("mutex under a CPU quota of 0.5 CPUs");
-        match run_quota_row(&mutexes, &p, &args.out, args.no_idle_gate) {
+        let prog = Progress::new(q_units, !args.quiet);
+        let row = run_quota_row(&mutexes, &p.quota, &args.out);
+        prog.inc(q_units, "quota row");
+        prog.finish();
+        match row {
             Ok(recs) => results.extend(recs),
             Err(why) => seed.sections.push(Section {
                 title: format!("mutex balanced under --quota {QUOTA_ROW_CPUS}"),
@@ -699,9 +782,35 @@ mod tests {
         assert_eq!(back.samples.len(), r.samples.len());
     }
 
+    /// The quick suite's rows for klock's conditions: T = 16 x CPUs, a condvar
+    /// row at 2 x CPUs pairs, the Mutex family at T = 4 x CPUs under the quota
+    /// with windows of at least 1 s; the existing rows keep their settings.
+    #[test]
+    fn quick_plan_covers_klocks_conditions() {
+        let p = plan(false, true, 1.0, 3);
+        assert_eq!(p.balanced, (vec![1, 2, 4, 8, 48], 0.2, 5));
+        assert_eq!(p.rw, (vec![(2, 2), (8, 8)], 0.2, 5));
+        assert_eq!(p.uncontended, (1_000_000, 5));
+        assert_eq!(p.condvar.0, vec![1, 6]);
+        assert_eq!(p.quota.threads, vec![12]);
+        assert!(p.quota.window >= 1.0 && p.quota.mutex_family);
+        let names = quota_locks(&crate::locks::registry(), true);
+        assert!(names.contains(&"klock_mutex") && names.contains(&"std"));
+        for gone in [
+            "ticket",
+            "pthread_spin",
+            "klock_unfair",
+            "klock_mutex_nospin",
+        ] {
+            assert!(!names.contains(&gone), "{gone} in the quota row");
+        }
+        let cv = condvar_args(&p, true);
+        assert_eq!((cv.pairs.0.clone(), cv.run.runs), (vec![1, 6], 5));
+    }
+
     #[test]
     fn scale_shrinks_every_window() {
-        let p = plan(true, true, 0.1);
+        let p = plan(true, true, 0.1, 2);
         assert!((p.balanced.1 - 0.2).abs() < 1e-9);
         assert!((p.rw.1 - 0.2).abs() < 1e-9);
         assert_eq!(p.uncontended.0, 1_000_000);

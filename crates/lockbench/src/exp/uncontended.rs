@@ -17,9 +17,10 @@ pub struct UncontendedArgs {
     /// Lock+unlock operations per run (1000..=1e9).
     #[arg(long, default_value_t = 10_000_000, value_parser = clap::value_parser!(u64).range(1000..=1_000_000_000))]
     pub ops: u64,
-    /// Repetitions (interleaved), 1..=100.
-    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=100))]
-    pub runs: u32,
+    /// Repetitions (interleaved), 1..=100; default 5 (with --preload: passes, 7..=100,
+    /// default 7).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub runs: Option<u32>,
     /// Write the results as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub json: Option<std::path::PathBuf>,
@@ -32,6 +33,14 @@ pub struct UncontendedArgs {
     /// Measure the shared (read) side: reader/writer locks only.
     #[arg(long)]
     pub read: bool,
+    /// Measure klock's LD_PRELOAD interposer's pthread pairs (mutex, trylock,
+    /// recursive, rdlock, wrlock, spin) against glibc's in a C program, in a
+    /// single-threaded and a threaded process (needs a C compiler).
+    #[arg(long)]
+    pub preload: bool,
+    /// With --preload: the interposer (default: next to lockbench, or built).
+    #[arg(long, value_name = "PATH", requires = "preload")]
+    pub lib: Option<std::path::PathBuf>,
 }
 
 /// Measures every lock `runs` times (interleaved, each run behind a short idle gate),
@@ -97,6 +106,9 @@ pub fn measure(
 
 /// Runs `lockbench uncontended`; returns the exit status.
 pub fn run(a: &UncontendedArgs) -> Result<i32, CliError> {
+    if a.preload {
+        return super::preload_unc::run(a);
+    }
     let all = [LockKind::Mutex, LockKind::RwLock];
     let kinds: &[LockKind] = if a.read { &all[1..] } else { &all };
     let locks = super::select_locks(&a.locks, kinds, kinds)?;
@@ -105,7 +117,7 @@ pub fn run(a: &UncontendedArgs) -> Result<i32, CliError> {
     let report = Report {
         machine: crate::sys::Machine::probe(),
         command: super::command_line(),
-        results: measure(&locks, a.ops, a.runs as usize, a.read, &gate),
+        results: measure(&locks, a.ops, a.runs.unwrap_or(5) as usize, a.read, &gate),
     };
     super::finish(&report, a.json.as_ref(), a.csv.as_ref())
 }
