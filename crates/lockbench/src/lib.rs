@@ -30,6 +30,7 @@ pub mod record;
 pub mod runner;
 pub mod stats;
 pub mod sys;
+pub mod syscount;
 pub mod table;
 pub mod verdict;
 pub mod work;
