@@ -15,6 +15,7 @@
 //!   preload, report) and their shared path; [`compare`] two reports side by side;
 //!   [`cli`] the command line.
 
+pub mod accounting;
 pub mod adapter;
 pub mod chart;
 pub mod cli;

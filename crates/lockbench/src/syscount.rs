@@ -164,7 +164,9 @@ fn open_error(e: std::io::Error) -> String {
         Some(libc::EACCES) | Some(libc::EPERM) => format!(
             "perf_event_open refused ({e}; kernel.perf_event_paranoid = {paranoid}, needs CAP_PERFMON or a lower setting)"
         ),
-        Some(libc::ENOSYS) => format!("perf_event_open unavailable ({e}; seccomp or a kernel without perf)"),
+        Some(libc::ENOSYS) => {
+            format!("perf_event_open unavailable ({e}; seccomp or a kernel without perf)")
+        }
         _ => format!("perf_event_open on a syscall tracepoint failed: {e}"),
     }
 }
