@@ -226,3 +226,75 @@ count waits and wakes alike, sched_yield calls a lock's yielding. The p99.9 is
 sampled (1 acquisition in 64); the worst wait covers every op: the longest a thread
 went between finishing one op and finishing the next (see docs/lockbench.md).
 ";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::testing::{has, rec, report};
+    use crate::syscount::SysCounts;
+
+    fn run(ops: u64, nvcsw: u64, sys: Option<(u64, u64)>, gaps: &[u64]) -> RunOutput {
+        let mut o = RunOutput {
+            total_ops_final: ops,
+            syscalls: sys.map(|(futex, sched_yield)| SysCounts { futex, sched_yield }),
+            syscalls_unavailable: sys.is_none().then(|| "refused".to_string()),
+            worst_gap_ns: gaps.to_vec(),
+            ..RunOutput::default()
+        };
+        o.usage.nvcsw = nvcsw;
+        o.usage.cpu_ns = ops * 300;
+        o
+    }
+
+    #[test]
+    fn per_op_divides_by_all_ops_and_takes_the_median_over_runs() {
+        let kept = [
+            run(1000, 10, Some((20, 0)), &[5, 9]),
+            run(1000, 30, Some((40, 1)), &[7, 3]),
+            run(1000, 50, Some((60, 2)), &[100, 8]),
+        ];
+        let (p, why) = per_op(&kept);
+        let p = p.unwrap();
+        assert_eq!(why, None);
+        assert_eq!((p.cpu_ns, p.csw_voluntary), (300.0, 0.03));
+        assert_eq!((p.futex, p.sched_yield), (Some(0.04), Some(0.001)));
+        let w = worst_wait(&kept).unwrap();
+        assert_eq!((w.ns, w.max_ns, w.thread), (9, 100, 0));
+    }
+
+    #[test]
+    fn one_run_without_counters_makes_the_counts_unknown_not_zero() {
+        let kept = [
+            run(1000, 10, Some((20, 0)), &[1]),
+            run(1000, 10, None, &[1]),
+        ];
+        let (p, why) = per_op(&kept);
+        let p = p.unwrap();
+        assert_eq!((p.futex, p.sched_yield), (None, None));
+        assert_eq!(why.as_deref(), Some("refused"));
+        let mut r = rec("mutex", "std", 2, &[1.0]);
+        r.per_op = Some(p);
+        r.syscalls_unavailable = why;
+        assert!(cell(&r).ends_with(" / - / -"), "{}", cell(&r));
+        let rep = report(vec![r]);
+        has(
+            &unavailable_note(&rep),
+            "futex/yield counts unavailable: refused",
+        );
+        let text = crate::table::render_with(&rep, &[], &[], false);
+        assert_eq!(
+            text.matches("futex/yield counts unavailable").count(),
+            1,
+            "{text}"
+        );
+        has(&explain(&rep), "| std  | 2 |");
+    }
+
+    #[test]
+    fn records_without_accounting_show_no_accounting_tables() {
+        let rep = report(vec![rec("mutex", "std", 2, &[1.0])]);
+        let text = crate::table::render_with(&rep, &[], &[], false);
+        assert!(!text.contains("futex calls"), "{text}");
+        assert_eq!(unavailable_note(&rep), "");
+    }
+}
