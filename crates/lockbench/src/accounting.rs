@@ -85,7 +85,7 @@ pub fn klock_events(kept: &[RunOutput], events: &[klock::stat::Snapshot]) -> BTr
 pub fn fmt_per_op(v: Option<f64>) -> String {
     match v {
         None => "-".into(),
-        Some(x) if x == 0.0 => "0".into(),
+        Some(0.0) => "0".into(),
         Some(x) if x.abs() >= 100.0 => format!("{}", x.trunc() as i64),
         Some(x) if x.abs() >= 1.0 => format!("{x:.2}"),
         Some(x) => {
