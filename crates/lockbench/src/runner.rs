@@ -36,6 +36,15 @@ pub struct RunSpec {
     pub drain_timeout: Duration,
     /// Time one acquisition in `2^sample_shift`.
     pub sample_shift: u32,
+    /// Read the tick clock after every op for each thread's worst gap (costs one
+    /// RDTSC per op; off with `LOCKBENCH_NO_WORST_WAIT=1`, see [`worst_wait_on`]).
+    pub worst_wait: bool,
+}
+
+/// Whether runs time every op for the worst wait: yes unless
+/// `LOCKBENCH_NO_WORST_WAIT` is set (to anything but `0` or empty).
+pub fn worst_wait_on() -> bool {
+    !std::env::var_os("LOCKBENCH_NO_WORST_WAIT").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 impl RunSpec {
@@ -56,6 +65,7 @@ impl RunSpec {
             duration: Duration::from_millis(ms),
             drain_timeout: Duration::from_secs(5),
             sample_shift: 6,
+            worst_wait: true,
         }
     }
 }
@@ -91,7 +101,8 @@ pub struct RunOutput {
     pub syscalls_unavailable: Option<String>,
     /// Per thread, in thread order: its worst gap, the longest time between the end
     /// of one of its ops (lock released) and the end of its next, or from the window
-    /// start to its first, over every op (ns; 0 for a worker that did not finish).
+    /// start to its first, over every op (ns; 0 for a worker that did not finish;
+    /// empty when `spec.worst_wait` is off).
     pub worst_gap_ns: Vec<u64>,
     /// Lost/extra updates plus torn reads.
     pub violations: u64,
@@ -119,7 +130,7 @@ struct WorkerResult {
     lat: Vec<u64>,
     usage: Usage,
     sys: Result<SysCounts, String>,
-    worst_gap_ns: u64,
+    worst_gap_ns: Option<u64>,
 }
 
 struct Control {
@@ -190,7 +201,7 @@ fn start_gate(ctl: &Control) {
     }
 }
 
-fn worker<L: BenchLock>(
+fn worker<L: BenchLock, const GAPS: bool>(
     idx: usize,
     reader: bool,
     spec: RunSpec,
@@ -222,9 +233,11 @@ fn worker<L: BenchLock>(
         let sample = n & mask == 0;
         let t0 = sample.then(Instant::now);
         let (r, t1, bad) = one_op(&shared, &ctx, reader, acc, sample, &spec);
-        let now = ticks();
-        worst = worst.max(now.wrapping_sub(last));
-        last = now;
+        if GAPS {
+            let now = ticks();
+            worst = worst.max(now.wrapping_sub(last));
+            last = now;
+        }
         (acc, torn) = (r, torn + bad as u64);
         if let (Some(t0), Some(t1)) = (t0, t1) {
             lat.push(t1.saturating_duration_since(t0).as_nanos() as u64);
@@ -237,7 +250,7 @@ fn worker<L: BenchLock>(
     std::hint::black_box(acc);
     let usage = thread_usage().since(&u0);
     let sys = counters.and_then(|c| c.read());
-    let worst_gap_ns = (worst as f64 * scale.ns_per_tick()) as u64;
+    let worst_gap_ns = GAPS.then(|| (worst as f64 * scale.ns_per_tick()) as u64);
     let r = WorkerResult {
         ops_final: n,
         torn,
@@ -293,7 +306,10 @@ pub fn run<L: BenchLock>(spec: &RunSpec) -> RunOutput {
             let (sh, c, sp) = (shared.clone(), ctl.clone(), spec.clone());
             std::thread::Builder::new()
                 .name(format!("lb-worker-{i}"))
-                .spawn(move || worker::<L>(i, i < readers, sp, sh, c))
+                .spawn(move || match sp.worst_wait {
+                    true => worker::<L, true>(i, i < readers, sp, sh, c),
+                    false => worker::<L, false>(i, i < readers, sp, sh, c),
+                })
                 .expect("spawning a worker thread")
         })
         .collect();
@@ -373,8 +389,9 @@ fn collect(results: &[Option<WorkerResult>], ops: Vec<u64>, readers: usize) -> R
             &mut out.writers
         };
         class.ops.push(ops[i]);
-        out.worst_gap_ns
-            .push(r.as_ref().map_or(0, |r| r.worst_gap_ns));
+        if let Some(g) = r.as_ref().map_or(Some(0), |r| r.worst_gap_ns) {
+            out.worst_gap_ns.push(g);
+        }
         if let Some(r) = r {
             class.latencies.extend_from_slice(&r.lat);
             out.usage.cpu_ns += r.usage.cpu_ns;
@@ -385,6 +402,10 @@ fn collect(results: &[Option<WorkerResult>], ops: Vec<u64>, readers: usize) -> R
         }
     }
     (out.syscalls, out.syscalls_unavailable) = sum_syscalls(results);
+    // A finished thread's gap is at least one tick: all zeros = not measured.
+    if out.worst_gap_ns.iter().all(|&g| g == 0) {
+        out.worst_gap_ns.clear();
+    }
     out.readers.latencies.sort_unstable();
     out.writers.latencies.sort_unstable();
     out.violations = out.torn_reads;

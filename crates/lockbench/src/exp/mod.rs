@@ -127,6 +127,7 @@ impl Config {
             duration: self.duration,
             drain_timeout: Duration::from_secs(3),
             sample_shift: 6,
+            worst_wait: crate::runner::worst_wait_on(),
         }
     }
     fn label(&self) -> String {
