@@ -204,16 +204,21 @@ fn explain_table(se: &crate::table::Series) -> Table {
     t
 }
 
-/// The slow-path events of a klock record, largest first (at most 6).
+/// The slow-path events of a klock record, largest first (at most 6; `-` if none).
 fn events_cell(ev: &BTreeMap<String, f64>) -> String {
     if ev.is_empty() {
         return "-".into();
     }
-    let mut v: Vec<(&String, &f64)> = ev.iter().filter(|(k, _)| !k.ends_with("_ns")).collect();
+    // Slow-path events only: not the fast paths, not the nanosecond sums.
+    let slow = |k: &str| !k.ends_with("_ns") && !k.contains("fast");
+    let mut v: Vec<(&String, &f64)> = ev.iter().filter(|(k, _)| slow(k)).collect();
     v.sort_by(|a, b| b.1.total_cmp(a.1));
     let parts: Vec<String> = (v.iter().take(6))
         .map(|(k, x)| format!("{k} {}", fmt_per_op(Some(**x))))
         .collect();
+    if parts.is_empty() {
+        return "-".into();
+    }
     parts.join(", ")
 }
 
