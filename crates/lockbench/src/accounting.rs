@@ -189,7 +189,10 @@ fn explain_table(se: &crate::table::Series) -> Table {
         let f = |v: Option<f64>| fmt_per_op(v.filter(|_| ok));
         t.rows.push(vec![
             r.lock.clone(),
-            r.threads.to_string(),
+            match (&r.readers, &r.writers) {
+                (Some(rd), Some(wr)) => format!("{}+{}", rd.threads, wr.threads),
+                _ => r.threads.to_string(),
+            },
             crate::table::fmt_mops(r.throughput_mops),
             f(Some(p.cpu_ns)),
             f(Some(p.csw_voluntary)),
