@@ -15,6 +15,7 @@
 //!   preload, report) and their shared path; [`compare`] two reports side by side;
 //!   [`cli`] the command line.
 
+pub mod accounting;
 pub mod adapter;
 pub mod chart;
 pub mod cli;
@@ -30,6 +31,7 @@ pub mod record;
 pub mod runner;
 pub mod stats;
 pub mod sys;
+pub mod syscount;
 pub mod table;
 pub mod verdict;
 pub mod work;

@@ -25,6 +25,34 @@ pub struct Latency {
     pub samples: u64,
 }
 
+/// What one operation cost besides its time, summed over the workers of a run and
+/// divided by its ops (including the drain), median over runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PerOp {
+    /// Worker CPU time (user + system), ns.
+    pub cpu_ns: f64,
+    /// Voluntary context switches (the thread blocked: futex wait, sleep).
+    pub csw_voluntary: f64,
+    /// Involuntary context switches (the thread was preempted).
+    pub csw_involuntary: f64,
+    /// futex calls (futex(2) and futex2); `null` when the counters were unavailable.
+    pub futex: Option<f64>,
+    /// sched_yield calls; `null` when the counters were unavailable.
+    pub sched_yield: Option<f64>,
+}
+
+/// Each thread's worst gap over every op (see docs/lockbench.md, "worst wait"), the
+/// worst thread's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorstWait {
+    /// Median over runs of the run's worst thread's worst gap, ns.
+    pub ns: u64,
+    /// The largest worst gap of any thread in any run, ns.
+    pub max_ns: u64,
+    /// Index of the thread that had `max_ns` (thread order, readers first).
+    pub thread: usize,
+}
+
 /// Per-class metrics of a reader/writer run.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClassMetrics {
@@ -102,6 +130,21 @@ pub struct Record {
     pub csw_voluntary: u64,
     /// Involuntary context switches of the workers per run (median).
     pub csw_involuntary: u64,
+    /// Per-operation accounting; `null` in reports written before it was recorded.
+    #[serde(default)]
+    pub per_op: Option<PerOp>,
+    /// Why `per_op.futex` and `per_op.sched_yield` are `null` (the syscall counters
+    /// could not be opened); `null` when they were counted.
+    #[serde(default)]
+    pub syscalls_unavailable: Option<String>,
+    /// Each thread's worst gap over every op, beside the sampled percentiles; `null`
+    /// in reports written before it was recorded.
+    #[serde(default)]
+    pub worst_wait: Option<WorstWait>,
+    /// klock's own event counters per op (`--features stats` builds only; events
+    /// that occurred, median over runs; process-wide during the run).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub klock_events_per_op: std::collections::BTreeMap<String, f64>,
     /// Steal time during kept runs, ms (sum).
     pub steal_ms: u64,
     /// Mutual-exclusion violations summed over every executed run (also discarded
@@ -165,7 +208,8 @@ pub fn to_csv(records: &[Record]) -> String {
          throughput_mops,spread,ops_min,ops_avg,ops_max,fairness_max_min,ceiling_fraction,\
          lat_p50_ns,lat_p99_ns,lat_p999_ns,lat_max_ns,cpu_ns_per_op,csw_voluntary,csw_involuntary,\
          steal_ms,violations,collapsed,runs,discarded_runs,gate_flagged_runs,uncontended_ns_per_op,\
-         reader_mops,writer_mops\n",
+         reader_mops,writer_mops,csw_voluntary_per_op,csw_involuntary_per_op,\
+         futex_per_op,sched_yield_per_op,worst_wait_ns,worst_wait_max_ns,worst_wait_thread\n",
     );
     for r in records {
         let p = &r.params;
@@ -213,8 +257,29 @@ pub fn to_csv(records: &[Record]) -> String {
             mops(&r.readers),
             mops(&r.writers),
         ));
+        s.pop();
+        s.push_str(&accounting_csv(r));
+        s.push('\n');
     }
     s
+}
+
+/// The accounting columns of a CSV line (leading comma; empty cells where unknown).
+fn accounting_csv(r: &Record) -> String {
+    let f = |v: Option<f64>| v.map(|x| format!("{x:.6}")).unwrap_or_default();
+    let p = r.per_op;
+    let w = r.worst_wait;
+    let u = |v: Option<u64>| v.map(|x| x.to_string()).unwrap_or_default();
+    format!(
+        ",{},{},{},{},{},{},{}",
+        f(p.map(|p| p.csw_voluntary)),
+        f(p.map(|p| p.csw_involuntary)),
+        f(p.and_then(|p| p.futex)),
+        f(p.and_then(|p| p.sched_yield)),
+        u(w.map(|w| w.ns)),
+        u(w.map(|w| w.max_ns)),
+        u(w.map(|w| w.thread as u64)),
+    )
 }
 
 /// Records and checks the unit tests share.

@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::adapter::BenchLock;
-use crate::sys::{Usage, thread_usage};
+use crate::sys::{TickScale, Usage, thread_usage, ticks};
+use crate::syscount::{Counters, SysCounts};
 use crate::work::spin_work_from;
 
 /// Parameters of one run.
@@ -35,6 +36,15 @@ pub struct RunSpec {
     pub drain_timeout: Duration,
     /// Time one acquisition in `2^sample_shift`.
     pub sample_shift: u32,
+    /// Read the tick clock after every op for each thread's worst gap (costs one
+    /// RDTSC per op; off with `LOCKBENCH_NO_WORST_WAIT=1`, see [`worst_wait_on`]).
+    pub worst_wait: bool,
+}
+
+/// Whether runs time every op for the worst wait: yes unless
+/// `LOCKBENCH_NO_WORST_WAIT` is set (to anything but `0` or empty).
+pub fn worst_wait_on() -> bool {
+    !std::env::var_os("LOCKBENCH_NO_WORST_WAIT").is_some_and(|v| !v.is_empty() && v != "0")
 }
 
 impl RunSpec {
@@ -55,6 +65,7 @@ impl RunSpec {
             duration: Duration::from_millis(ms),
             drain_timeout: Duration::from_secs(5),
             sample_shift: 6,
+            worst_wait: true,
         }
     }
 }
@@ -83,6 +94,16 @@ pub struct RunOutput {
     pub usage: Usage,
     /// Ops completed including the drain (denominator for CPU per op).
     pub total_ops_final: u64,
+    /// futex and `sched_yield` calls of the workers over the same span as `usage`,
+    /// summed; `None` when the counters were unavailable (`syscalls_unavailable`).
+    pub syscalls: Option<SysCounts>,
+    /// Why the syscall counters were unavailable (`None` when they were counted).
+    pub syscalls_unavailable: Option<String>,
+    /// Per thread, in thread order: its worst gap, the longest time between the end
+    /// of one of its ops (lock released) and the end of its next, or from the window
+    /// start to its first, over every op (ns; 0 for a worker that did not finish;
+    /// empty when `spec.worst_wait` is off).
+    pub worst_gap_ns: Vec<u64>,
     /// Lost/extra updates plus torn reads.
     pub violations: u64,
     /// Torn reads seen by readers.
@@ -108,6 +129,8 @@ struct WorkerResult {
     torn: u64,
     lat: Vec<u64>,
     usage: Usage,
+    sys: Result<SysCounts, String>,
+    worst_gap_ns: Option<u64>,
 }
 
 struct Control {
@@ -133,7 +156,52 @@ fn cs_payload(seed: u64, iters: u64, pauses: u64, sleep: Option<Duration>) -> u6
     r
 }
 
-fn worker<L: BenchLock>(
+/// One op's lock + critical section: returns the chained work value, the time the
+/// critical section began (sampled ops only) and whether a reader saw a torn pair.
+#[inline(always)]
+fn one_op<L: BenchLock>(
+    shared: &Shared<L>,
+    ctx: &L::Ctx,
+    reader: bool,
+    acc: u64,
+    sample: bool,
+    spec: &RunSpec,
+) -> (u64, Option<Instant>, bool) {
+    if reader {
+        shared.lock.with_read(ctx, || {
+            let t1 = sample.then(Instant::now);
+            // Relaxed: ordering comes from the lock under test.
+            let a = shared.a.load(Ordering::Relaxed);
+            let r = cs_payload(acc ^ a, spec.cs_iters, spec.cs_pauses, spec.cs_sleep);
+            let b = shared.b.load(Ordering::Relaxed);
+            (r, t1, a != b)
+        })
+    } else {
+        shared.lock.with_lock(ctx, || {
+            let t1 = sample.then(Instant::now);
+            // Relaxed: ordering comes from the lock under test; a broken lock shows
+            // up as lost updates, not as UB.
+            let a = shared.a.load(Ordering::Relaxed);
+            let b = shared.b.load(Ordering::Relaxed);
+            shared.a.store(a.wrapping_add(1), Ordering::Relaxed);
+            let r = cs_payload(acc ^ a, spec.cs_iters, spec.cs_pauses, spec.cs_sleep);
+            shared.b.store(b.wrapping_add(1), Ordering::Relaxed);
+            (r, t1, false)
+        })
+    }
+}
+
+/// Waits at the start gate (after counting itself ready).
+fn start_gate(ctl: &Control) {
+    // Relaxed: only a count; the gate itself is `go`.
+    ctl.ready.fetch_add(1, Ordering::Relaxed);
+    // Acquire: pairs with the main thread's Release store of `go` (window start).
+    while !ctl.go.load(Ordering::Acquire) {
+        std::thread::yield_now();
+    }
+}
+
+fn worker<L: BenchLock, const GAPS: bool>(
     idx: usize,
     reader: bool,
     spec: RunSpec,
@@ -144,52 +212,33 @@ fn worker<L: BenchLock>(
     if spec.cs_sleep.is_some() {
         exact_sleeps();
     }
+    let counters = Counters::open();
     let mask = (1u64 << spec.sample_shift.min(30)) - 1;
     let cap = (spec.duration.as_secs_f64() * 2e6) as usize >> spec.sample_shift.min(30);
     let mut lat: Vec<u64> = Vec::with_capacity(cap.min(1 << 20));
-    // Relaxed: only a count; the gate itself is `go`.
-    ctl.ready.fetch_add(1, Ordering::Relaxed);
-    // Acquire: pairs with the main thread's Release store of `go` (window start).
-    while !ctl.go.load(Ordering::Acquire) {
-        std::thread::yield_now();
-    }
+    start_gate(&ctl);
     let u0 = thread_usage();
+    if let Ok(c) = &counters {
+        c.enable();
+    }
+    let scale = TickScale::start();
     let slot = &ctl.slots[idx].0;
     let (mut n, mut torn) = (0u64, 0u64);
     // The work chain's running value: NCS -> CS -> NCS ... are one dependency chain.
     let mut acc: u64 = idx as u64;
+    let (mut last, mut worst) = (ticks(), 0u64);
     // Relaxed: the stop flag only ends the loop; results are published via `done`.
     while !ctl.stop.load(Ordering::Relaxed) {
         acc = spin_work_from(acc, spec.ncs_iters);
         let sample = n & mask == 0;
         let t0 = sample.then(Instant::now);
-        let t1 = if reader {
-            let (t1, bad, r) = shared.lock.with_read(&ctx, || {
-                let t1 = sample.then(Instant::now);
-                // Relaxed: ordering comes from the lock under test.
-                let a = shared.a.load(Ordering::Relaxed);
-                let r = cs_payload(acc ^ a, spec.cs_iters, spec.cs_pauses, spec.cs_sleep);
-                let b = shared.b.load(Ordering::Relaxed);
-                (t1, a != b, r)
-            });
-            torn += bad as u64;
-            acc = r;
-            t1
-        } else {
-            let (t1, r) = shared.lock.with_lock(&ctx, || {
-                let t1 = sample.then(Instant::now);
-                // Relaxed: ordering comes from the lock under test; a broken lock shows
-                // up as lost updates, not as UB.
-                let a = shared.a.load(Ordering::Relaxed);
-                let b = shared.b.load(Ordering::Relaxed);
-                shared.a.store(a.wrapping_add(1), Ordering::Relaxed);
-                let r = cs_payload(acc ^ a, spec.cs_iters, spec.cs_pauses, spec.cs_sleep);
-                shared.b.store(b.wrapping_add(1), Ordering::Relaxed);
-                (t1, r)
-            });
-            acc = r;
-            t1
-        };
+        let (r, t1, bad) = one_op(&shared, &ctx, reader, acc, sample, &spec);
+        if GAPS {
+            let now = ticks();
+            worst = worst.max(now.wrapping_sub(last));
+            last = now;
+        }
+        (acc, torn) = (r, torn + bad as u64);
         if let (Some(t0), Some(t1)) = (t0, t1) {
             lat.push(t1.saturating_duration_since(t0).as_nanos() as u64);
         }
@@ -200,16 +249,17 @@ fn worker<L: BenchLock>(
     }
     std::hint::black_box(acc);
     let usage = thread_usage().since(&u0);
-    publish(
-        &ctl,
-        idx,
-        WorkerResult {
-            ops_final: n,
-            torn,
-            lat,
-            usage,
-        },
-    );
+    let sys = counters.and_then(|c| c.read());
+    let worst_gap_ns = GAPS.then(|| (worst as f64 * scale.ns_per_tick()) as u64);
+    let r = WorkerResult {
+        ops_final: n,
+        torn,
+        lat,
+        usage,
+        sys,
+        worst_gap_ns,
+    };
+    publish(&ctl, idx, r);
 }
 
 /// A sleeping critical section should sleep about as long as asked: drops this
@@ -256,7 +306,10 @@ pub fn run<L: BenchLock>(spec: &RunSpec) -> RunOutput {
             let (sh, c, sp) = (shared.clone(), ctl.clone(), spec.clone());
             std::thread::Builder::new()
                 .name(format!("lb-worker-{i}"))
-                .spawn(move || worker::<L>(i, i < readers, sp, sh, c))
+                .spawn(move || match sp.worst_wait {
+                    true => worker::<L, true>(i, i < readers, sp, sh, c),
+                    false => worker::<L, false>(i, i < readers, sp, sh, c),
+                })
                 .expect("spawning a worker thread")
         })
         .collect();
@@ -336,6 +389,9 @@ fn collect(results: &[Option<WorkerResult>], ops: Vec<u64>, readers: usize) -> R
             &mut out.writers
         };
         class.ops.push(ops[i]);
+        if let Some(g) = r.as_ref().map_or(Some(0), |r| r.worst_gap_ns) {
+            out.worst_gap_ns.push(g);
+        }
         if let Some(r) = r {
             class.latencies.extend_from_slice(&r.lat);
             out.usage.cpu_ns += r.usage.cpu_ns;
@@ -345,10 +401,27 @@ fn collect(results: &[Option<WorkerResult>], ops: Vec<u64>, readers: usize) -> R
             out.torn_reads += r.torn;
         }
     }
+    (out.syscalls, out.syscalls_unavailable) = sum_syscalls(results);
+    // A finished thread's gap is at least one tick: all zeros = not measured.
+    if out.worst_gap_ns.iter().all(|&g| g == 0) {
+        out.worst_gap_ns.clear();
+    }
     out.readers.latencies.sort_unstable();
     out.writers.latencies.sort_unstable();
     out.violations = out.torn_reads;
     out
+}
+
+/// The workers' syscall counts summed, or the first reason one could not count.
+fn sum_syscalls(results: &[Option<WorkerResult>]) -> (Option<SysCounts>, Option<String>) {
+    let mut sum = SysCounts::default();
+    for r in results.iter().flatten() {
+        match &r.sys {
+            Ok(c) => sum.add(c),
+            Err(why) => return (None, Some(why.clone())),
+        }
+    }
+    (Some(sum), None)
 }
 
 /// Uncontended cost: one thread, `ops` lock+counter+++unlock iterations (after a 10%

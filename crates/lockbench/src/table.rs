@@ -206,7 +206,8 @@ pub fn group_thousands(x: f64) -> String {
     out
 }
 
-fn fmt_ns(ns: u64) -> String {
+/// Formats nanoseconds (`ns`, `us` from 10 µs, `ms` from 10 ms).
+pub fn fmt_ns(ns: u64) -> String {
     if ns >= 10_000_000 {
         format!("{:.0} ms", ns as f64 / 1e6)
     } else if ns >= 10_000 {
@@ -330,6 +331,12 @@ pub fn tables(report: &Report) -> Vec<Table> {
         } else {
             out.extend(mutex_tables(&s));
         }
+        if s.recs.iter().any(|r| r.per_op.is_some()) {
+            let title = format!("{}: {}", s.title, crate::accounting::CELL_HEAD);
+            out.push(grid(title, &s, crate::accounting::cell));
+            let title = format!("{}: {}", s.title, WORST_HEAD);
+            out.push(grid(title, &s, crate::accounting::worst_cell));
+        }
         let notes = notes(&s);
         if !notes.rows.is_empty() {
             out.push(notes);
@@ -337,6 +344,9 @@ pub fn tables(report: &Report) -> Vec<Table> {
     }
     out
 }
+
+const WORST_HEAD: &str = "worst wait, every op: the worst thread's longest gap between two of its ops \
+     (median over runs; max over runs, that thread), beside the sampled p99.9 above";
 
 fn fmt_mam(m: &crate::stats::MinAvgMax) -> String {
     let g = group_thousands;
@@ -634,6 +644,7 @@ pub fn render_with(
     let mut samples = crate::verdict::samples(report);
     samples.extend_from_slice(extra);
     s.push_str(&verdict_text(&samples, color));
+    s.push_str(&crate::accounting::unavailable_note(report));
     for t in tables(report) {
         s.push_str(&t.to_text());
     }

@@ -129,3 +129,55 @@ fn csv_has_one_line_per_record_and_inf_for_infinite_fairness() {
     assert_eq!(col("violations"), "2");
     assert_eq!(col("readers"), "8");
 }
+
+#[test]
+fn reports_saved_before_the_accounting_still_parse() {
+    let mut v: serde_json::Value = serde_json::from_str(&sample().to_json()).unwrap();
+    for rec in v["results"].as_array_mut().unwrap() {
+        let o = rec.as_object_mut().unwrap();
+        for k in [
+            "per_op",
+            "syscalls_unavailable",
+            "worst_wait",
+            "klock_events_per_op",
+        ] {
+            o.remove(k);
+        }
+    }
+    let back = Report::from_json(&v.to_string()).expect("an old report parses");
+    assert_eq!(back.results[0].per_op, None);
+    assert_eq!(back.results[0].worst_wait, None);
+    assert!(back.results[0].klock_events_per_op.is_empty());
+}
+
+#[test]
+fn accounting_round_trips_and_has_csv_columns() {
+    let mut r = sample();
+    r.results[0].per_op = Some(lockbench::record::PerOp {
+        cpu_ns: 350.0,
+        csw_voluntary: 0.01,
+        csw_involuntary: 0.002,
+        futex: None,
+        sched_yield: None,
+    });
+    r.results[0].syscalls_unavailable = Some("refused".into());
+    r.results[0].worst_wait = Some(lockbench::record::WorstWait {
+        ns: 5000,
+        max_ns: 9000,
+        thread: 1,
+    });
+    let back = Report::from_json(&r.to_json()).unwrap();
+    assert_eq!(back, r);
+    let v: serde_json::Value = serde_json::from_str(&r.to_json()).unwrap();
+    assert!(v["results"][0]["per_op"]["futex"].is_null());
+    let csv = to_csv(&r.results);
+    let lines: Vec<&str> = csv.lines().collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let row: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(header.len(), row.len());
+    let col = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+    assert_eq!(col("futex_per_op"), "");
+    assert_eq!(col("csw_voluntary_per_op"), "0.010000");
+    assert_eq!(col("worst_wait_max_ns"), "9000");
+    assert_eq!(col("worst_wait_thread"), "1");
+}

@@ -130,6 +130,7 @@ impl Config {
             duration: self.duration,
             drain_timeout: Duration::from_secs(3),
             sample_shift: 6,
+            worst_wait: crate::runner::worst_wait_on(),
         }
     }
     fn label(&self) -> String {
@@ -240,6 +241,11 @@ pub struct CommonArgs {
     /// Write the results as CSV to FILE.
     #[arg(long, value_name = "FILE")]
     pub csv: Option<PathBuf>,
+    /// After the tables, print what one operation cost per lock: CPU, context
+    /// switches, futex and sched_yield calls per op, the worst wait beside the
+    /// sampled p99.9, and klock's event counters (with --features stats).
+    #[arg(long)]
+    pub explain: bool,
 }
 
 /// A parsed `--threads` list.
@@ -663,9 +669,9 @@ pub fn run_configs_with_events(
     let mut recs: Vec<Record> = configs
         .iter()
         .zip(col)
-        .map(|(c, mut k)| {
+        .map(|(c, k)| {
             machine.steal_ms_during += k.steal_ns / 1_000_000;
-            events.push(std::mem::take(&mut k.events));
+            events.push(k.events.clone());
             aggregate(c, k)
         })
         .collect();
@@ -752,6 +758,7 @@ fn aggregate(c: &Config, k: Collected) -> Record {
         v
     });
     let cal = crate::work::calibration();
+    let (per_op, syscalls_unavailable) = crate::accounting::per_op(kept);
     Record {
         experiment: c.experiment.clone(),
         lock: c.entry.name.into(),
@@ -784,6 +791,10 @@ fn aggregate(c: &Config, k: Collected) -> Record {
         })),
         csw_voluntary: median(&each(kept, |o| o.usage.nvcsw as f64)) as u64,
         csw_involuntary: median(&each(kept, |o| o.usage.nivcsw as f64)) as u64,
+        per_op,
+        syscalls_unavailable,
+        worst_wait: crate::accounting::worst_wait(kept),
+        klock_events_per_op: crate::accounting::klock_events(kept, &k.events),
         steal_ms: k.steal_ns / 1_000_000,
         violations: k.violations,
         collapsed: kept.iter().any(|o| o.collapsed),
@@ -836,7 +847,11 @@ pub fn run_and_finish(cfgs: &[Config], c: &CommonArgs) -> Result<i32, CliError> 
         command: command_line(),
         results,
     };
-    finish(&report, c.run.json.as_ref(), c.csv.as_ref())
+    let status = finish(&report, c.run.json.as_ref(), c.csv.as_ref())?;
+    if c.explain {
+        out(&crate::accounting::explain(&report));
+    }
+    Ok(status)
 }
 
 /// Common ending of an experiment: print tables (unless `quiet` and no terminal is
