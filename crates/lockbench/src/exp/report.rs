@@ -591,7 +591,8 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
         }
     };
 
-    let mut machine = Machine::probe();
+    say("the machine's costs");
+    let mut machine = Machine::probe_with_costs();
     say("uncontended lock+unlock");
     let mut results = uncontended(&reg, &p, unc_units, !args.quiet);
     for (title, cfgs, runs) in &plans {
