@@ -545,3 +545,101 @@ fn take_turns(turn: &AtomicU64, me: u64, end: Instant) -> u64 {
     }
     taken
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate_between_ranks() {
+        let s = [10.0, 20.0, 30.0, 40.0, 50.0];
+        assert_eq!(quantile(&s, 0.0), 10.0);
+        assert_eq!(quantile(&s, 0.5), 30.0);
+        assert_eq!(quantile(&s, 1.0), 50.0);
+        assert_eq!(quantile(&s, 0.1), 14.0);
+        assert_eq!(quantile(&s, 2.0), 50.0, "clamped");
+        assert_eq!(quantile(&[1.0, 2.0], 0.5), 1.5);
+    }
+
+    #[test]
+    fn dist_sorts_and_drops_non_finite_values() {
+        let d = Dist::of(&[f64::NAN, 9.0, 1.0, f64::INFINITY, 5.0]).unwrap();
+        assert_eq!((d.median, d.min, d.max, d.samples), (5.0, 1.0, 9.0, 3));
+        assert_eq!((d.p25, d.p75), (3.0, 7.0));
+        assert!(Dist::of(&[f64::NAN]).is_none());
+    }
+
+    #[test]
+    fn short_picks_a_unit_and_significant_digits() {
+        let d = |v: &[f64]| Dist::of(v).unwrap().short();
+        assert_eq!(d(&[2.5, 2.51, 2.7]), "2.51 ns (2.50-2.60)");
+        assert_eq!(d(&[30_000.0, 31_700.0, 40_000.0]), "31.7 µs (30.9-35.9)");
+        assert_eq!(d(&[2e6, 4e6]), "3.00 ms (2.50-3.50)");
+        assert_eq!(d(&[9999.0]), "9999 ns (9999-9999)");
+    }
+
+    #[test]
+    fn header_names_every_cost_and_what_is_missing() {
+        let one = Dist::of(&[100.0]);
+        let c = Costs {
+            cpus: vec![2, 5],
+            pinned: false,
+            transfer_ns: one,
+            futex_wake_ns: one,
+            yield_ns: one,
+            yield_switch_ns: None,
+            rmw_ns: one,
+            cas_ns: one,
+            took_ms: 1.0,
+        };
+        let h = header(Some(&c), " | ");
+        for part in [
+            "threads NOT pinned",
+            "cache-line transfer 100 ns (100-100) (CPU 2 <-> 5)",
+            "futex wake-to-running 100 ns",
+            "sched_yield 100 ns (100-100) alone, n/a per hand-over",
+            "atomic RMW 100 ns (100-100), CAS 100 ns",
+        ] {
+            assert!(h.contains(part), "{part:?} not in {h}");
+        }
+        let c = Costs {
+            cpus: vec![],
+            transfer_ns: None,
+            ..c
+        };
+        assert!(header(Some(&c), " | ").contains("cache-line transfer n/a |"));
+    }
+
+    /// Finite positive numbers, within a generous watchdog (no timing bound).
+    #[test]
+    fn measure_returns_finite_positive_costs() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || tx.send(measure()).unwrap());
+        let c = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("the cost measurement finished within the 120 s watchdog");
+        let ok = |d: &Option<Dist>| {
+            let d = d.expect("measured");
+            assert!(d.samples > 0);
+            [d.median, d.p25, d.p75, d.min, d.max]
+                .iter()
+                .all(|x| x.is_finite() && *x > 0.0)
+        };
+        assert!(!c.cpus.is_empty());
+        if c.cpus.len() >= 2 {
+            assert!(ok(&c.transfer_ns), "{c:?}");
+        } else {
+            assert!(c.transfer_ns.is_none());
+        }
+        for d in [
+            &c.futex_wake_ns,
+            &c.yield_ns,
+            &c.yield_switch_ns,
+            &c.rmw_ns,
+            &c.cas_ns,
+        ] {
+            assert!(ok(d), "{c:?}");
+        }
+        assert!(c.took_ms > 0.0);
+    }
+}
