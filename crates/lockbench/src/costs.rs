@@ -2,8 +2,9 @@
 //! tenth of a second at the start of a report and shown in its header.
 //!
 //! * **cache-line transfer**: two threads pinned to two different CPUs of the
-//!   affinity mask bounce one cache-line-aligned `AtomicU64` (each waits for the
-//!   other's store, then stores): round trip / 2, per time-boxed batch;
+//!   affinity mask bounce one cache-line-aligned `AtomicU64` (the pinger
+//!   stores and waits; the answerer waits and answers with a compare-exchange):
+//!   round trip / 2, per batch of 100 round trips;
 //! * **futex wake-to-running**: a thread sleeps in `FUTEX_WAIT`; another, on a
 //!   second CPU where there is one, stamps the time, stores the word and calls
 //!   `FUTEX_WAKE`; the sleeper's clock on return minus the stamp, per wake;
@@ -342,17 +343,25 @@ fn transfer_batches(pin_a: impl Fn() + Sync, pin_b: impl Fn() + Sync) -> Vec<f64
     })
 }
 
-/// The answering side: turns every odd value into the next even one until STOP.
+/// The answering side: turns every odd value into the next even one until
+/// STOP (a compare-exchange, so a STOP stored meanwhile is never overwritten),
+/// or until well after the part's deadline.
 fn answer(w: &AtomicU64) {
+    let end = Instant::now() + 2 * PART_DEADLINE;
+    let mut n = 0u32;
     loop {
         let v = w.load(Ordering::Acquire);
         if v == STOP {
             return;
         }
         if v % 2 == 1 {
-            w.store(v + 1, Ordering::Release);
+            let _ = w.compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Acquire);
         } else {
             spin_loop();
+            n = n.wrapping_add(1);
+            if n.is_multiple_of(4096) && Instant::now() >= end {
+                return;
+            }
         }
     }
 }
@@ -537,8 +546,13 @@ fn take_turns(turn: &AtomicU64, me: u64, end: Instant) -> u64 {
             break;
         }
         if v % 2 == me {
-            turn.store(v + 1, Ordering::Release);
-            taken += 1;
+            // A compare-exchange: never overwrites a STOP stored meanwhile.
+            if turn
+                .compare_exchange(v, v + 1, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+            {
+                taken += 1;
+            }
         } else {
             yield_once();
         }
