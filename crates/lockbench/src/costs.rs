@@ -74,11 +74,12 @@ impl Dist {
     /// ```
     pub fn short(&self) -> String {
         let (div, unit) = unit_for(self.median);
+        let p = decimals(self.median / div);
         format!(
-            "{} {unit} ({}-{})",
-            num(self.median / div),
-            num(self.p25 / div),
-            num(self.p75 / div)
+            "{:.p$} {unit} ({:.p$}-{:.p$})",
+            self.median / div,
+            self.p25 / div,
+            self.p75 / div
         )
     }
 }
@@ -110,15 +111,20 @@ fn unit_for(ns: f64) -> (f64, &'static str) {
     }
 }
 
-/// A number with 3 significant digits below 100 and none after the point above.
-fn num(x: f64) -> String {
+/// Decimals that show `x` with 3 significant digits below 100, none above.
+fn decimals(x: f64) -> usize {
     if x >= 100.0 {
-        format!("{x:.0}")
+        0
     } else if x >= 10.0 {
-        format!("{x:.1}")
+        1
     } else {
-        format!("{x:.2}")
+        2
     }
+}
+
+/// `x` with [`decimals`]`(x)` decimals.
+fn num(x: f64) -> String {
+    format!("{x:.*}", decimals(x))
 }
 
 /// The machine's costs (see the module docs for how each is measured).
