@@ -67,6 +67,9 @@ pub enum Command {
     Report(exp::report::ReportArgs),
     /// Re-render a saved JSON report: print its tables, optionally write HTML/CSV.
     Render(RenderArgs),
+    /// The machine's costs (cache-line transfer, futex wake-to-running,
+    /// sched_yield, atomic RMW), as measured at the start of a report.
+    Costs(exp::costs::CostsArgs),
     /// Two JSON reports side by side (A = baseline, B = candidate): ratios, and a flag
     /// where the difference exceeds both runs' spread.
     Compare(crate::compare::CompareArgs),
@@ -113,6 +116,7 @@ pub fn dispatch(cmd: Command) -> Result<i32, CliError> {
         Command::Report(a) => exp::report::run(&a),
         Command::Spin(a) => exp::spin::run(&a),
         Command::Compare(a) => crate::compare::run(&a),
+        Command::Costs(a) => exp::costs::run(&a),
         Command::Render(a) => {
             let text = std::fs::read_to_string(&a.input)
                 .map_err(|e| CliError(format!("cannot read {}: {e}", a.input.display())))?;

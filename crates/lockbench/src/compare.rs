@@ -235,6 +235,10 @@ pub fn run(args: &CompareArgs) -> Result<i32, CliError> {
             m.kernel,
             m.date_utc
         ));
+        s.push_str(&format!(
+            "   {}\n",
+            crate::costs::header(m.costs.as_ref(), " | ")
+        ));
     }
     if a.machine.cpu_model != b.machine.cpu_model
         || a.machine.effective_cpus != b.machine.effective_cpus

@@ -423,6 +423,10 @@ pub fn render_with(report: &Report, sections: &[Section], extra: &[verdict::Samp
         esc(&m.lockbench_version),
         esc(&report.command)
     ));
+    s.push_str(&format!(
+        "<p class=\"meta\">{}</p>\n",
+        esc(&crate::costs::header(m.costs.as_ref(), " · "))
+    ));
     let v = report.violations();
     if v > 0 {
         s.push_str(&format!(

@@ -2,7 +2,8 @@
 //!
 //! Layers (each reusable by new experiments under [`exp`]); a module only uses modules
 //! listed before it (no import circles):
-//! * [`work`] calibrated busy work; [`sys`] rusage, /proc, machine; [`adapter`] the one
+//! * [`work`] calibrated busy work; [`costs`] the machine's costs (cache-line
+//!   transfer, futex wake, `sched_yield`, atomic RMW); [`sys`] rusage, /proc, machine; [`adapter`] the one
 //!   lock trait; [`runner`] the generic contended runner over it; [`locks`] the registry
 //!   (entries instantiate the runner per lock type);
 //! * [`gate`] idle gate; [`noise`] CPU-hog threads; [`quota`] CPU quota cgroups;
@@ -20,6 +21,7 @@ pub mod adapter;
 pub mod chart;
 pub mod cli;
 pub mod compare;
+pub mod costs;
 pub mod exp;
 pub mod gate;
 pub mod html;

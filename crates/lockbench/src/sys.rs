@@ -138,6 +138,11 @@ pub struct Machine {
     pub lockbench_version: String,
     /// UTC time the report was started (RFC 3339, from the system clock).
     pub date_utc: String,
+    /// The machine's costs measured at the start ([`crate::costs`]); `null` in
+    /// reports written before they were measured, and from experiments that do
+    /// not measure them.
+    #[serde(default)]
+    pub costs: Option<crate::costs::Costs>,
 }
 
 impl Machine {
@@ -180,6 +185,16 @@ impl Machine {
             work_ns_per_iter: crate::work::calibration().ns_per_iter,
             lockbench_version: env!("CARGO_PKG_VERSION").into(),
             date_utc: utc_now(),
+            costs: None,
+        }
+    }
+
+    /// [`Machine::probe`] plus the machine's costs ([`crate::costs::measure`],
+    /// about 0.1 s).
+    pub fn probe_with_costs() -> Machine {
+        Machine {
+            costs: Some(crate::costs::measure()),
+            ..Machine::probe()
         }
     }
 }

@@ -617,7 +617,8 @@ pub fn verdict_text(samples: &[crate::verdict::Sample], color: bool) -> String {
     s
 }
 
-/// The whole report as terminal text: machine line, the verdict, then every table.
+/// The whole report as terminal text: machine line, the machine's costs, the
+/// verdict, then every table.
 pub fn render(report: &Report) -> String {
     render_with(report, &[], &[], color_stdout())
 }
@@ -641,6 +642,8 @@ pub fn render_with(
         m.work_ns_per_iter,
         m.steal_ms_during
     );
+    s.push_str(&crate::costs::header(m.costs.as_ref(), " | "));
+    s.push('\n');
     let mut samples = crate::verdict::samples(report);
     samples.extend_from_slice(extra);
     s.push_str(&verdict_text(&samples, color));

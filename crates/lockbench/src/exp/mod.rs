@@ -5,6 +5,7 @@
 //! experiment, piece by piece: `docs/lockbench.md`, "Adding an experiment".
 
 pub mod condvar;
+pub mod costs;
 pub mod fio;
 pub mod fserver;
 pub mod handoff;
@@ -840,7 +841,7 @@ pub fn fill_ceiling(configs: &[Config], recs: &mut [Record], cpus: usize) {
 /// Runs `cfgs` with the common options (interleaved, idle-gated), then
 /// [`finish`]es: the whole body of a plain `mutex`/`rwlock` experiment.
 pub fn run_and_finish(cfgs: &[Config], c: &CommonArgs) -> Result<i32, CliError> {
-    let mut machine = Machine::probe();
+    let mut machine = Machine::probe_with_costs();
     let results = run_configs(cfgs, &c.run.options(), &mut machine);
     let report = Report {
         machine,

@@ -669,6 +669,8 @@ pub fn run(args: &ReportArgs) -> Result<i32, CliError> {
         }
     };
 
+    say("the machine's costs");
+    machine.costs = Some(crate::costs::measure());
     say("uncontended lock+unlock");
     let mut results = uncontended(&reg, &p, unc_units, !args.quiet);
     for (title, cfgs, runs) in &plans {
