@@ -524,6 +524,9 @@ pub fn fmt_ratio(c: &Cell) -> String {
 pub fn outcome_text(c: &Cell) -> String {
     match (&c.note, c.more_runs) {
         (Some(n), _) => format!("{} ({n})", c.outcome.word()),
+        (None, _) if c.peer_note.is_some() => {
+            format!("{} ({})", c.outcome.word(), c.peer_note.as_deref().unwrap())
+        }
         (None, Some(m)) if m <= verdict::MORE_RUNS_SHOWN => {
             format!("{} (~{m} more runs)", c.outcome.word())
         }

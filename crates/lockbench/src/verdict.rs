@@ -354,6 +354,11 @@ pub struct Cell {
     /// Why klock's row is worse whatever its throughput (it starved a
     /// thread, or its p99.9 is more than [`TAIL_MAX_X`] the best peer's).
     pub note: Option<String>,
+    /// Set when no peer was eligible (every one starved a thread): `peer` is
+    /// then the measured peer with the best median, and a klock that starved
+    /// nobody reads **better** whatever its throughput, since a lock that
+    /// starves a thread has not won.
+    pub peer_note: Option<String>,
 }
 
 /// Compares a klock sample with a peer's: (ratio, lo, hi, outcome), the ratio
@@ -480,18 +485,15 @@ fn tail_ok(s: &Sample, best_tail: Option<u64>) -> bool {
     }
 }
 
-/// The verdict row of one case (`here`: its samples), if `fam`'s default and an
-/// eligible peer were measured in it.
+/// The verdict row of one case (`here`: its samples), if `fam`'s default and a
+/// peer were measured in it: against the best eligible peer, or, when every
+/// peer starved a thread, against the best of them ([`no_eligible_peer`]).
 fn cell(fam: &'static Family, here: &[&Sample]) -> Option<Cell> {
     let k = here.iter().find(|s| s.lock == fam.default)?;
     let (peers, best_tail) = eligible(fam, here);
-    let p = peers.iter().copied().max_by(|a, b| {
-        if k.higher_better {
-            a.median.total_cmp(&b.median)
-        } else {
-            b.median.total_cmp(&a.median)
-        }
-    })?;
+    let Some(p) = best_of(k, &peers) else {
+        return no_eligible_peer(fam, k, here);
+    };
     let (ratio, ratio_lo, ratio_hi, mut outcome, more_runs) = compare_full(k, p);
     let note = match (k.starves, k.tail_ns, best_tail) {
         (Some(who), _, _) => Some(format!("klock starved {who}")),
@@ -515,6 +517,55 @@ fn cell(fam: &'static Family, here: &[&Sample]) -> Option<Cell> {
         outcome,
         more_runs: more_runs.filter(|_| outcome == Outcome::Inconclusive),
         note,
+        peer_note: None,
+    })
+}
+
+/// The sample of `peers` with the best median in `k`'s direction.
+fn best_of<'a>(k: &Sample, peers: &[&'a Sample]) -> Option<&'a Sample> {
+    peers.iter().copied().max_by(|a, b| {
+        if k.higher_better {
+            a.median.total_cmp(&b.median)
+        } else {
+            b.median.total_cmp(&a.median)
+        }
+    })
+}
+
+/// The row of a case where peers were measured but none is eligible (each
+/// starved a thread): klock against the best of them by median. A klock
+/// that starved nobody is **better**, whatever its throughput; one that
+/// starved a thread too is **worse**, as everywhere. (Before 2026-11-28 such
+/// a case had no row at all, so a klock that alone served every thread went
+/// unseen.)
+fn no_eligible_peer(fam: &'static Family, k: &Sample, here: &[&Sample]) -> Option<Cell> {
+    let measured: Vec<&Sample> = (here.iter().copied())
+        .filter(|s| !is_klock(&s.lock))
+        .filter(|s| fam.spinning_peers || !is_spinning_peer(&s.lock))
+        .filter(|s| match (fam.kind, kind_of(&s.lock)) {
+            (Some(want), Some(have)) => want == have,
+            _ => true,
+        })
+        .filter(|s| s.median.is_finite() && s.median > 0.0)
+        .collect();
+    let p = best_of(k, &measured)?;
+    let (ratio, ratio_lo, ratio_hi, _, _) = compare_full(k, p);
+    let (outcome, note) = match k.starves {
+        Some(who) => (Outcome::Worse, Some(format!("klock starved {who}"))),
+        None => (Outcome::Better, None),
+    };
+    Some(Cell {
+        family: fam,
+        klock: k.clone(),
+        peer: p.clone(),
+        peers: Vec::new(),
+        ratio,
+        ratio_lo,
+        ratio_hi,
+        outcome,
+        more_runs: None,
+        note,
+        peer_note: Some("no peer eligible: every peer starved a thread".to_string()),
     })
 }
 
@@ -909,6 +960,60 @@ mod tests {
             assert_eq!((c.peer.lock.as_str(), c.outcome), ("parking_lot", outcome));
             has(&outcome_text(c), why);
         }
+    }
+
+    /// The ruler (issue 31): these values decide every verdict row. Changing
+    /// one is a ruler change, made only in a commit of its own that shows the
+    /// verdict before and after on unchanged locks (docs/report.md, "The
+    /// ruler is frozen"); this test makes such a change deliberate. Variants
+    /// may be added to a family: they are never peers and never the klock
+    /// side. The quick suite's settings are pinned by
+    /// `exp::report::tests::quick_plan_covers_klocks_conditions`.
+    #[test]
+    fn the_ruler_is_frozen() {
+        assert_eq!((SAME_MARGIN, STARVED_MIN_AVG, TAIL_MAX_X), (0.05, 0.1, 2.0));
+        assert_eq!(SPINNING_PEERS, ["pthread_spin", "ttas", "ticket", "mcs"]);
+        let fams: Vec<_> = (FAMILIES.iter())
+            .map(|f| (f.name, f.default, f.kind, f.spinning_peers))
+            .collect();
+        assert_eq!(
+            fams,
+            [
+                ("SpinLock", "klock_unfair", Some(LockKind::Mutex), true),
+                ("Mutex", "klock_mutex", Some(LockKind::Mutex), false),
+                ("RwLock", "klock_rwsem", Some(LockKind::RwLock), false),
+                ("preload", "klock_preload", None, true),
+            ]
+        );
+    }
+
+    #[test]
+    fn when_every_peer_starves_the_case_still_has_a_row() {
+        let with_share = |lock: &str, runs: &[f64], share: f64| {
+            let mut r = rec("mutex", lock, 32, runs);
+            r.min_thread_share = Some(share);
+            r
+        };
+        let starving_peers = || {
+            vec![
+                with_share("std", &[6.0; 3], 0.0),
+                with_share("parking_lot", &[5.0; 3], 0.01),
+            ]
+        };
+        // klock slower but serving every thread: better, against the fastest
+        // measured peer, and the row says why.
+        let mut recs = starving_peers();
+        recs.push(with_share("klock_mutex", &[4.0; 3], 0.5));
+        let c = &cells_of(recs)[0];
+        assert_eq!((c.peer.lock.as_str(), c.outcome), ("std", Outcome::Better));
+        assert!(c.note.is_none());
+        has(&outcome_text(c), "every peer starved a thread");
+        // klock starving too: worse, as everywhere.
+        let mut recs = starving_peers();
+        recs.push(with_share("klock_mutex", &[7.0; 3], 0.0));
+        let c = &cells_of(recs)[0];
+        assert_eq!(c.outcome, Outcome::Worse);
+        has(&outcome_text(c), "klock starved a thread");
     }
 
     #[test]
