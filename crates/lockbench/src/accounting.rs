@@ -15,25 +15,56 @@ use crate::table::Table;
 /// The accounting of these kept runs: medians over runs of per-op figures, and
 /// the first reason the syscall counters were unavailable, if any run lacked them.
 pub fn per_op(kept: &[RunOutput]) -> (Option<PerOp>, Option<String>) {
+    per_op_by(kept, |o| Counted {
+        ops: o.total_ops_final,
+        usage: o.usage,
+        syscalls: o.syscalls,
+        unavailable: o.syscalls_unavailable.as_deref(),
+    })
+}
+
+/// What one run of any experiment counted, for [`per_op_by`].
+pub struct Counted<'a> {
+    /// Operations including the drain (the denominator).
+    pub ops: u64,
+    /// The workers' CPU time and context switches, summed.
+    pub usage: crate::sys::Usage,
+    /// The workers' syscall counts over the same span, if counted.
+    pub syscalls: Option<crate::syscount::SysCounts>,
+    /// Why they were not.
+    pub unavailable: Option<&'a str>,
+}
+
+/// [`per_op`] of runs of any kind (the contended runner's, the condvar
+/// hand-off's), each described by `f`.
+pub fn per_op_by<T>(
+    kept: &[T],
+    f: impl for<'a> Fn(&'a T) -> Counted<'a>,
+) -> (Option<PerOp>, Option<String>) {
     if kept.is_empty() {
         return (None, None);
     }
-    let per = |f: &dyn Fn(&RunOutput) -> f64| {
+    let per = |g: &dyn Fn(&Counted) -> f64| {
         median(
             &(kept.iter())
-                .map(|o| f(o) / o.total_ops_final.max(1) as f64)
+                .map(|o| {
+                    let c = f(o);
+                    g(&c) / c.ops.max(1) as f64
+                })
                 .collect::<Vec<_>>(),
         )
     };
-    let why = kept.iter().find_map(|o| o.syscalls_unavailable.clone());
-    let counted = why.is_none() && kept.iter().all(|o| o.syscalls.is_some());
-    let sys = |f: fn(&crate::syscount::SysCounts) -> u64| {
-        counted.then(|| per(&|o| o.syscalls.as_ref().map_or(0, f) as f64))
+    let why = kept
+        .iter()
+        .find_map(|o| f(o).unavailable.map(str::to_string));
+    let counted = why.is_none() && kept.iter().all(|o| f(o).syscalls.is_some());
+    let sys = |g: fn(&crate::syscount::SysCounts) -> u64| {
+        counted.then(|| per(&|c| c.syscalls.as_ref().map_or(0, g) as f64))
     };
     let p = PerOp {
-        cpu_ns: per(&|o| o.usage.cpu_ns as f64),
-        csw_voluntary: per(&|o| o.usage.nvcsw as f64),
-        csw_involuntary: per(&|o| o.usage.nivcsw as f64),
+        cpu_ns: per(&|c| c.usage.cpu_ns as f64),
+        csw_voluntary: per(&|c| c.usage.nvcsw as f64),
+        csw_involuntary: per(&|c| c.usage.nivcsw as f64),
         futex: sys(|c| c.futex),
         sched_yield: sys(|c| c.sched_yield),
     };

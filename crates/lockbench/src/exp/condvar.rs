@@ -227,7 +227,16 @@ fn record(p: &Point, a: &CondvarArgs, workload: &str, k: &Kept, violations: u64)
         .unwrap_or(0);
     let each = |f: &dyn Fn(&HandOutput) -> f64| median(&runs.iter().map(f).collect::<Vec<_>>());
     let mid = runs.get(mi).cloned().unwrap_or_default();
+    let (per_op, syscalls_unavailable) =
+        crate::accounting::per_op_by(runs, |o| crate::accounting::Counted {
+            ops: o.consumed_final,
+            usage: o.usage,
+            syscalls: o.syscalls,
+            unavailable: o.syscalls_unavailable.as_deref(),
+        });
     Record {
+        per_op,
+        syscalls_unavailable,
         experiment: "condvar".into(),
         lock: p.name.into(),
         threads: 2 * p.pairs,

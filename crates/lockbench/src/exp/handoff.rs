@@ -15,6 +15,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::sys::{Usage, thread_usage};
+use crate::syscount::{Counters, SysCounts};
 use crate::work::spin_work_from;
 
 /// One queued item: producer index and sequence number, and (for one item in 64)
@@ -256,6 +257,11 @@ pub struct HandOutput {
     pub latencies: Vec<u64>,
     /// Worker CPU time and context switches, summed.
     pub usage: Usage,
+    /// Workers' futex and `sched_yield` calls over the same span as `usage`,
+    /// summed; `None` when the counters were unavailable.
+    pub syscalls: Option<SysCounts>,
+    /// Why the syscall counters were unavailable, if they were.
+    pub syscalls_unavailable: Option<String>,
     /// Hand-off errors ([`check_handoff`]); 0 unless the pair is broken.
     pub violations: u64,
     /// Some thread did not finish within the drain timeout (then nothing is checked).
@@ -340,6 +346,8 @@ struct Slot(AtomicU64);
 struct Worker {
     items: u64,
     usage: Usage,
+    /// This thread's syscall counts, or why they are unavailable.
+    syscalls: Option<Result<SysCounts, String>>,
     lat: Vec<u64>,
     /// Consumers: per producer.
     tally: Vec<Tally>,
@@ -357,18 +365,31 @@ struct Control {
     results: Mutex<Vec<Option<Worker>>>,
 }
 
+/// What a worker measures itself by from the window's start: its rusage and
+/// its syscall counters (the runner's accounting, `accounting::per_op`).
+struct Start {
+    usage: Usage,
+    counters: Result<Counters, String>,
+}
+
 impl Control {
-    fn start(&self) -> Usage {
+    fn start(&self) -> Start {
+        let counters = Counters::open();
         // Relaxed: only a count; the gate itself is `go`.
         self.ready.fetch_add(1, Ordering::Relaxed);
         // Acquire: pairs with the main thread's Release store of `go`.
         while !self.go.load(Ordering::Acquire) {
             std::thread::yield_now();
         }
-        thread_usage()
+        let usage = thread_usage();
+        if let Ok(c) = &counters {
+            c.enable();
+        }
+        Start { usage, counters }
     }
-    fn publish(&self, idx: usize, mut w: Worker, u0: Usage) {
-        w.usage = thread_usage().since(&u0);
+    fn publish(&self, idx: usize, mut w: Worker, s: Start) {
+        w.usage = thread_usage().since(&s.usage);
+        w.syscalls = Some(s.counters.and_then(|c| c.read()));
         if let Some(s) = (self.results.lock().unwrap_or_else(|e| e.into_inner())).get_mut(idx) {
             *s = Some(w);
         }
@@ -536,13 +557,27 @@ fn collect(results: &[Option<Worker>], np: usize, collapsed: bool) -> HandOutput
         collapsed,
         ..HandOutput::default()
     };
+    let mut sys = Some(SysCounts::default());
     for w in results.iter().flatten() {
         out.usage.cpu_ns += w.usage.cpu_ns;
         out.usage.nvcsw += w.usage.nvcsw;
         out.usage.nivcsw += w.usage.nivcsw;
+        match &w.syscalls {
+            Some(Ok(c)) => {
+                if let Some(s) = sys.as_mut() {
+                    s.add(c);
+                }
+            }
+            Some(Err(why)) => {
+                sys = None;
+                out.syscalls_unavailable.get_or_insert_with(|| why.clone());
+            }
+            None => sys = None,
+        }
         out.latencies.extend_from_slice(&w.lat);
         out.violations += w.disorder;
     }
+    out.syscalls = sys;
     out.latencies.sort_unstable();
     let items = |r: &[Option<Worker>]| {
         r.iter()
