@@ -460,14 +460,7 @@ pub fn cells(samples: &[Sample]) -> Vec<Cell> {
 /// measured, not starving a thread, and with a p99.9 within [`TAIL_MAX_X`] of the
 /// best such peer's (returned too).
 fn eligible<'a>(fam: &Family, here: &[&'a Sample]) -> (Vec<&'a Sample>, Option<u64>) {
-    let peers: Vec<&Sample> = (here.iter().copied())
-        .filter(|s| !is_klock(&s.lock))
-        .filter(|s| fam.spinning_peers || !is_spinning_peer(&s.lock))
-        .filter(|s| match (fam.kind, kind_of(&s.lock)) {
-            (Some(want), Some(have)) => want == have,
-            _ => true,
-        })
-        .filter(|s| s.median.is_finite() && s.median > 0.0)
+    let peers: Vec<&Sample> = (measured_peers(fam, here).into_iter())
         .filter(|s| s.starves.is_none())
         .collect();
     // Tail: the best (lowest) p99.9 among the non-starving peers.
@@ -476,6 +469,21 @@ fn eligible<'a>(fam: &Family, here: &[&'a Sample]) -> (Vec<&'a Sample>, Option<u
         .filter(|s| tail_ok(s, best_tail))
         .collect();
     (peers, best_tail)
+}
+
+/// The peers of `fam`'s default measured in one case (`here`): not klock's,
+/// of the family's kind, spinning only if the family admits spinlocks, with a
+/// result.
+fn measured_peers<'a>(fam: &Family, here: &[&'a Sample]) -> Vec<&'a Sample> {
+    (here.iter().copied())
+        .filter(|s| !is_klock(&s.lock))
+        .filter(|s| fam.spinning_peers || !is_spinning_peer(&s.lock))
+        .filter(|s| match (fam.kind, kind_of(&s.lock)) {
+            (Some(want), Some(have)) => want == have,
+            _ => true,
+        })
+        .filter(|s| s.median.is_finite() && s.median > 0.0)
+        .collect()
 }
 
 fn tail_ok(s: &Sample, best_tail: Option<u64>) -> bool {
@@ -539,16 +547,7 @@ fn best_of<'a>(k: &Sample, peers: &[&'a Sample]) -> Option<&'a Sample> {
 /// a case had no row at all, so a klock that alone served every thread went
 /// unseen.)
 fn no_eligible_peer(fam: &'static Family, k: &Sample, here: &[&Sample]) -> Option<Cell> {
-    let measured: Vec<&Sample> = (here.iter().copied())
-        .filter(|s| !is_klock(&s.lock))
-        .filter(|s| fam.spinning_peers || !is_spinning_peer(&s.lock))
-        .filter(|s| match (fam.kind, kind_of(&s.lock)) {
-            (Some(want), Some(have)) => want == have,
-            _ => true,
-        })
-        .filter(|s| s.median.is_finite() && s.median > 0.0)
-        .collect();
-    let p = best_of(k, &measured)?;
+    let p = best_of(k, &measured_peers(fam, here))?;
     let (ratio, ratio_lo, ratio_hi, _, _) = compare_full(k, p);
     let (outcome, note) = match k.starves {
         Some(who) => (Outcome::Worse, Some(format!("klock starved {who}"))),
