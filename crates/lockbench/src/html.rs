@@ -456,7 +456,7 @@ pub fn render_with(report: &Report, sections: &[Section], extra: &[verdict::Samp
         s.push_str(&section_html(sec, &format!("x{i}")));
     }
     s.push_str("<h2 id=\"tables\">Tables</h2>\n");
-    let note = crate::accounting::unavailable_note(report);
+    let note = crate::table::unavailable_note(report);
     if !note.is_empty() {
         s.push_str(&format!("<p class=\"meta\">{}</p>\n", esc(note.trim())));
     }

@@ -10,8 +10,9 @@
 //!   [`progress`] the progress bar;
 //! * [`stats`] statistics; [`record`] the JSON/CSV record; [`verdict`] klock's defaults
 //!   against the best peer (data only); [`chart`] plotters charts (a leaf: it knows no
-//!   locks or records); [`table`] terminal tables and the verdict's table; [`html`] the
-//!   HTML report and its chart groups;
+//!   locks or records); [`accounting`] the per-op accounting and worst waits of
+//!   the kept runs; [`table`] terminal tables and the verdict's table; [`html`] the
+//!   HTML report and its chart groups; [`explain`] `--explain`'s text;
 //! * [`exp`] experiments (mutex, rwlock, uncontended, spin, fserver, rwsem, fio,
 //!   preload, report) and their shared path; [`compare`] two reports side by side;
 //!   [`cli`] the command line.
@@ -23,6 +24,7 @@ pub mod cli;
 pub mod compare;
 pub mod costs;
 pub mod exp;
+pub mod explain;
 pub mod gate;
 pub mod html;
 pub mod locks;

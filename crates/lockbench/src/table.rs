@@ -332,10 +332,10 @@ pub fn tables(report: &Report) -> Vec<Table> {
             out.extend(mutex_tables(&s));
         }
         if s.recs.iter().any(|r| r.per_op.is_some()) {
-            let title = format!("{}: {}", s.title, crate::accounting::CELL_HEAD);
-            out.push(grid(title, &s, crate::accounting::cell));
+            let title = format!("{}: {}", s.title, CELL_HEAD);
+            out.push(grid(title, &s, cell));
             let title = format!("{}: {}", s.title, WORST_HEAD);
-            out.push(grid(title, &s, crate::accounting::worst_cell));
+            out.push(grid(title, &s, worst_cell));
         }
         let notes = notes(&s);
         if !notes.rows.is_empty() {
@@ -650,7 +650,7 @@ pub fn render_with(
     let mut samples = crate::verdict::samples(report);
     samples.extend_from_slice(extra);
     s.push_str(&verdict_text(&samples, color));
-    s.push_str(&crate::accounting::unavailable_note(report));
+    s.push_str(&unavailable_note(report));
     for t in tables(report) {
         s.push_str(&t.to_text());
     }
@@ -667,5 +667,68 @@ pub fn exclusion_line(violations: u64) -> String {
         "\nMutual exclusion: OK in every run\n".into()
     } else {
         format!("\nMutual exclusion: {violations} VIOLATIONS\n")
+    }
+}
+/// A per-op figure with two significant digits (`0` for none, `-` for unknown).
+///
+/// ```
+/// use lockbench::table::fmt_per_op;
+/// assert_eq!(fmt_per_op(Some(0.0)), "0");
+/// assert_eq!(fmt_per_op(Some(0.0123)), "0.012");
+/// assert_eq!(fmt_per_op(Some(2.345)), "2.35");
+/// assert_eq!(fmt_per_op(Some(1234.5)), "1234");
+/// assert_eq!(fmt_per_op(None), "-");
+/// ```
+pub fn fmt_per_op(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(0.0) => "0".into(),
+        Some(x) if x.abs() >= 100.0 => format!("{}", x.trunc() as i64),
+        Some(x) if x.abs() >= 1.0 => format!("{x:.2}"),
+        Some(x) => {
+            let d = ((-x.abs().log10()).floor() as usize + 2).min(9);
+            format!("{x:.d$}")
+        }
+    }
+}
+
+/// The accounting cell of a record: `CPU ns / vol csw / invol csw / futex / yield`
+/// per op (`-` for a record written before the accounting existed).
+pub fn cell(r: &Record) -> String {
+    let Some(p) = r.per_op else {
+        return "-".into();
+    };
+    format!(
+        "{} / {} / {} / {} / {}",
+        fmt_per_op(Some(p.cpu_ns)),
+        fmt_per_op(Some(p.csw_voluntary)),
+        fmt_per_op(Some(p.csw_involuntary)),
+        fmt_per_op(p.futex),
+        fmt_per_op(p.sched_yield)
+    )
+}
+
+/// The heading of the accounting cells.
+pub const CELL_HEAD: &str =
+    "per op: CPU ns / voluntary csw / involuntary csw / futex calls / sched_yield calls";
+
+/// A worst-wait cell: `1.2 ms (thread 3)`, `-` when not recorded.
+pub fn worst_cell(r: &Record) -> String {
+    r.worst_wait.map_or_else(
+        || "-".into(),
+        |w| format!("{} (max {} t{})", fmt_ns(w.ns), fmt_ns(w.max_ns), w.thread),
+    )
+}
+
+/// The report's one line on unavailable syscall counters (empty when every record
+/// has them): `futex/yield counts unavailable: <reason>`.
+pub fn unavailable_note(report: &Report) -> String {
+    match report
+        .results
+        .iter()
+        .find_map(|r| r.syscalls_unavailable.as_ref())
+    {
+        Some(why) => format!("\nfutex/yield counts unavailable: {why}\n"),
+        None => String::new(),
     }
 }

@@ -850,7 +850,7 @@ pub fn run_and_finish(cfgs: &[Config], c: &CommonArgs) -> Result<i32, CliError> 
     };
     let status = finish(&report, c.run.json.as_ref(), c.csv.as_ref())?;
     if c.explain {
-        out(&crate::accounting::explain(&report));
+        out(&crate::explain::explain(&report));
     }
     Ok(status)
 }

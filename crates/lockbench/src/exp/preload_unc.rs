@@ -233,18 +233,28 @@ pub fn table(rows: &[Row], ops: u64) -> Table {
     t
 }
 
+/// What `lockbench uncontended --preload` takes from its command line.
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// `--runs`: passes (at least [`MIN_PASSES`]).
+    pub runs: Option<u32>,
+    /// `--ops`: lock+unlock pairs per pass.
+    pub ops: u64,
+    /// `--lib`: the interposer to use.
+    pub lib: Option<std::path::PathBuf>,
+    /// `--no-idle-gate`.
+    pub no_idle_gate: bool,
+    /// `--json`.
+    pub json: Option<std::path::PathBuf>,
+}
+
 /// Runs `lockbench uncontended --preload`; returns the exit status.
-pub fn run(a: &super::uncontended::UncontendedArgs) -> Result<i32, CliError> {
+pub fn run(a: &Settings) -> Result<i32, CliError> {
     let passes = a.runs.unwrap_or(MIN_PASSES);
     if passes < MIN_PASSES {
         return Err(CliError(format!(
             "--preload takes the median of at least {MIN_PASSES} passes: allowed --runs {MIN_PASSES}..=100"
         )));
-    }
-    if !a.locks.is_empty() || a.read {
-        return Err(CliError(
-            "--preload measures the interposer's pthread pairs: --locks and --read are not allowed with it".into(),
-        ));
     }
     let lib = super::preload::find_lib(a.lib.as_deref())?;
     super::preload::check_loads(&lib)?;

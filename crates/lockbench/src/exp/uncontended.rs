@@ -107,7 +107,18 @@ pub fn measure(
 /// Runs `lockbench uncontended`; returns the exit status.
 pub fn run(a: &UncontendedArgs) -> Result<i32, CliError> {
     if a.preload {
-        return super::preload_unc::run(a);
+        if !a.locks.is_empty() || a.read {
+            return Err(CliError(
+                "--preload measures the interposer's pthread pairs: --locks and --read are not allowed with it".into(),
+            ));
+        }
+        return super::preload_unc::run(&super::preload_unc::Settings {
+            runs: a.runs,
+            ops: a.ops,
+            lib: a.lib.clone(),
+            no_idle_gate: a.no_idle_gate,
+            json: a.json.clone(),
+        });
     }
     let all = [LockKind::Mutex, LockKind::RwLock];
     let kinds: &[LockKind] = if a.read { &all[1..] } else { &all };
