@@ -633,11 +633,32 @@ mod tests {
     /// Finite positive numbers, within a generous watchdog (no timing bound).
     #[test]
     fn measure_returns_finite_positive_costs() {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || tx.send(measure()).unwrap());
-        let c = rx
-            .recv_timeout(Duration::from_secs(120))
-            .expect("the cost measurement finished within the 120 s watchdog");
+        // Each part stops at its own deadline, so on a loaded machine a part
+        // may come back unmeasured (`None`); every part must be measured in
+        // one of three tries, and whatever is measured must be sane.
+        let mut c = None;
+        for _ in 0..3 {
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || tx.send(measure()).unwrap());
+            let got = rx
+                .recv_timeout(Duration::from_secs(120))
+                .expect("the cost measurement finished within the 120 s watchdog");
+            let all = [
+                &got.futex_wake_ns,
+                &got.yield_ns,
+                &got.yield_switch_ns,
+                &got.rmw_ns,
+                &got.cas_ns,
+            ]
+            .iter()
+            .all(|d| d.is_some())
+                && (got.cpus.len() < 2 || got.transfer_ns.is_some());
+            c = Some(got);
+            if all {
+                break;
+            }
+        }
+        let c = c.unwrap();
         let ok = |d: &Option<Dist>| {
             let d = d.expect("measured");
             assert!(d.samples > 0);
