@@ -60,6 +60,7 @@ pub const FAMILIES: &[Family] = &[
             "klock_mutex_nospin",
             "klock_mutex_noqueue",
             "klock_mutex_pltree",
+            "klock_mutex_floor",
         ],
         kind: Some(LockKind::Mutex),
         spinning_peers: false,

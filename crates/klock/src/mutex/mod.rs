@@ -171,6 +171,7 @@
 //! ```
 
 mod adapt;
+mod floor;
 mod sleep;
 mod spin;
 mod unlock;
@@ -187,6 +188,9 @@ use word::{claim, handed_to, is_free, locked_by, owed_to_waiter, owner_id, pick_
 
 pub use crate::waitlist::WaiterState;
 pub use adapt::{adapt_score, set_adapt_score};
+#[cfg(not(loom))]
+pub use floor::MutexFloor;
+pub use floor::{FLOOR_CONTENDED, FLOOR_LOCKED, FLOOR_UNLOCKED, RawMutexFloor};
 pub use word::{FLAGS, HANDOFF, ID_SHIFT, PICKUP, WAITERS, WAKING, WLOCK};
 
 // ---------------------------------------------------------------------------

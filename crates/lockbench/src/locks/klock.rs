@@ -4,6 +4,7 @@
 
 use super::entry::LockEntry;
 use crate::adapter::{LockApiMutex, LockApiRwLock};
+use klock::internal::mutex::RawMutexFloor;
 use klock::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTicketLock, Unfair};
 use klock::{RawMutex, RawRwLock, SpinNoQueue, SpinOff, SpinOsq};
 
@@ -51,6 +52,10 @@ pub fn entries() -> Vec<LockEntry> {
         LockEntry::mutex::<LockApiMutex<RawMutex<SpinNoQueue>>>(
             "klock_mutex_noqueue",
             "klock mutex, ablation: every spinner polls the owner (no OSQ)",
+        ),
+        LockEntry::mutex::<LockApiMutex<RawMutexFloor>>(
+            "klock_mutex_floor",
+            "klock floor mutex: std's futex protocol (0/1/2 word, short read-only spin, barging)",
         ),
         LockEntry::rwlock::<LockApiRwLock<RawRwLock<SpinOsq>>>(
             "klock_rwsem",
