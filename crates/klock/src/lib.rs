@@ -82,7 +82,7 @@ pub use condvar::RawCondvar;
 pub use condvar::{Condvar, CondvarNoSpin};
 #[cfg(not(loom))]
 pub use mutex::{Mutex, MutexGuard, MutexNoQueue, MutexNoSpin};
-pub use mutex::{MutexToken, RawMutex, SpinNoQueue, SpinOff, SpinOsq, SpinPolicy};
+pub use mutex::{MutexToken, RawMutex, SpinNoQueue, SpinOff, SpinOsq, SpinPlain, SpinPolicy};
 pub use rwlock::{RawRwLock, WriteToken};
 #[cfg(not(loom))]
 pub use rwlock::{

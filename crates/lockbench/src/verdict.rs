@@ -61,6 +61,8 @@ pub const FAMILIES: &[Family] = &[
             "klock_mutex_noqueue",
             "klock_mutex_pltree",
             "klock_mutex_floor",
+            "klock_mutex_plain",
+            "klock_mutex_barge",
         ],
         kind: Some(LockKind::Mutex),
         spinning_peers: false,

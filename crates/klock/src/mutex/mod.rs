@@ -171,6 +171,7 @@
 //! ```
 
 mod adapt;
+mod barge;
 mod floor;
 mod sleep;
 mod spin;
@@ -188,6 +189,9 @@ use word::{claim, handed_to, is_free, locked_by, owed_to_waiter, owner_id, pick_
 
 pub use crate::waitlist::WaiterState;
 pub use adapt::{adapt_score, set_adapt_score};
+#[cfg(not(loom))]
+pub use barge::MutexBarge;
+pub use barge::RawMutexBarge;
 #[cfg(not(loom))]
 pub use floor::MutexFloor;
 pub use floor::{FLOOR_CONTENDED, FLOOR_LOCKED, FLOOR_UNLOCKED, RawMutexFloor};
@@ -219,6 +223,10 @@ pub trait SpinPolicy: sealed::Sealed + Send + Sync + 'static {
     const SPIN: bool;
     /// Queue spinners in an OSQ so only its head polls the owner (seed 004).
     const QUEUE: bool;
+    /// Spin like the floor (`mutex/floor.rs`): a short read-only spin on the
+    /// owner word that stops as soon as it shows waiters, then the wait list;
+    /// no OSQ, no owner polling, no adaptive hint, no yield rounds.
+    const PLAIN: bool = false;
     /// Name used by lockbench.
     const NAME: &'static str;
 }
@@ -228,6 +236,7 @@ mod sealed {
     impl Sealed for super::SpinOsq {}
     impl Sealed for super::SpinNoQueue {}
     impl Sealed for super::SpinOff {}
+    impl Sealed for super::SpinPlain {}
 }
 
 /// Default policy: optimistic spinning, spinners queued in an OSQ (0 bytes).
@@ -252,6 +261,23 @@ pub struct SpinNoQueue;
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SpinOff;
+
+/// The floor's waiting on klock's word and wait list: a read-only spin of
+/// about 2 µs that stops when the word shows waiters, then the FIFO wait
+/// list with its hand-off (0 bytes). Issue 32's design B.
+///
+/// ```
+/// assert!(<klock::SpinPlain as klock::SpinPolicy>::PLAIN);
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SpinPlain;
+
+impl SpinPolicy for SpinPlain {
+    const SPIN: bool = true;
+    const QUEUE: bool = false;
+    const PLAIN: bool = true;
+    const NAME: &'static str = "plain";
+}
 
 impl SpinPolicy for SpinOsq {
     const SPIN: bool = true;

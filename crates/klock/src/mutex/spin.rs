@@ -111,10 +111,25 @@ impl<S: SpinPolicy> RawMutex<S> {
     pub(super) fn spin_phase(&self, id: u32) -> bool {
         let t = crate::tune::get();
         // INV-RT-NOSPIN: a real-time thread queues at once.
+        if S::PLAIN {
+            return !wait::realtime() && self.plain_spin(id);
+        }
         if !S::SPIN || t.mutex_spin == 0 || wait::realtime() || !adapt::should_spin(t) {
             return false;
         }
         self.optimistic_spin(id) || self.yield_rounds(id)
+    }
+
+    /// The floor's spin ([`SpinPlain`](super::SpinPlain)): read the word
+    /// (Relaxed, a hint) while it is held with no waiters, for at most
+    /// [`PLAIN_SPIN_NS`]; then one trylock if it is free.
+    fn plain_spin(&self, id: u32) -> bool {
+        let mut o = 0;
+        wait::spin_until(&mut SpinBudget::new(PLAIN_SPIN_NS), || {
+            o = self.owner.load(Ordering::Relaxed);
+            is_free(o) || has_waiters(o) || owed_to_waiter(o)
+        });
+        is_free(o) && !owed_to_waiter(o) && self.try_acquire(id, false)
     }
 
     /// Optimistic spinning for a thread that is not queued yet. A spin that
@@ -213,6 +228,10 @@ impl<S: SpinPolicy> RawMutex<S> {
         }
     }
 }
+
+/// The plain spin's budget: the floor's (about std's 100 PAUSEs); under
+/// loom one iteration.
+const PLAIN_SPIN_NS: u64 = if cfg!(loom) { 1 } else { 2_000 };
 
 /// Fold a spin's end into the adaptive hint; returns whether it acquired.
 #[inline]

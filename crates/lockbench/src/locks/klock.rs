@@ -4,9 +4,9 @@
 
 use super::entry::LockEntry;
 use crate::adapter::{LockApiMutex, LockApiRwLock};
-use klock::internal::mutex::RawMutexFloor;
+use klock::internal::mutex::{RawMutexBarge, RawMutexFloor};
 use klock::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTicketLock, Unfair};
-use klock::{RawMutex, RawRwLock, SpinNoQueue, SpinOff, SpinOsq};
+use klock::{RawMutex, RawRwLock, SpinNoQueue, SpinOff, SpinOsq, SpinPlain};
 
 /// Registry lines for klock's locks: spinlocks, mutex variants, rwsem variants (seed
 /// 003). The rwsem's reader behaviour is the process-wide tunable `KLOCK_RWSEM_READER`,
@@ -52,6 +52,14 @@ pub fn entries() -> Vec<LockEntry> {
         LockEntry::mutex::<LockApiMutex<RawMutex<SpinNoQueue>>>(
             "klock_mutex_noqueue",
             "klock mutex, ablation: every spinner polls the owner (no OSQ)",
+        ),
+        LockEntry::mutex::<LockApiMutex<RawMutex<SpinPlain>>>(
+            "klock_mutex_plain",
+            "klock mutex, floor spin: a 2 µs read-only spin that stops at waiters, then the FIFO wait list with hand-off (no OSQ, no yields)",
+        ),
+        LockEntry::mutex::<LockApiMutex<RawMutexBarge>>(
+            "klock_mutex_barge",
+            "klock barging mutex: one word with an exact sleeper count, one wake-up in flight, hand-off only to a running waiter past 1 ms",
         ),
         LockEntry::mutex::<LockApiMutex<RawMutexFloor>>(
             "klock_mutex_floor",
