@@ -1,18 +1,23 @@
-//! Torture test for the floor mutex (`klock::internal::mutex::MutexFloor`,
-//! std's futex protocol) in the spirit of `torture_mutex.rs`: at least 32
+//! Torture test for the one-word mutexes of issue 32: the floor
+//! (`klock::internal::mutex::MutexFloor`, std's futex protocol) and the
+//! barging mutex (`MutexBarge`: exact sleeper count, one wake-up in flight,
+//! hand-off to a running waiter) and the granting floor (`MutexGrant`:
+//! std's protocol plus a hand-off to a running waiter), in the spirit of `torture_mutex.rs`: at least 32
 //! threads (16x the CPUs if more), random hold times (some sleeping, some
 //! yielding), a lost-update counter, an "inside" flag, timed lockers mixed
 //! in, and a starvation check (the run goes on until every thread has
 //! acquired the mutex and some timed lock has timed out). Nothing here
 //! asserts on timing or throughput: the watchdog only catches a hang, and
 //! when it fires it names what did not happen. Also run under
-//! `.ci/chaos --test torture_floor`.
+//! `.ci/chaos --test torture_floor`. The barging mutex's run also checks
+//! that its word is 0 at the end (every sleeper left the count).
 #![cfg(not(loom))]
 
 mod torture_common;
 use torture_common::Rng;
 
-use klock::internal::mutex::MutexFloor;
+use klock::internal::mutex::{RawMutexBarge, RawMutexFloor, RawMutexGrant};
+use lock_api::{Mutex, RawMutex, RawMutexTimed};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -51,9 +56,14 @@ struct Data {
     inside: bool,
 }
 
-fn torture(run: Duration) {
+/// The run, for any of the one-word mutexes; returns the mutex for the
+/// caller's own end-of-run checks.
+fn torture<R>(run: Duration) -> Arc<Mutex<R, Data>>
+where
+    R: RawMutex + RawMutexTimed<Duration = Duration> + Send + Sync + 'static,
+{
     let n = threads();
-    let m = Arc::new(MutexFloor::new(Data {
+    let m = Arc::new(Mutex::<R, Data>::new(Data {
         counter: 0,
         inside: false,
     }));
@@ -149,11 +159,40 @@ fn torture(run: Duration) {
     assert_eq!(g.counter, total, "lost update");
     drop(g);
     assert!(!m.is_locked(), "word not clean after the run");
+    m
 }
 
 #[test]
 fn torture_floor() {
     watchdog("torture_floor", TORTURE_HANG_SECS, || {
-        torture(Duration::from_millis(1000))
+        let m = torture::<RawMutexFloor>(Duration::from_millis(1000));
+        // SAFETY: only reads the word; no acquisition is live.
+        assert_eq!(unsafe { m.raw() }.state(), 0, "word not clean");
+    });
+}
+
+#[test]
+fn torture_barge() {
+    watchdog("torture_barge", TORTURE_HANG_SECS, || {
+        let m = torture::<RawMutexBarge>(Duration::from_millis(1000));
+        // SAFETY: only reads the word; no acquisition is live.
+        let w = unsafe { m.raw() }.word();
+        assert_eq!(
+            w, 0,
+            "word not clean: {w:#x} (a sleeper still counted, or a flag left)"
+        );
+    });
+}
+
+#[test]
+fn torture_grant() {
+    watchdog("torture_grant", TORTURE_HANG_SECS, || {
+        let m = torture::<RawMutexGrant>(Duration::from_millis(1000));
+        // SAFETY: only reads the word; no acquisition is live.
+        let w = unsafe { m.raw() }.word();
+        assert_eq!(
+            w, 0,
+            "word not clean: {w:#x} (a request or grant left behind)"
+        );
     });
 }

@@ -63,6 +63,7 @@ pub const FAMILIES: &[Family] = &[
             "klock_mutex_floor",
             "klock_mutex_plain",
             "klock_mutex_barge",
+            "klock_mutex_grant",
         ],
         kind: Some(LockKind::Mutex),
         spinning_peers: false,

@@ -173,6 +173,7 @@
 mod adapt;
 mod barge;
 mod floor;
+mod grant;
 mod sleep;
 mod spin;
 mod unlock;
@@ -191,10 +192,19 @@ pub use crate::waitlist::WaiterState;
 pub use adapt::{adapt_score, set_adapt_score};
 #[cfg(not(loom))]
 pub use barge::MutexBarge;
-pub use barge::RawMutexBarge;
+pub use barge::{
+    GRANTED as GRANTED_TO_ASKER, HANDOFF as HANDOFF_ASKED, LOCKED as BARGE_LOCKED, RawMutexBarge,
+    SLEEPER, WOKEN as BARGE_WOKEN,
+};
 #[cfg(not(loom))]
 pub use floor::MutexFloor;
 pub use floor::{FLOOR_CONTENDED, FLOOR_LOCKED, FLOOR_UNLOCKED, RawMutexFloor};
+#[cfg(not(loom))]
+pub use grant::MutexGrant;
+pub use grant::{
+    CONTENDED as GRANT_CONTENDED, GRANTED as GRANT_GRANTED, HANDOFF as GRANT_HANDOFF,
+    LOCKED as GRANT_LOCKED, RawMutexGrant,
+};
 pub use word::{FLAGS, HANDOFF, ID_SHIFT, PICKUP, WAITERS, WAKING, WLOCK};
 
 // ---------------------------------------------------------------------------

@@ -121,13 +121,16 @@ impl<S: SpinPolicy> RawMutex<S> {
     }
 
     /// The floor's spin ([`SpinPlain`](super::SpinPlain)): read the word
-    /// (Relaxed, a hint) while it is held with no waiters, for at most
-    /// [`PLAIN_SPIN_NS`]; then one trylock if it is free.
+    /// (Relaxed, a hint) while it is held and nothing is owed to a waiter,
+    /// for at most [`PLAIN_SPIN_NS`]; then one trylock if it is free.
+    /// WAITERS does not stop it: unlike std's "2" it persists across
+    /// unlocks, and stopping at it sent every contender to the wait list
+    /// (0.68x the floor at `balanced` T=8).
     fn plain_spin(&self, id: u32) -> bool {
         let mut o = 0;
         wait::spin_until(&mut SpinBudget::new(PLAIN_SPIN_NS), || {
             o = self.owner.load(Ordering::Relaxed);
-            is_free(o) || has_waiters(o) || owed_to_waiter(o)
+            is_free(o) || owed_to_waiter(o)
         });
         is_free(o) && !owed_to_waiter(o) && self.try_acquire(id, false)
     }

@@ -4,7 +4,7 @@
 
 use super::entry::LockEntry;
 use crate::adapter::{LockApiMutex, LockApiRwLock};
-use klock::internal::mutex::{RawMutexBarge, RawMutexFloor};
+use klock::internal::mutex::{RawMutexBarge, RawMutexFloor, RawMutexGrant};
 use klock::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTicketLock, Unfair};
 use klock::{RawMutex, RawRwLock, SpinNoQueue, SpinOff, SpinOsq, SpinPlain};
 
@@ -60,6 +60,10 @@ pub fn entries() -> Vec<LockEntry> {
         LockEntry::mutex::<LockApiMutex<RawMutexBarge>>(
             "klock_mutex_barge",
             "klock barging mutex: one word with an exact sleeper count, one wake-up in flight, hand-off only to a running waiter past 1 ms",
+        ),
+        LockEntry::mutex::<LockApiMutex<RawMutexGrant>>(
+            "klock_mutex_grant",
+            "klock granting floor: std's futex protocol plus a hand-off to a running waiter that waited past 1 ms",
         ),
         LockEntry::mutex::<LockApiMutex<RawMutexFloor>>(
             "klock_mutex_floor",
