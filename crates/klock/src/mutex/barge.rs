@@ -5,7 +5,7 @@
 //! every unlock after a contention), at most one wake-up is in flight (the
 //! woken thread clears WOKEN when it runs), and a bound on bypass hands the
 //! lock only to a waiter that is **running** (INV-HANDOFF-RUNNING): a woken
-//! waiter that has waited longer than [`BYPASS_BOUND_NS`] asks, and the next
+//! waiter that has waited longer than [`BYPASS_BOUND_NS`](super::oneword::BYPASS_BOUND_NS) asks, and the next
 //! unlock passes the lock to it instead of releasing it.
 //!
 //! # Word layout (4 bytes, one `AtomicU32`)
@@ -55,6 +55,7 @@
 //! (INV-WAKE-ADDR); a grant releases nothing and wakes nobody.
 
 use super::MutexToken;
+use super::oneword::{GRANT_SPIN_NS, SPIN_NS, one_word_lock_api, past_bound};
 use crate::chaos::{self, Site};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{self, SpinBudget, WaitOutcome};
@@ -69,22 +70,6 @@ pub const HANDOFF: u32 = 1 << 2;
 pub const GRANTED: u32 = 1 << 3;
 /// One sleeper in the count above the flags.
 pub const SLEEPER: u32 = 1 << 4;
-
-/// The read-only spin's budget before enrolling, and a woken waiter's
-/// running wait before it sleeps again: the floor's (about std's 100
-/// PAUSEs). Under loom one iteration (its budget counts iterations).
-const SPIN_NS: u64 = if cfg!(loom) { 0 } else { 2_000 };
-
-/// The bound on bypass: a woken waiter that has waited this long asks for
-/// a hand-off. parking_lot's eventual fairness forces one every 0.5 ms on
-/// average; a hand-off here costs no wake-up (the asker runs), so 1 ms
-/// bounds the wait at a few rounds of the sleepers.
-const BYPASS_BOUND_NS: u64 = if cfg!(loom) { 0 } else { 1_000_000 };
-
-/// How long an asker waits running for its grant before it withdraws and
-/// sleeps (the holder may be preempted): a few short critical sections on
-/// an overcommitted CPU.
-const GRANT_SPIN_NS: u64 = if cfg!(loom) { 2 } else { 100_000 };
 
 // ---------------------------------------------------------------------------
 // Predicates and transitions: pure functions of a word value
@@ -380,7 +365,7 @@ impl RawMutexBarge {
     fn turn(&self, start: u64, spin_ns: u64, rt: bool) -> Turn {
         let mut w = self.spin_while(spin_ns, held);
         // One request per turn: an asker that withdrew sleeps before it asks again.
-        let mut may_ask = !rt && wait::now_ns().saturating_sub(start) >= BYPASS_BOUND_NS;
+        let mut may_ask = !rt && past_bound(start);
         loop {
             let r = if !held(w) {
                 self.cas_acquire(w, claim_enrolled(w))
@@ -492,52 +477,11 @@ impl RawMutexBarge {
     }
 }
 
-#[cfg(not(loom))]
-// SAFETY: mutual exclusion: LOCKED is set only by an Acquire CAS that read it
+// Mutual exclusion (the `lock_api` impls' SAFETY argument): LOCKED is set only by an Acquire CAS that read it
 // clear, or stays set across a grant to exactly one asker (only one thread
 // can set HANDOFF, and only it picks GRANTED up); it is cleared only by the
 // holder's Release CAS. The token carries nothing (id 0).
-unsafe impl lock_api::RawMutex for RawMutexBarge {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Self::new();
-    type Guard = MutexToken;
-
-    #[inline]
-    fn lock(&self) -> MutexToken {
-        RawMutexBarge::lock(self)
-    }
-
-    #[inline]
-    fn try_lock(&self) -> Option<MutexToken> {
-        RawMutexBarge::try_lock(self)
-    }
-
-    #[inline]
-    unsafe fn unlock(&self, guard: MutexToken) {
-        // SAFETY: forwarded contract: `guard` is this mutex's live acquisition.
-        unsafe { RawMutexBarge::unlock(self, guard) }
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        RawMutexBarge::is_locked(self)
-    }
-}
-
-#[cfg(not(loom))]
-// SAFETY: timed acquisition returns a guard only when the lock was acquired.
-unsafe impl lock_api::RawMutexTimed for RawMutexBarge {
-    type Duration = std::time::Duration;
-    type Instant = std::time::Instant;
-
-    fn try_lock_for(&self, timeout: std::time::Duration) -> Option<MutexToken> {
-        self.lock_until_ns(wait::deadline_after(timeout))
-    }
-
-    fn try_lock_until(&self, timeout: std::time::Instant) -> Option<MutexToken> {
-        self.lock_until_ns(wait::instant_to_ns(timeout))
-    }
-}
+one_word_lock_api!(RawMutexBarge);
 
 #[cfg(test)]
 #[cfg(not(loom))]

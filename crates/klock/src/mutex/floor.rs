@@ -30,6 +30,7 @@
 //! `futex_wait(word, 2)` between tries.
 
 use super::MutexToken;
+use super::oneword::one_word_lock_api;
 use crate::chaos::{self, Site};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait;
@@ -211,53 +212,11 @@ impl RawMutexFloor {
     }
 }
 
-#[cfg(not(loom))]
-// SAFETY: mutual exclusion: the word leaves 0 only by a CAS `0 -> 1` or a swap
+// Mutual exclusion (the `lock_api` impls' SAFETY argument): the word leaves 0 only by a CAS `0 -> 1` or a swap
 // that read 0, each Acquire, and returns to 0 only by the holder's Release
 // swap. The token carries nothing (id 0, no owner identity): any thread may
 // release a guard it was sent, as with klock's other raw mutexes.
-unsafe impl lock_api::RawMutex for RawMutexFloor {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Self::new();
-    type Guard = MutexToken;
-
-    #[inline]
-    fn lock(&self) -> MutexToken {
-        RawMutexFloor::lock(self)
-    }
-
-    #[inline]
-    fn try_lock(&self) -> Option<MutexToken> {
-        RawMutexFloor::try_lock(self)
-    }
-
-    #[inline]
-    unsafe fn unlock(&self, guard: MutexToken) {
-        // SAFETY: forwarded contract: `guard` is this mutex's live acquisition.
-        unsafe { RawMutexFloor::unlock(self, guard) }
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        RawMutexFloor::is_locked(self)
-    }
-}
-
-#[cfg(not(loom))]
-// SAFETY: timed acquisition returns a guard only when the lock was acquired.
-unsafe impl lock_api::RawMutexTimed for RawMutexFloor {
-    type Duration = std::time::Duration;
-    type Instant = std::time::Instant;
-
-    fn try_lock_for(&self, timeout: std::time::Duration) -> Option<MutexToken> {
-        let d = wait::now_ns().saturating_add(timeout.as_nanos().min(u64::MAX as u128) as u64);
-        self.lock_until_ns(d)
-    }
-
-    fn try_lock_until(&self, timeout: std::time::Instant) -> Option<MutexToken> {
-        self.lock_until_ns(wait::instant_to_ns(timeout))
-    }
-}
+one_word_lock_api!(RawMutexFloor);
 
 #[cfg(test)]
 #[cfg(not(loom))]

@@ -3,7 +3,7 @@
 //! every release, so spinning resumes, and every contended unlock wakes one
 //! sleeper), plus a bound on bypass that hands the lock only to a
 //! **running** waiter (INV-HANDOFF-RUNNING): a woken waiter that has waited
-//! longer than [`BYPASS_BOUND_NS`] asks (HANDOFF), waits running, and the
+//! longer than [`BYPASS_BOUND_NS`](super::oneword::BYPASS_BOUND_NS) asks (HANDOFF), waits running, and the
 //! next unlock passes the lock to it instead of releasing it (GRANTED).
 //! std's failure mode at 128 threads on 2 CPUs is a woken waiter that loses
 //! to a running newcomer and goes back to the end of the futex queue, round
@@ -42,6 +42,7 @@
 //! (INV-WAKE-ADDR); a grant releases nothing and wakes nobody.
 
 use super::MutexToken;
+use super::oneword::{GRANT_SPIN_NS, SPIN_NS, one_word_lock_api, past_bound};
 use crate::chaos::{self, Site};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{self, SpinBudget};
@@ -54,20 +55,6 @@ pub const CONTENDED: u32 = 1 << 1;
 pub const HANDOFF: u32 = 1 << 2;
 /// The lock was passed to the HANDOFF asker; LOCKED stays set.
 pub const GRANTED: u32 = 1 << 3;
-
-/// The read-only spin's budget (the floor's; about std's 100 PAUSEs).
-/// Under loom one iteration (its budget counts iterations).
-const SPIN_NS: u64 = if cfg!(loom) { 0 } else { 2_000 };
-
-/// The bound on bypass: a woken waiter that has waited this long asks for
-/// a hand-off (parking_lot forces a fair unlock every 0.5 ms on average;
-/// ours costs no wake-up, the asker runs). Under loom 0: every woken
-/// waiter asks.
-const BYPASS_BOUND_NS: u64 = if cfg!(loom) { 0 } else { 1_000_000 };
-
-/// How long an asker waits running for its grant before it withdraws and
-/// sleeps again (the holder may be preempted). Under loom two iterations.
-const GRANT_SPIN_NS: u64 = if cfg!(loom) { 2 } else { 100_000 };
 
 // Predicates and transitions: pure functions of a word value.
 
@@ -250,8 +237,7 @@ impl RawMutexGrant {
             wait::futex_wait(&self.word, w, timeout);
             chaos::point(Site::AfterWake);
             // Step 4.
-            if !rt && wait::now_ns().saturating_sub(start) >= BYPASS_BOUND_NS && self.ask_and_wait()
-            {
+            if !rt && past_bound(start) && self.ask_and_wait() {
                 return true;
             }
             // Running again, as the floor after a wake-up: spin while the
@@ -357,52 +343,11 @@ impl RawMutexGrant {
     }
 }
 
-#[cfg(not(loom))]
-// SAFETY: mutual exclusion: LOCKED is set only by an Acquire CAS that read it
+// Mutual exclusion (the `lock_api` impls' SAFETY argument): LOCKED is set only by an Acquire CAS that read it
 // clear, or stays set across a grant to exactly one asker (only one thread
 // can set HANDOFF, and only it picks GRANTED up); it is cleared only by the
 // holder's Release CAS. The token carries nothing (id 0).
-unsafe impl lock_api::RawMutex for RawMutexGrant {
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Self::new();
-    type Guard = MutexToken;
-
-    #[inline]
-    fn lock(&self) -> MutexToken {
-        RawMutexGrant::lock(self)
-    }
-
-    #[inline]
-    fn try_lock(&self) -> Option<MutexToken> {
-        RawMutexGrant::try_lock(self)
-    }
-
-    #[inline]
-    unsafe fn unlock(&self, guard: MutexToken) {
-        // SAFETY: forwarded contract: `guard` is this mutex's live acquisition.
-        unsafe { RawMutexGrant::unlock(self, guard) }
-    }
-
-    #[inline]
-    fn is_locked(&self) -> bool {
-        RawMutexGrant::is_locked(self)
-    }
-}
-
-#[cfg(not(loom))]
-// SAFETY: timed acquisition returns a guard only when the lock was acquired.
-unsafe impl lock_api::RawMutexTimed for RawMutexGrant {
-    type Duration = std::time::Duration;
-    type Instant = std::time::Instant;
-
-    fn try_lock_for(&self, timeout: std::time::Duration) -> Option<MutexToken> {
-        self.lock_until_ns(wait::deadline_after(timeout))
-    }
-
-    fn try_lock_until(&self, timeout: std::time::Instant) -> Option<MutexToken> {
-        self.lock_until_ns(wait::instant_to_ns(timeout))
-    }
-}
+one_word_lock_api!(RawMutexGrant);
 
 #[cfg(test)]
 #[cfg(not(loom))]

@@ -174,6 +174,7 @@ mod adapt;
 mod barge;
 mod floor;
 mod grant;
+mod oneword;
 mod sleep;
 mod spin;
 mod unlock;

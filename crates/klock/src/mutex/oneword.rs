@@ -1,0 +1,88 @@
+//! What issue 32's one-word mutexes share (the floor, `floor.rs`; the
+//! barging mutex, `barge.rs`; the granting floor, `grant.rs`): the
+//! `lock_api` glue, written once as [`one_word_lock_api!`], and the bounds
+//! of the two designs that hand the lock to a running waiter.
+
+use crate::wait;
+
+/// The read-only spin's budget of the hand-off designs, before sleeping and
+/// after a wake-up: the floor's (about std's 100 PAUSEs). Under loom 0:
+/// one look, no scheduling point (a loom yield there hides the
+/// interleavings the models need).
+pub(super) const SPIN_NS: u64 = if cfg!(loom) { 0 } else { 2_000 };
+
+/// The bound on bypass: a woken waiter that has waited this long asks for
+/// a hand-off. parking_lot forces a fair unlock every 0.5 ms on average;
+/// ours costs no wake-up (the asker runs), so 1 ms. Under loom 0: every
+/// woken waiter may ask.
+pub(super) const BYPASS_BOUND_NS: u64 = if cfg!(loom) { 0 } else { 1_000_000 };
+
+/// How long an asker waits running for its grant before it withdraws and
+/// sleeps again (the holder may be preempted): a few short critical
+/// sections on an overcommitted CPU. Under loom two iterations.
+pub(super) const GRANT_SPIN_NS: u64 = if cfg!(loom) { 2 } else { 100_000 };
+
+/// Has a waiter that started at `start` waited past [`BYPASS_BOUND_NS`]?
+/// (Always, under loom, where the bound is 0.)
+#[inline]
+#[allow(clippy::absurd_extreme_comparisons)]
+pub(super) fn past_bound(start: u64) -> bool {
+    wait::now_ns().saturating_sub(start) >= BYPASS_BOUND_NS
+}
+
+/// `lock_api::RawMutex` and `RawMutexTimed` for a one-word mutex type with
+/// inherent `new` (const), `lock`, `try_lock`, `lock_until_ns`, `unlock`
+/// and `is_locked`, and a `MutexToken` of id 0 (no owner identity: any
+/// thread may release a guard it was sent).
+macro_rules! one_word_lock_api {
+    ($ty:ty) => {
+        #[cfg(not(loom))]
+        // SAFETY: each type's module docs argue its mutual exclusion (the
+        // word's acquiring CASes are Acquire, its releases Release); these
+        // impls only forward. Timed acquisition returns a guard only when
+        // the lock was acquired.
+        unsafe impl lock_api::RawMutex for $ty {
+            #[allow(clippy::declare_interior_mutable_const)]
+            const INIT: Self = Self::new();
+            type Guard = super::MutexToken;
+
+            #[inline]
+            fn lock(&self) -> super::MutexToken {
+                <$ty>::lock(self)
+            }
+
+            #[inline]
+            fn try_lock(&self) -> Option<super::MutexToken> {
+                <$ty>::try_lock(self)
+            }
+
+            #[inline]
+            unsafe fn unlock(&self, guard: super::MutexToken) {
+                // SAFETY: forwarded contract: `guard` is this mutex's live
+                // acquisition.
+                unsafe { <$ty>::unlock(self, guard) }
+            }
+
+            #[inline]
+            fn is_locked(&self) -> bool {
+                <$ty>::is_locked(self)
+            }
+        }
+
+        #[cfg(not(loom))]
+        // SAFETY: as above.
+        unsafe impl lock_api::RawMutexTimed for $ty {
+            type Duration = std::time::Duration;
+            type Instant = std::time::Instant;
+
+            fn try_lock_for(&self, timeout: std::time::Duration) -> Option<super::MutexToken> {
+                self.lock_until_ns($crate::wait::deadline_after(timeout))
+            }
+
+            fn try_lock_until(&self, timeout: std::time::Instant) -> Option<super::MutexToken> {
+                self.lock_until_ns($crate::wait::instant_to_ns(timeout))
+            }
+        }
+    };
+}
+pub(super) use one_word_lock_api;
