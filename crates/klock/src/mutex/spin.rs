@@ -111,7 +111,11 @@ impl<S: SpinPolicy> RawMutex<S> {
     pub(super) fn spin_phase(&self, id: u32) -> bool {
         let t = crate::tune::get();
         // INV-RT-NOSPIN: a real-time thread queues at once.
-        if S::PLAIN {
+        // Under a CPU quota every policy spins as the floor does: owner
+        // polling and yield rounds spend the group's bandwidth that the
+        // holder needs (issue 32: `klock_mutex_plain` made 1.25-1.37 Mops/s
+        // under `--quota 0.5` at T=8/32 where this path made 0.92-1.04).
+        if S::PLAIN || (S::SPIN && wait::quota_limited()) {
             return !wait::realtime() && self.plain_spin(id);
         }
         if !S::SPIN || t.mutex_spin == 0 || wait::realtime() || !adapt::should_spin(t) {
