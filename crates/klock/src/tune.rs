@@ -46,7 +46,6 @@
 //! | `KLOCK_WAITLOCK_SPIN_NS` | [`Tunables::waitlock_spin_ns`] | 2000 | 0..=10000000 | mutex/condvar wait-list bit lock: spin before yield |
 //! | `KLOCK_MUTEX_YIELDS` | [`Tunables::mutex_yields`] | 4 | 0..=64 | mutex: yield+trylock rounds after spinning, before sleeping |
 //! | `KLOCK_MUTEX_QUEUE_FIRST` | [`Tunables::mutex_queue_first`] | 0 | 0..=1 | mutex: skip the yield rounds while waiters are queued |
-//! | `KLOCK_MUTEX_QUOTA_YIELDS` | [`Tunables::mutex_quota_yields`] | 4 | 0..=64 | mutex: yield rounds instead of `KLOCK_MUTEX_YIELDS` when a cgroup CPU quota limits the process |
 //! | `KLOCK_MUTEX_YIELDERS` | [`Tunables::mutex_yielders`] | 0 | 0..=4096 | mutex: most threads of the process in yield rounds at once; the others queue (0 = no cap) |
 //! | `KLOCK_MUTEX_HEAD_WAKE_NS` | [`Tunables::mutex_head_wake_ns`] | 0 | 0..=1000000000 | mutex: the first waiter's sleep is bounded by this, then it runs and asks for the hand-off (0 = unbounded) |
 //! | `KLOCK_MUTEX_FAIR_HANDOFF_NS` | [`Tunables::mutex_fair_handoff_ns`] | 1000000 | 0..=1000000000 | mutex: hand the lock to a first waiter that has been first this long, even asleep (0 = never) |
@@ -507,15 +506,6 @@ tunables! {
     /// T=8/32 throughput 46.0/45.8 -> 34.4/34.6 Mops/s (parking_lot 44). Off
     /// by default: the hot-path promise wins until the queue itself is fair.
     mutex_queue_first: u32 = 0, "KLOCK_MUTEX_QUEUE_FIRST", 0..=1;
-    /// `KLOCK_MUTEX_QUOTA_YIELDS`: mutex: the yield rounds when a cgroup CPU
-    /// quota limits the process below its CPUs (`wait::quota_limited`):
-    /// yielding spends the quota the holder needs. A/B under a 0.5-CPU quota
-    /// (2026-11-25, `balanced`, docs/results/2026-11-25-no-starvation.md): 0
-    /// rounds give 1.32/1.34/1.35x the throughput of 4 at T=8/32/128 and a
-    /// p99.9 of 1 us against 170 us at T=8, but at T=128 max/min 129 against
-    /// 6.9 (a thread starves). Default 4 (as without a quota) until a
-    /// fairness mechanism covers T=128.
-    mutex_quota_yields: u32 = 4, "KLOCK_MUTEX_QUOTA_YIELDS", 0..=64;
     /// `KLOCK_MUTEX_YIELDERS`: mutex: at most this many threads of the
     /// process spend yield rounds at once (`wait::YieldSlot`); a newcomer
     /// that finds them all taken queues at once. Yielding threads stay

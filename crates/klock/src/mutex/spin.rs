@@ -115,8 +115,18 @@ impl<S: SpinPolicy> RawMutex<S> {
         // polling and yield rounds spend the group's bandwidth that the
         // holder needs (issue 32: `klock_mutex_plain` made 1.25-1.37 Mops/s
         // under `--quota 0.5` at T=8/32 where this path made 0.92-1.04).
-        if S::PLAIN || (S::SPIN && wait::quota_limited()) {
+        if S::PLAIN {
             return !wait::realtime() && self.plain_spin(id);
+        }
+        if S::SPIN && wait::quota_limited() {
+            // A newcomer queues at once behind waiters: at T=128 under
+            // `--quota 0.5`, spinning newcomers kept the lock from woken
+            // heads that waited for a CPU (max/min 4 837 against 152-171
+            // queueing; queueing costs the p99.9 at T=8: 48-246 µs against
+            // 1.9, where the previous default had 210-280).
+            // Relaxed: a hint; the queue path re-checks under WLOCK.
+            let queued = has_waiters(self.owner.load(Ordering::Relaxed));
+            return !queued && !wait::realtime() && self.plain_spin(id);
         }
         if !S::SPIN || t.mutex_spin == 0 || wait::realtime() || !adapt::should_spin(t) {
             return false;
@@ -186,13 +196,8 @@ impl<S: SpinPolicy> RawMutex<S> {
         if !S::SPIN || t.mutex_spin == 0 {
             return false;
         }
-        // Under a CPU quota a yield spends the group's bandwidth that the
-        // holder needs: its own setting (see `KLOCK_MUTEX_QUOTA_YIELDS`).
-        let rounds = if wait::quota_limited() {
-            t.mutex_quota_yields
-        } else {
-            t.mutex_yields
-        };
+        // Never under a CPU quota: `spin_phase` waits as the floor there.
+        let rounds = t.mutex_yields;
         if rounds == 0 {
             return false;
         }
