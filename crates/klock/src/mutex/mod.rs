@@ -68,7 +68,9 @@
 //!
 //! # Waiting
 //!
-//! Slow path: try, then **optimistic spinning** (if the policy allows it,
+//! Slow path: try, then (under a cgroup CPU quota, `wait::quota_limited()`)
+//! the floor's spin, a 2 µs read-only spin while the lock is held and no
+//! waiter is queued, or else **optimistic spinning** (if the policy allows it,
 //! `KLOCK_MUTEX_SPIN=1`, this thread's adaptive spinning score says its
 //! recent spins mostly succeeded (`mutex/adapt.rs`: otherwise it skips
 //! spinning and the yield rounds and queues at once, except for a periodic
