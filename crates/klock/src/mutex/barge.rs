@@ -55,7 +55,7 @@
 //! (INV-WAKE-ADDR); a grant releases nothing and wakes nobody.
 
 use super::MutexToken;
-use super::oneword::{GRANT_SPIN_NS, SPIN_NS, one_word_lock_api, past_bound};
+use super::oneword::{self, Grant, SPIN_NS, one_word_lock_api, past_bound};
 use crate::chaos::{self, Site};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{self, SpinBudget, WaitOutcome};
@@ -170,6 +170,13 @@ const fn withdraw(w: u32) -> u32 {
 const fn leave(w: u32) -> u32 {
     (w - SLEEPER) & !WOKEN
 }
+
+/// The grant protocol on this word (for [`oneword::wait_for_grant`]).
+const GRANT: Grant = Grant {
+    granted,
+    pick_up,
+    withdraw,
+};
 
 /// The barging mutex (see the module docs); 4 bytes. Use it through
 /// [`MutexBarge`].
@@ -393,20 +400,7 @@ impl RawMutexBarge {
     /// The asker waits running for the grant; returns whether it holds the
     /// lock (else it withdrew its request).
     fn wait_for_grant(&self) -> bool {
-        let w = self.spin_while(GRANT_SPIN_NS, |w| !granted(w));
-        let mut w = if granted(w) { w } else { self.word() };
-        loop {
-            let r = if granted(w) {
-                // Acquire: pairs with the Release of the unlock's grant.
-                self.cas_acquire(w, pick_up(w)).map(|_| true)
-            } else {
-                self.cas_relaxed(w, withdraw(w)).map(|_| false)
-            };
-            match r {
-                Ok(got) => return got,
-                Err(x) => w = x,
-            }
-        }
+        oneword::wait_for_grant(&self.word, &GRANT)
     }
 
     /// Step 5: past the deadline. Take the lock if it is free; else

@@ -42,7 +42,7 @@
 //! (INV-WAKE-ADDR); a grant releases nothing and wakes nobody.
 
 use super::MutexToken;
-use super::oneword::{GRANT_SPIN_NS, SPIN_NS, one_word_lock_api, past_bound};
+use super::oneword::{self, Grant, SPIN_NS, one_word_lock_api, past_bound};
 use crate::chaos::{self, Site};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{self, SpinBudget};
@@ -105,6 +105,13 @@ const fn pick_up(w: u32) -> u32 {
 const fn withdraw(w: u32) -> u32 {
     w & !HANDOFF
 }
+
+/// The grant protocol on this word (for [`oneword::wait_for_grant`]).
+const GRANT: Grant = Grant {
+    granted,
+    pick_up,
+    withdraw,
+};
 
 /// The granting floor's raw mutex (see the module docs); 4 bytes. Use it
 /// through [`MutexGrant`].
@@ -274,27 +281,7 @@ impl RawMutexGrant {
                 Err(x) => w = x,
             }
         }
-        let w = {
-            let mut w = 0;
-            wait::spin_until(&mut SpinBudget::new(GRANT_SPIN_NS), || {
-                w = self.word();
-                granted(w)
-            });
-            w
-        };
-        let mut w = if granted(w) { w } else { self.word() };
-        loop {
-            // Acquire (pick-up): pairs with the Release of the unlock's grant.
-            let (new, got) = if granted(w) {
-                (pick_up(w), true)
-            } else {
-                (withdraw(w), false)
-            };
-            match self.cas(w, new) {
-                Ok(_) => return got,
-                Err(x) => w = x,
-            }
-        }
+        oneword::wait_for_grant(&self.word, &GRANT)
     }
 
     /// Release the mutex: `L -> -` in one CAS, else the slow path.

@@ -3,7 +3,8 @@
 //! `lock_api` glue, written once as [`one_word_lock_api!`], and the bounds
 //! of the two designs that hand the lock to a running waiter.
 
-use crate::wait;
+use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::wait::{self, SpinBudget};
 
 /// The read-only spin's budget of the hand-off designs, before sleeping and
 /// after a wake-up: the floor's (about std's 100 PAUSEs). Under loom 0:
@@ -28,6 +29,41 @@ pub(super) const GRANT_SPIN_NS: u64 = if cfg!(loom) { 2 } else { 100_000 };
 #[allow(clippy::absurd_extreme_comparisons)]
 pub(super) fn past_bound(start: u64) -> bool {
     wait::now_ns().saturating_sub(start) >= BYPASS_BOUND_NS
+}
+
+/// A word's grant protocol, for [`wait_for_grant`]: which values say the
+/// lock was passed to the asker, and the asker's two ways out.
+pub(super) struct Grant {
+    /// The word says the lock was passed to the asker.
+    pub granted: fn(u32) -> bool,
+    /// The asker takes the lock passed to it (`..|G -> ..`).
+    pub pick_up: fn(u32) -> u32,
+    /// The asker stops waiting running (`..|H -> ..`).
+    pub withdraw: fn(u32) -> u32,
+}
+
+/// The asker of a hand-off waits running, at most [`GRANT_SPIN_NS`], for
+/// the unlock's grant; then picks the lock up, or withdraws its request
+/// (one CAS decides between the two against a racing grant). Returns
+/// whether it holds the lock. Relaxed reads are hints; the pick-up's CAS
+/// is Acquire, pairing with the Release CAS of the unlock's grant.
+pub(super) fn wait_for_grant(word: &AtomicU32, g: &Grant) -> bool {
+    let mut w = 0;
+    wait::spin_until(&mut SpinBudget::new(GRANT_SPIN_NS), || {
+        w = word.load(Ordering::Relaxed);
+        (g.granted)(w)
+    });
+    loop {
+        let (new, got) = if (g.granted)(w) {
+            ((g.pick_up)(w), true)
+        } else {
+            ((g.withdraw)(w), false)
+        };
+        match word.compare_exchange(w, new, Ordering::Acquire, Ordering::Relaxed) {
+            Ok(_) => return got,
+            Err(x) => w = x,
+        }
+    }
 }
 
 /// `lock_api::RawMutex` and `RawMutexTimed` for a one-word mutex type with
