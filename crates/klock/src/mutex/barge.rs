@@ -203,12 +203,6 @@ pub struct RawMutexBarge {
 #[cfg(not(loom))]
 pub type MutexBarge<T> = lock_api::Mutex<RawMutexBarge, T>;
 
-impl Default for RawMutexBarge {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 /// How a running enrolled waiter's look at the word ended.
 enum Turn {
     /// It holds the lock.
@@ -218,22 +212,6 @@ enum Turn {
 }
 
 impl RawMutexBarge {
-    /// An unlocked mutex (word 0).
-    #[cfg(not(loom))]
-    pub const fn new() -> Self {
-        RawMutexBarge {
-            word: AtomicU32::new(0),
-        }
-    }
-
-    /// An unlocked mutex (word 0).
-    #[cfg(loom)]
-    pub fn new() -> Self {
-        RawMutexBarge {
-            word: AtomicU32::new(0),
-        }
-    }
-
     /// The word's raw value (tests, diagnostics).
     pub fn word(&self) -> u32 {
         // Relaxed: a snapshot, orders nothing.
@@ -475,7 +453,7 @@ impl RawMutexBarge {
 // clear, or stays set across a grant to exactly one asker (only one thread
 // can set HANDOFF, and only it picks GRANTED up); it is cleared only by the
 // holder's Release CAS. The token carries nothing (id 0).
-one_word_lock_api!(RawMutexBarge);
+one_word_lock_api!(RawMutexBarge, word);
 
 #[cfg(test)]
 #[cfg(not(loom))]

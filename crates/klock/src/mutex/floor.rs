@@ -71,29 +71,7 @@ pub struct RawMutexFloor {
 #[cfg(not(loom))]
 pub type MutexFloor<T> = lock_api::Mutex<RawMutexFloor, T>;
 
-impl Default for RawMutexFloor {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl RawMutexFloor {
-    /// An unlocked mutex (word 0).
-    #[cfg(not(loom))]
-    pub const fn new() -> Self {
-        RawMutexFloor {
-            state: AtomicU32::new(FLOOR_UNLOCKED),
-        }
-    }
-
-    /// An unlocked mutex (word 0).
-    #[cfg(loom)]
-    pub fn new() -> Self {
-        RawMutexFloor {
-            state: AtomicU32::new(FLOOR_UNLOCKED),
-        }
-    }
-
     /// The word's raw value (tests, diagnostics).
     pub fn state(&self) -> u32 {
         // Relaxed: a snapshot, orders nothing.
@@ -216,7 +194,7 @@ impl RawMutexFloor {
 // that read 0, each Acquire, and returns to 0 only by the holder's Release
 // swap. The token carries nothing (id 0, no owner identity): any thread may
 // release a guard it was sent, as with klock's other raw mutexes.
-one_word_lock_api!(RawMutexFloor);
+one_word_lock_api!(RawMutexFloor, state);
 
 #[cfg(test)]
 #[cfg(not(loom))]

@@ -138,29 +138,7 @@ pub struct RawMutexGrant {
 #[cfg(not(loom))]
 pub type MutexGrant<T> = lock_api::Mutex<RawMutexGrant, T>;
 
-impl Default for RawMutexGrant {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 impl RawMutexGrant {
-    /// An unlocked mutex (word 0).
-    #[cfg(not(loom))]
-    pub const fn new() -> Self {
-        RawMutexGrant {
-            word: AtomicU32::new(0),
-        }
-    }
-
-    /// An unlocked mutex (word 0).
-    #[cfg(loom)]
-    pub fn new() -> Self {
-        RawMutexGrant {
-            word: AtomicU32::new(0),
-        }
-    }
-
     /// The word's raw value (tests, diagnostics).
     pub fn word(&self) -> u32 {
         // Relaxed: a snapshot, orders nothing.
@@ -334,7 +312,7 @@ impl RawMutexGrant {
 // clear, or stays set across a grant to exactly one asker (only one thread
 // can set HANDOFF, and only it picks GRANTED up); it is cleared only by the
 // holder's Release CAS. The token carries nothing (id 0).
-one_word_lock_api!(RawMutexGrant);
+one_word_lock_api!(RawMutexGrant, word);
 
 #[cfg(test)]
 #[cfg(not(loom))]

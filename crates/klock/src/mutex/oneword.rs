@@ -66,12 +66,38 @@ pub(super) fn wait_for_grant(word: &AtomicU32, g: &Grant) -> bool {
     }
 }
 
-/// `lock_api::RawMutex` and `RawMutexTimed` for a one-word mutex type with
-/// inherent `new` (const), `lock`, `try_lock`, `lock_until_ns`, `unlock`
-/// and `is_locked`, and a `MutexToken` of id 0 (no owner identity: any
-/// thread may release a guard it was sent).
+/// For a one-word mutex type `$ty { $field: AtomicU32 }` (0 = unlocked):
+/// its `new` (const; a plain fn under loom, whose atomics are not const)
+/// and `Default`, and `lock_api::RawMutex` and `RawMutexTimed` over its
+/// inherent `lock`, `try_lock`, `lock_until_ns`, `unlock` and
+/// `is_locked`, with a `MutexToken` of id 0 (no owner identity: any thread
+/// may release a guard it was sent).
 macro_rules! one_word_lock_api {
-    ($ty:ty) => {
+    ($ty:ident, $field:ident) => {
+        impl $ty {
+            /// An unlocked mutex (word 0).
+            #[cfg(not(loom))]
+            pub const fn new() -> Self {
+                $ty {
+                    $field: AtomicU32::new(0),
+                }
+            }
+
+            /// An unlocked mutex (word 0).
+            #[cfg(loom)]
+            pub fn new() -> Self {
+                $ty {
+                    $field: AtomicU32::new(0),
+                }
+            }
+        }
+
+        impl Default for $ty {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
         #[cfg(not(loom))]
         // SAFETY: each type's module docs argue its mutual exclusion (the
         // word's acquiring CASes are Acquire, its releases Release); these
