@@ -3,8 +3,9 @@
 //! klock keeps a little process-wide state besides the locks themselves: the
 //! node slot registry ([`crate::node`]), the thread-id free list
 //! ([`crate::tid`]), the stats registry ([`crate::stat`], feature `stats`),
-//! and two values computed once, the tunables ([`crate::tune::get`]) and the
-//! effective CPU count ([`crate::wait::effective_cpus`]). `fork()` copies only
+//! and values computed once: the tunables ([`crate::tune::get`]), the
+//! effective CPU count ([`crate::wait::effective_cpus`]) and whether a CPU
+//! quota limits the process ([`crate::wait::quota_limited`]). `fork()` copies only
 //! the calling thread, so without care a child could inherit a registry whose
 //! internal lock was held by another thread of the parent (and wait for it
 //! forever the first time it starts a thread or queues on a lock), or a
@@ -18,12 +19,12 @@
 //! program or the interposer can do it early):
 //!
 //! * **prepare** (in the forking thread, before the fork): finish every lazy
-//!   initialisation (tunables, effective CPUs, the chaos seed, the global
-//!   node registry), give the forking thread its id, node slot and stats
-//!   block, then take the registries' internal locks in a fixed order: node
-//!   slots, thread ids, stats. So at the fork no once-initialiser is running
-//!   and no registry is mid-update; and the forking thread needs no registry
-//!   lock until the fork is over (other libraries' prepare handlers may lock
+//!   initialisation (tunables, effective CPUs, the quota test, the chaos
+//!   seed, the global node registry), give the forking thread its id, node
+//!   slot and stats block, then take the registries' internal locks in a
+//!   fixed order: node slots, thread ids, stats. So at the fork no
+//!   once-initialiser is running and no registry is mid-update; and the
+//!   forking thread needs no registry lock until the fork is over (other libraries' prepare handlers may lock
 //!   klock mutexes, e.g. through the interposer).
 //! * **parent** and **child** (after the fork): release those locks in the
 //!   reverse order. Their protected data are consistent (prepare held the
@@ -168,6 +169,7 @@ mod imp {
         //    them waits for a registry lock we are about to take).
         let _ = crate::tune::get();
         let _ = crate::wait::effective_cpus();
+        let _ = crate::wait::quota_limited();
         let _ = crate::chaos::seed();
         let _ = crate::node::global_registry();
         // 2. The forking thread's own id, node slot and stats block, so that

@@ -1088,6 +1088,13 @@ pub fn quota_limited() -> bool {
     #[cfg(not(loom))]
     {
         static LIMITED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        if let Some(&l) = LIMITED.get() {
+            return l;
+        }
+        // Fork handlers first, and outside the initialiser: their prepare
+        // step finishes this computation before a fork (see crate::fork), so
+        // a child never inherits it half done (every mutex slow path asks).
+        crate::fork::register();
         *LIMITED.get_or_init(|| {
             // SAFETY: sysconf has no memory-safety preconditions.
             let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as f64;
