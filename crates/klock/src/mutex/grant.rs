@@ -294,10 +294,11 @@ impl RawMutexGrant {
                 .compare_exchange(w, new, Ordering::Release, Ordering::Relaxed)
             {
                 Ok(_) => {
+                    // Released (free, or granted to the asker): the lock may
+                    // be taken, used and left before we go on; after this
+                    // only the futex address is touched (INV-WAKE-ADDR).
+                    chaos::point(Site::AfterRelease);
                     if !asked(w) && w & CONTENDED != 0 {
-                        // The lock is free and may be taken, used and
-                        // left before the wake (INV-WAKE-ADDR).
-                        chaos::point(Site::AfterRelease);
                         wait::futex_wake(&self.word, 1);
                     }
                     return;
