@@ -1,8 +1,14 @@
 //! A condition variable for klock's [`RawMutex`] (lock_api 0.5 `RawCondvar` +
-//! `RawCondvarTimed`), with **wait morphing**: a notify does not wake anyone,
-//! it moves waiters from the condvar's list onto the mutex's wait list, where
-//! the mutex's unlock wakes them one at a time. `notify_all` on hundreds of
-//! waiters therefore wakes one thread, not a herd.
+//! `RawCondvarTimed`). `notify_one` takes the oldest waiter off the list and
+//! wakes it; it re-locks the mutex as any locker does (std's hand-over: it
+//! spins while the holder runs). `notify_all` uses **wait morphing**: it
+//! wakes nobody, it moves every waiter onto the mutex's wait list, where the
+//! mutex's unlock wakes them one at a time, so `notify_all` on hundreds of
+//! waiters wakes one thread, not a herd. A waiter watches its node for a few
+//! µs before its first sleep, so a notify that follows soon costs no sleep.
+//! (Until issue 32, `notify_one` morphed too; waking the waiter made the
+//! condvar hand-off 2-4x faster on a 2-vCPU host:
+//! `docs/results/2026-11-28-mutex-floor.md`.)
 //!
 //! # Layout (16 bytes on 64-bit)
 //!
@@ -22,7 +28,8 @@
 //! notation").
 //!
 //! ```text
-//!  CV_WAITING --notify (under CV_LOCK + the mutex's WLOCK)--> SLEEPING (on the mutex list)
+//!  CV_WAITING --notify_one (under CV_LOCK), then futex_wake--> CV_NOTIFIED: re-lock the mutex normally
+//!  CV_WAITING --notify_all (under CV_LOCK + the mutex's WLOCK)--> SLEEPING (on the mutex list)
 //!  SLEEPING --mutex unlock / requeue with the mutex free--> WOKEN --> mutex waiter loop
 //!  CV_WAITING --timeout (under CV_LOCK)--> removed; re-lock the mutex normally
 //! ```
@@ -119,7 +126,16 @@ use std::marker::PhantomData;
 pub enum CondState {
     /// On the condvar's list, waiting for a notify (or its timeout).
     Waiting = tag::CONDVAR | 1,
+    /// Taken off the condvar's list by a `notify_one` and woken: re-lock
+    /// the mutex as any locker does (the last value a notifier writes to
+    /// the node; Release, paired with the waiter's Acquire in `sleep_word`).
+    Notified = tag::CONDVAR | 2,
 }
+/// How long a waiter watches its node before the first sleep: a notify that
+/// follows within a few µs (a producer's next item) then costs no sleep and
+/// no wake-up (issue 32's A/B: `docs/results/2026-11-28-mutex-floor.md`).
+/// Under loom, one iteration (the budget counts iterations).
+const COND_SPIN_NS: u64 = if cfg!(loom) { 1 } else { 4_000 };
 /// Condvar list lock bit.
 const CV_LOCK: u32 = 1;
 
@@ -354,10 +370,11 @@ impl<S: SpinPolicy> RawCondvar<S> {
         self.list.head() != 0 || self.fallback.load(Ordering::Relaxed) & FB_WAITERS != 0
     }
 
-    /// Wake one waiter: move the oldest waiter onto the mutex's wait list (it
-    /// runs when the mutex is released to it). Returns whether there was one;
-    /// `false` also while a no-node fallback waiter exists (its wake-ups may
-    /// be spurious, see the module docs).
+    /// Wake one waiter: take the oldest waiter off the condvar and wake it;
+    /// it re-locks the mutex as any locker does (spinning while the holder
+    /// runs, std's hand-over). Returns whether there was one; `false` also
+    /// while a no-node fallback waiter exists (its wake-ups may be spurious,
+    /// see the module docs).
     ///
     /// ```
     /// assert!(!klock::RawCondvar::<klock::SpinOsq>::new().notify_one());
@@ -368,6 +385,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
         if self.list.head() == 0 {
             return false;
         }
+        // 1. Under CV_LOCK, unlink the oldest waiter.
         self.lock_list();
         let h = self.list.head();
         if h == 0 {
@@ -376,22 +394,17 @@ impl<S: SpinPolicy> RawCondvar<S> {
         }
         self.list.remove(h);
         crate::chaos::point(crate::chaos::Site::ListEdit);
-        let n = node::decode(h);
-        // Make the detached node a one-element circular list for the splice.
-        // Relaxed: list links are only touched under CV_LOCK / the mutex's
-        // WLOCK, whose Acquire/Release order them.
-        n.next.store(h, Ordering::Relaxed);
-        n.prev.store(h, Ordering::Relaxed);
-        // Relaxed: written under CV_LOCK, which we hold.
-        let m = self.mutex.load(Ordering::Relaxed) as *const RawMutex<S>;
-        // SAFETY: the list was non-empty under CV_LOCK, so `m` is the mutex a
-        // waiter is blocked on and borrows. The waiter cannot leave (and let
-        // the mutex be freed) before `requeue` releases the mutex's WLOCK: a
-        // CV_WAITING waiter leaves only under CV_LOCK (held by us), a requeued
-        // one must take WLOCK to leave the mutex list; `requeue` touches only
-        // the moved node after that release.
-        unsafe { &*m }.requeue(h);
+        // 2. `Waiting -> Notified`, the last write to its node. Release pairs
+        // with the Acquire in `sleep_word` / `end_wait`: our link edits
+        // happen before the waiter reuses the node.
+        let n = Waiter::decode(h);
+        n.set_raw_state_release(CondState::Notified as u32);
         self.unlock_list();
+        crate::chaos::point(crate::chaos::Site::AfterRelease);
+        // 3. Wake its address (INV-WAKE-ADDR: the node is type-stable; if the
+        // waiter already left, the wake is a spurious one for its next use).
+        stat::inc(Event::CondWakeOne);
+        n.wake();
         self.exact(1, fb) == 1
     }
 
@@ -486,6 +499,13 @@ impl<S: SpinPolicy> RawCondvar<S> {
         // way a loom model, which has no clock, reaches the timeout).
         let mut expired = false;
         let mut give_up = false;
+        // Watch the node a little before the first sleep (never for a
+        // real-time thread, nor for a mutex type that never spins).
+        if S::SPIN && !wait::realtime() {
+            wait::spin_until(&mut wait::SpinBudget::new(COND_SPIN_NS), || {
+                self.sleep_word(&ticket).is_none()
+            });
+        }
         while let Some((word, value)) = self.sleep_word(&ticket) {
             let timeout = match deadline_ns {
                 None => None,
@@ -735,9 +755,11 @@ impl<S: SpinPolicy> RawCondvar<S> {
             return (v & FB_GEN == ticket.generation).then_some((&self.fallback, v));
         };
         let n = Waiter::of(q.node());
-        // A notify moved us to the mutex list (a WaiterState): the decision
-        // is made under the locks, this is only its result.
-        (!n.is_requeued()).then(|| (n.futex(), CondState::Waiting as u32))
+        // A notify moved us to the mutex list (a WaiterState) or woke us to
+        // re-lock (Notified): the decision is made under the locks, this is
+        // only its result.
+        (!n.is_requeued() && !n.state_is_acquire(CondState::Notified as u32))
+            .then(|| (n.futex(), CondState::Waiting as u32))
     }
 
     /// Step 3 of a wait: re-lock `mutex` and return the new token, and
@@ -766,16 +788,17 @@ impl<S: SpinPolicy> RawCondvar<S> {
             // A fallback waiter: not on the mutex's list, lock it normally.
             return (mutex.lock(), timed_out);
         };
-        let token = if timed_out {
-            node::unlease(q);
-            mutex.lock()
-        } else {
-            // We are on the mutex's wait list (Sleeping or Woken).
-            debug_assert!(Waiter::of(q.node()).is_requeued());
-            mutex.wait_queued(q, ticket.id, None, true);
-            node::unlease(q);
-            MutexToken::from_id(ticket.id)
-        };
+        let token =
+            if timed_out || Waiter::of(q.node()).state_is_acquire(CondState::Notified as u32) {
+                node::unlease(q);
+                mutex.lock()
+            } else {
+                // We are on the mutex's wait list (Sleeping or Woken).
+                debug_assert!(Waiter::of(q.node()).is_requeued());
+                mutex.wait_queued(q, ticket.id, None, true);
+                node::unlease(q);
+                MutexToken::from_id(ticket.id)
+            };
         (token, timed_out)
     }
 

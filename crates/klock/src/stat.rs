@@ -172,6 +172,8 @@ events! {
     CondWait = "cond_wait",
     /// Condvar waiters moved onto the mutex's wait list by a notify.
     CondRequeue = "cond_requeue",
+    /// Condvar waiters woken by a `notify_one` to re-lock the mutex themselves.
+    CondWakeOne = "cond_wake_one",
     // ---- rwsem ---------------------------------------------------------------
     /// Read lock taken by the fast path (one fetch-add).
     RwReadFast = "rwsem_rlock_fast",

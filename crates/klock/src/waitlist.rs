@@ -103,6 +103,19 @@ impl<'a> Waiter<'a> {
         s == v
     }
 
+    /// [`state_is`](Self::state_is) with Acquire: for a value that is the
+    /// last write another thread makes to the node (a condvar's `Notified`),
+    /// so that its earlier writes (list links) happen before we reuse it.
+    #[inline]
+    pub(crate) fn state_is_acquire(self, v: u32) -> bool {
+        // Acquire pairs with the Release of `set_raw_state_release`.
+        let s = self.0.state.load(Ordering::Acquire);
+        if s & node::tag::MASK != node::tag::CONDVAR {
+            node::check_tag("state", s, node::tag::WAITER);
+        }
+        s == v
+    }
+
     /// Our own node (a condvar waiter): has a notify moved it to the mutex
     /// list (a [`WaiterState`])? Only the wait-list tag counts, so a stray
     /// value of another protocol (a stale write, caught in debug builds) does
@@ -141,6 +154,14 @@ impl<'a> Waiter<'a> {
     pub(crate) fn set_raw_state(self, v: u32) {
         // Relaxed: under the condvar's list lock (its Release publishes it).
         self.0.state.store(v, Ordering::Relaxed);
+    }
+
+    /// Store a raw state value as the last write to another thread's node
+    /// (Release pairs with the Acquire of
+    /// [`state_is_acquire`](Self::state_is_acquire)).
+    #[inline]
+    pub(crate) fn set_raw_state_release(self, v: u32) {
+        self.0.state.store(v, Ordering::Release);
     }
 
     /// Mark `Woken` under WLOCK; returns whether it was not already woken

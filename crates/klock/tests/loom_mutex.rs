@@ -319,10 +319,12 @@ fn mutex_three_lockers_osq() {
 }
 
 /// Condvar: a notify after the waiter's check is never lost (the waiter
-/// enqueues before unlocking), and the requeue wakes it through the mutex.
+/// enqueues before unlocking), and notify_one's wake (`Waiting ->
+/// Notified`, then futex_wake) lets it re-lock the mutex. Removing that wake
+/// deadlocks the model.
 #[test]
 fn condvar_no_lost_wakeup() {
-    model(&[Event::CondWait, Event::CondRequeue], || {
+    model(&[Event::CondWait, Event::CondWakeOne], || {
         let s = Arc::new((
             RawMutex::<SpinOff>::new(),
             RawCondvar::<SpinOff>::new(),
@@ -417,6 +419,39 @@ fn condvar_foreign_notify_one_wakes_both() {
 #[test]
 fn condvar_foreign_timeout_races_notify() {
     foreign_model(1, true);
+}
+
+/// Condvar: a timed wait whose deadline races notify_one. Either the notify
+/// wins (the waiter returns not timed out, notify_one reports one woken) or
+/// the timeout does (the waiter left the list under CV_LOCK, notify_one finds
+/// nobody); never both, never neither, and the mutex ends free.
+#[test]
+fn condvar_timeout_races_notify_one() {
+    model(
+        &[Event::CondWait, Event::CondWakeOne, Event::CondTimeout],
+        || {
+            let s = Arc::new((RawMutex::<SpinOff>::new(), RawCondvar::<SpinOff>::new()));
+            let s2 = s.clone();
+            let h = loom::thread::spawn(move || {
+                let (m, cv) = &*s2;
+                let mut t = m.lock();
+                // Under loom the deadline is reached only through a futex wait
+                // that loom lets time out.
+                let d = klock::internal::wait::now_ns() + 1;
+                let timed_out = unsafe { cv.wait_until_ns(m, &mut t, Some(d)) };
+                unsafe { m.unlock(t) };
+                timed_out
+            });
+            let (m, cv) = &*s;
+            let t = m.lock();
+            unsafe { m.unlock(t) };
+            let woke = cv.notify_one();
+            let timed_out = h.join().unwrap();
+            assert_ne!(woke, timed_out, "exactly one of notify and timeout wins");
+            assert!(!cv.has_waiters());
+            assert_eq!(m.owner_word(), 0);
+        },
+    );
 }
 
 /// Condvar notify_all outside the mutex: the requeue finds the mutex free and
