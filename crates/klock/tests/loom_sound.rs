@@ -264,7 +264,8 @@ impl CvShared {
 /// twice: with `long`, the notifier yields between setting the flag and
 /// notifying, so the waiter's wait also times out before the notify without
 /// costing a preemption. Each run reaches a time-out (`cond_timeout`) and a
-/// notify that moves the waiter (`cond_requeue`); over both runs, a notify
+/// notify that moves the waiter (`cond_requeue`, notify_all) or wakes it
+/// (`cond_wake_one`, notify_one); over both runs, a notify
 /// that reports the waiter and a waiter that times out.
 fn condvar_timed_wait_races_notify(all: bool, seen: &'static [Branch; 2]) {
     for long in [false, true] {
@@ -275,7 +276,14 @@ fn condvar_timed_wait_races_notify(all: bool, seen: &'static [Branch; 2]) {
 }
 
 fn condvar_timed_model(all: bool, long: bool, seen: &'static [Branch; 2]) {
-    model(2, &[Event::CondTimeout, Event::CondRequeue], move |g| {
+    // notify_all moves the waiter (cond_requeue); notify_one wakes it to
+    // re-lock (cond_wake_one).
+    let notified = if all {
+        Event::CondRequeue
+    } else {
+        Event::CondWakeOne
+    };
+    model(2, &[Event::CondTimeout, notified], move |g| {
         let s = Arc::new(CvShared::new());
         let s2 = s.clone();
         let h = spawn(g, move || {
@@ -727,12 +735,12 @@ fn node_reuse_pvbase_spin_then_mutex() {
 /// list) and the assertion fails. Found at bound 2, as 8a (main's yield is a
 /// long critical section).
 fn node_reuse_spin_then_condvar<P: WaitPolicy>() {
-    // As 8a, with B's condvar wait (cond_wait) and main's notify moving it.
+    // As 8a, with B's condvar wait (cond_wait) and main's notify waking it.
     let reach = [
         Event::PvWaitNode,
         Event::PvKickUnlock,
         Event::CondWait,
-        Event::CondRequeue,
+        Event::CondWakeOne,
     ];
     model(2, &reach, |g| {
         let l = Arc::new(TwoLocks::<P>::new());
