@@ -66,6 +66,11 @@ pub mod tls {
     pub use crate::thread_word;
 }
 
+/// Asymmetric sleeper announcement: plain-store unlocks, barrier-paying sleepers.
+pub mod asym {
+    pub use crate::asym::*;
+}
+
 /// Futex wait/wake, time-based spin budgets, the spin loop, effective CPUs.
 pub mod wait {
     pub use crate::wait::*;

@@ -57,6 +57,8 @@
 
 pub(crate) mod sync;
 
+mod asym;
+
 mod chaos;
 mod condvar;
 mod fork;
@@ -94,11 +96,12 @@ pub use spin::Token as SpinToken;
 pub use spin::{
     DynSpinLock, DynSpinLockGuard, PvBaseQSpinLock, PvBaseQSpinLockGuard, PvQSpinLock,
     PvQSpinLockGuard, PvTicketLock, PvTicketLockGuard, QSpinLock, QSpinLockGuard, SpinLock,
-    SpinLockGuard, TasLock, TasLockGuard, TicketLock, TicketLockGuard, UnfairQSpinLock,
-    UnfairQSpinLockGuard,
+    SpinLockGuard, TasLock, TasLockGuard, TasSleepLock, TasSleepLockGuard, TicketLock,
+    TicketLockGuard, UnfairQSpinLock, UnfairQSpinLockGuard,
 };
 pub use spin::{
-    Native, Pv, PvBase, RawQSpinLock, RawSpin, RawTasLock, RawTicketLock, Unfair, WaitPolicy,
+    Native, Pv, PvBase, RawQSpinLock, RawSpin, RawTasLock, RawTasSleepLock, RawTicketLock, Unfair,
+    WaitPolicy,
 };
 
 /// Register klock's `pthread_atfork` handlers now, if they are not yet.

@@ -246,3 +246,115 @@ impl klock::WaitPolicy for PvKickAhead {
 fn torture_pvqspin_kick_ahead() {
     torture::<RawQSpinLock<PvKickAhead>>("pvqspin_kick_ahead");
 }
+
+/// A short spin so that waiters sleep often (the announce/barrier path).
+struct ShortSpin;
+impl klock::WaitPolicy for ShortSpin {
+    const NAME: &'static str = "short_spin";
+    const SLEEP: bool = true;
+    const PATCHED: bool = false;
+    const UNFAIR: bool = false;
+    fn spin_ns() -> u64 {
+        500
+    }
+}
+
+#[test]
+fn torture_tas_sleep() {
+    torture::<klock::RawTasSleepLock<Pv>>("tas_sleep");
+    torture::<klock::RawTasSleepLock<ShortSpin>>("tas_sleep_short");
+}
+
+/// No spin at all: a waiter announces itself and sleeps at once.
+#[cfg(feature = "chaos")]
+struct NoSpin;
+#[cfg(feature = "chaos")]
+impl klock::WaitPolicy for NoSpin {
+    const NAME: &'static str = "no_spin";
+    const SLEEP: bool = true;
+    const PATCHED: bool = false;
+    const UNFAIR: bool = false;
+    fn spin_ns() -> u64 {
+        0
+    }
+}
+
+/// INV-ASYM-BARRIER, tested where loom cannot go (the `chaos` feature,
+/// `.ci/chaos`). Under `chaos` an unlock loads the sleeper table *before*
+/// its store lands, the store-buffer reordering x86 allows made explicit.
+/// The test holds that window open for 2 ms (`widen_window_for_test`),
+/// and the barrier drains such unlocks. Each round:
+/// 1. The main thread holds the lock.
+/// 2. A waiter that does not spin starts locking 50 µs later, inside the
+///    unlock's window: it announces itself, re-checks, sees HELD and sleeps.
+/// 3. The main thread waits up to 50 ms for the waiter to take the lock.
+///
+/// With the barrier no round may lose its wake-up. Without it (see
+/// `disable_barrier_for_test`) some round must: the waiter sleeps on the
+/// stale HELD, the unlock saw no sleeper, and the test wakes the waiter by
+/// hand to go on. Both directions are asserted, so the test fails if the
+/// barrier stops working or stops mattering.
+#[cfg(feature = "chaos")]
+fn lost_wakeups(barrier: bool, rounds: usize) -> usize {
+    use klock::internal::asym;
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    asym::disable_barrier_for_test(!barrier);
+    asym::widen_window_for_test(2_000);
+    let l = Arc::new(klock::RawTasSleepLock::<NoSpin>::new());
+    // SAFETY: RawTasSleepLock is a repr(transparent) AtomicU32 (the word),
+    // alive for the test (`l` is held until the end); only woken by hand.
+    let word: &std::sync::atomic::AtomicU32 =
+        unsafe { &*(Arc::as_ptr(&l) as *const std::sync::atomic::AtomicU32) };
+    let mut lost = 0;
+    for _ in 0..rounds {
+        l.lock();
+        let got = Arc::new(AtomicBool::new(false));
+        let (l2, g2) = (l.clone(), got.clone());
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_micros(50));
+            l2.lock();
+            g2.store(true, Ordering::Release);
+            // SAFETY: locked just above.
+            unsafe { l2.unlock() };
+        });
+        // SAFETY: locked at the top of the round.
+        unsafe { l.unlock() };
+        let start = Instant::now();
+        while !got.load(Ordering::Acquire) {
+            if start.elapsed() > Duration::from_millis(50) {
+                lost += 1;
+                // The lost wake-up: deliver it by hand so the round ends.
+                while !got.load(Ordering::Acquire) {
+                    // As an unlocker would: it takes the waiter out of the table.
+                    asym::wake_one(word);
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(20));
+        }
+        t.join().unwrap();
+    }
+    asym::widen_window_for_test(0);
+    asym::disable_barrier_for_test(false);
+    lost
+}
+
+#[cfg(feature = "chaos")]
+#[test]
+fn asym_barrier_prevents_lost_wakeups() {
+    assert_eq!(
+        lost_wakeups(true, 30),
+        0,
+        "a wake-up was lost with the barrier"
+    );
+}
+
+#[cfg(feature = "chaos")]
+#[test]
+fn asym_without_barrier_loses_a_wakeup() {
+    assert!(
+        lost_wakeups(false, 30) > 0,
+        "removing the barrier lost no wake-up: the test no longer exercises INV-ASYM-BARRIER"
+    );
+}

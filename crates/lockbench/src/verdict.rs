@@ -43,6 +43,7 @@ pub const FAMILIES: &[Family] = &[
         default: "klock_unfair",
         variants: &[
             "klock_tas",
+            "klock_tas_sleep",
             "klock_ticket",
             "klock_pvticket",
             "klock_qspin",

@@ -11,6 +11,7 @@
 //! | alias | raw lock | waits by | fair? |
 //! |---|---|---|---|
 //! | [`TasLock`] | [`RawTasLock<Native>`] | TTAS + backoff | no |
+//! | [`TasSleepLock`] | [`RawTasSleepLock<Pv>`] | TTAS, then futex (announced sleepers; plain-store unlock) | no |
 //! | [`TicketLock`] | [`RawTicketLock<Native>`] | spinning | FIFO |
 //! | [`PvTicketLock`] | [`RawTicketLock<Pv>`] | spin, then futex | FIFO |
 //! | [`QSpinLock`] | [`RawQSpinLock<Native>`] | spinning | FIFO (+1 pending) |
@@ -30,11 +31,13 @@
 mod dynamic;
 mod qspinlock;
 mod tas;
+mod tassleep;
 mod ticket;
 
 pub use dynamic::RawSpin;
 pub use qspinlock::RawQSpinLock;
 pub use tas::RawTasLock;
+pub use tassleep::RawTasSleepLock;
 pub use ticket::RawTicketLock;
 
 use crate::node::{Node, check_tag, tag};
@@ -430,6 +433,23 @@ mod aliases {
     /// assert_eq!(*g, 1);
     /// ```
     pub type TasLockGuard<'a, T> = lock_api::MutexGuard<'a, RawTasLock<Native>, T>;
+
+    /// The floor's TTAS lock (plain-store unlock) with bounded spinning,
+    /// then sleeping announced through a process-wide barrier (issue 33).
+    ///
+    /// ```
+    /// let l = klock::TasSleepLock::new(1);
+    /// assert_eq!(*l.lock(), 1);
+    /// ```
+    pub type TasSleepLock<T> = lock_api::Mutex<RawTasSleepLock<Pv>, T>;
+    /// Guard of [`TasSleepLock`].
+    ///
+    /// ```
+    /// let l = klock::TasSleepLock::new(1);
+    /// let g: klock::TasSleepLockGuard<'_, i32> = l.lock();
+    /// assert_eq!(*g, 1);
+    /// ```
+    pub type TasSleepLockGuard<'a, T> = lock_api::MutexGuard<'a, RawTasSleepLock<Pv>, T>;
 
     /// Native ticket lock (FIFO, pure spinning).
     ///

@@ -5,7 +5,7 @@
 use super::entry::LockEntry;
 use crate::adapter::{LockApiMutex, LockApiRwLock};
 use klock::internal::mutex::{RawMutexBarge, RawMutexFloor, RawMutexGrant};
-use klock::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTicketLock, Unfair};
+use klock::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTasSleepLock, RawTicketLock, Unfair};
 use klock::{RawMutex, RawRwLock, SpinNoQueue, SpinOff, SpinOsq, SpinPlain};
 
 /// Registry lines for klock's locks: spinlocks, mutex variants, rwsem variants (seed
@@ -16,6 +16,10 @@ pub fn entries() -> Vec<LockEntry> {
         LockEntry::mutex::<LockApiMutex<RawTasLock<Native>>>(
             "klock_tas",
             "klock TAS: test-and-test-and-set byte lock with backoff (unfair byte lock)",
+        ),
+        LockEntry::mutex::<LockApiMutex<RawTasSleepLock<Pv>>>(
+            "klock_tas_sleep",
+            "klock TTAS + sleep: plain-store unlock; sleepers announce themselves and pay a membarrier",
         ),
         LockEntry::mutex::<LockApiMutex<RawTicketLock<Native>>>(
             "klock_ticket",
