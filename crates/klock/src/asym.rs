@@ -274,6 +274,8 @@ mod chaos_drain {
     static WINDOW_US: AtomicU64 = AtomicU64::new(0);
 
     pub(super) fn release_and_check(word: &AtomicU32, bucket: &AtomicU32) -> bool {
+        // SeqCst (all of this emulation): it stands for the hardware's
+        // order, so it orders everything with everything; only under chaos.
         IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
         // The load TSO may perform before the store is visible.
         let sleepers = bucket.load(Ordering::SeqCst) != 0;
@@ -295,6 +297,7 @@ mod chaos_drain {
     }
 
     pub(super) fn barrier_disabled() -> bool {
+        // Relaxed (both switches): set by a test before its threads start.
         DISABLED.load(Ordering::Relaxed)
     }
 

@@ -96,18 +96,13 @@ impl<P: WaitPolicy> RawTasLock<P> {
 
     #[cold]
     fn lock_slow(&self) {
-        let (min, max) = P::tas_backoff_ns();
-        let mut backoff = Backoff::new(min, max);
-        let mut budget = if P::SLEEP {
+        let budget = if P::SLEEP {
             SpinBudget::new(P::spin_ns())
         } else {
             SpinBudget::unbounded()
         };
-        // Test (relaxed load) before test-and-set; back off between attempts.
-        while !budget.expired() {
-            if backoff.wait_until(|| self.word.load(Ordering::Relaxed) == 0) && self.try_lock() {
-                return;
-            }
+        if ttas_spin::<P>(&self.word, budget, || self.try_lock()) {
+            return;
         }
         // PV: sleep. Acquire swap pairs with the Release unlock.
         stat::inc(Event::TasSleep);
@@ -115,9 +110,7 @@ impl<P: WaitPolicy> RawTasLock<P> {
             crate::chaos::point(crate::chaos::Site::BeforeSleep);
             futex_wait(&self.word, 2, None);
             // Spin a little after waking before sleeping again.
-            let _ = spin_until(&mut SpinBudget::new(min), || {
-                self.word.load(Ordering::Relaxed) == 0
-            });
+            let _ = spin_after_wake::<P>(&self.word);
         }
     }
 
@@ -173,6 +166,37 @@ impl<P: WaitPolicy> RawTasLock<P> {
             futex_wake(&self.word, 1);
         }
     }
+}
+
+/// The TTAS spin shared by the TAS locks ([`RawTasLock`],
+/// [`RawTasSleepLock`](super::RawTasSleepLock)): test the word (a Relaxed
+/// load) until it reads 0, then `try_lock`, with bounded exponential
+/// backoff (`P::tas_backoff_ns`) between attempts, until `budget` runs
+/// out. Returns whether `try_lock` took the lock.
+pub(super) fn ttas_spin<P: WaitPolicy>(
+    word: &AtomicU32,
+    mut budget: SpinBudget,
+    try_lock: impl Fn() -> bool,
+) -> bool {
+    let (min, max) = P::tas_backoff_ns();
+    let mut backoff = Backoff::new(min, max);
+    while !budget.expired() {
+        // Relaxed: a hint; `try_lock`'s CAS is the Acquire.
+        if backoff.wait_until(|| word.load(Ordering::Relaxed) == 0) && try_lock() {
+            return true;
+        }
+    }
+    false
+}
+
+/// A woken TAS waiter's short look at the word (the first backoff step):
+/// `true` if it read 0 (free) within it.
+pub(super) fn spin_after_wake<P: WaitPolicy>(word: &AtomicU32) -> bool {
+    let (min, _) = P::tas_backoff_ns();
+    // Relaxed: a hint; the caller's CAS or swap is the Acquire.
+    spin_until(&mut SpinBudget::new(min), || {
+        word.load(Ordering::Relaxed) == 0
+    })
 }
 
 #[cfg(not(loom))]

@@ -38,7 +38,7 @@ use crate::asym;
 use crate::chaos::{self, Site};
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
-use crate::wait::{self, Backoff, SpinBudget, spin_until};
+use crate::wait::{self, SpinBudget};
 use std::marker::PhantomData;
 
 /// Unlocked.
@@ -140,7 +140,6 @@ impl<P: WaitPolicy> RawTasSleepLock<P> {
         //    leaves the table as soon as it wakes, so unlocks wake only
         //    while someone may really sleep.
         stat::inc(Event::TasSleep);
-        let (min, _) = P::tas_backoff_ns();
         loop {
             let announced = asym::announce(&self.word);
             // 3. Re-check after the barrier, then sleep on HELD.
@@ -151,27 +150,18 @@ impl<P: WaitPolicy> RawTasSleepLock<P> {
             announced.sleep(&self.word, HELD);
             chaos::point(Site::AfterWake);
             // A little spin after waking: the word may be free again soon.
-            if spin_until(&mut SpinBudget::new(min), || {
-                self.word.load(Ordering::Relaxed) == FREE
-            }) && self.try_lock()
-            {
+            if super::tas::spin_after_wake::<P>(&self.word) && self.try_lock() {
                 return;
             }
         }
     }
 
-    /// Step 1 of the slow path: TTAS with bounded exponential backoff for
-    /// the policy's spin budget; `true` if it took the lock.
+    /// Step 1 of the slow path: the TAS locks' TTAS spin for the policy's
+    /// budget; `true` if it took the lock.
     fn spin(&self) -> bool {
-        let (min, max) = P::tas_backoff_ns();
-        let mut backoff = Backoff::new(min, max);
-        let mut budget = SpinBudget::new(P::spin_ns());
-        while !budget.expired() {
-            if backoff.wait_until(|| self.word.load(Ordering::Relaxed) == FREE) && self.try_lock() {
-                return true;
-            }
-        }
-        false
+        super::tas::ttas_spin::<P>(&self.word, SpinBudget::new(P::spin_ns()), || {
+            self.try_lock()
+        })
     }
 
     /// Release the lock: a plain release store, then a wake only if a
