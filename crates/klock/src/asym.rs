@@ -23,10 +23,12 @@
 //! waiter (rare):  announce: SLEEPERS[b] += 1     (an RMW)
 //!                 barrier()                      (membarrier: every thread of the
 //!                                                 process runs a full fence)
-//!                 loop { re-check the word; futex_wait(word, held value) }
-//!                 leave:    SLEEPERS[b] -= 1     (once it holds the lock)
-//! unlocker:       word.store(0, Release); if SLEEPERS[b] != 0 { futex_wake(word, 1) }
-//!                                                (no fence between store and load)
+//!                 re-check the word; futex_wait(word, held value)
+//!                 leave:    SLEEPERS[b] -= 1     (unless its waker did)
+//! unlocker:       word.store(0, Release); if SLEEPERS[b] != 0 { wake_one(word) }
+//!                                                (no fence between store and load;
+//!                                                 a wake that woke someone takes
+//!                                                 one count out: `wake_one`)
 //! ```
 //!
 //! **INV-ASYM-BARRIER** (no lost wake-up). Take a waiter that sleeps on a
@@ -40,9 +42,9 @@
 //!
 //! Either way H wakes the word. A store that was still in H's store buffer
 //! when the waiter re-checked (x86's store-load reordering) has drained by
-//! the end of the barrier, so the waiter sees 0 and does not sleep. The
-//! waiter stays announced across its sleeps, so one barrier covers every
-//! sleep of one wait.
+//! the end of the barrier, so the waiter sees 0 and does not sleep. A waiter
+//! is counted until it wakes, and announces itself again (another barrier)
+//! before its next sleep.
 //!
 //! Where `membarrier` is unavailable (old kernels, seccomp), [`barrier`]
 //! answers `false`. Waiters then sleep with a timeout
