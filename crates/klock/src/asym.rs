@@ -104,6 +104,8 @@ pub fn release_and_check(word: &AtomicU32) -> bool {
     {
         // Release pairs with the next holder's Acquire CAS.
         word.store(0, Ordering::Release);
+        // Loom only: the SeqCst fence that stands in for what the waiter's
+        // membarrier forces on this CPU; pairs with the fence in `barrier`.
         #[cfg(loom)]
         crate::sync::atomic::fence(Ordering::SeqCst);
         // Relaxed: INV-ASYM-BARRIER (the waiter's barrier orders it).
@@ -174,6 +176,8 @@ pub fn announce(word: &AtomicU32) -> Announced {
 pub fn barrier() -> bool {
     #[cfg(loom)]
     {
+        // Loom's stand-in for membarrier: pairs with the unlocker's SeqCst
+        // fence in `release_and_check` (Dekker: one of the two sees the other).
         crate::sync::atomic::fence(Ordering::SeqCst);
         true
     }
