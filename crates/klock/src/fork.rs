@@ -205,6 +205,11 @@ mod imp {
         // (A contender of the parent may have left a lock word at 2; the
         // wake that causes finds nobody, harmlessly.)
         release();
+        // The parking lot's lists name only threads of the parent (the
+        // forking thread is not parked): empty them, whatever state another
+        // thread left them in (no prepare lock: a prepare handler may use a
+        // parked lock).
+        crate::asym::lot::atfork_child_reset();
     }
 }
 

@@ -92,16 +92,16 @@ pub use rwlock::{
     RwLockWriteGuard,
 };
 pub use spin::Token as SpinToken;
+pub use spin::{
+    Counted, Native, Parked, Pv, PvBase, RawQSpinLock, RawSpin, RawTasLock, RawTasParkLock,
+    RawTasSleepLock, RawTicketLock, TasSleeper, Unfair, WaitPolicy,
+};
 #[cfg(not(loom))]
 pub use spin::{
     DynSpinLock, DynSpinLockGuard, PvBaseQSpinLock, PvBaseQSpinLockGuard, PvQSpinLock,
     PvQSpinLockGuard, PvTicketLock, PvTicketLockGuard, QSpinLock, QSpinLockGuard, SpinLock,
-    SpinLockGuard, TasLock, TasLockGuard, TasSleepLock, TasSleepLockGuard, TicketLock,
-    TicketLockGuard, UnfairQSpinLock, UnfairQSpinLockGuard,
-};
-pub use spin::{
-    Native, Pv, PvBase, RawQSpinLock, RawSpin, RawTasLock, RawTasSleepLock, RawTicketLock, Unfair,
-    WaitPolicy,
+    SpinLockGuard, TasLock, TasLockGuard, TasParkLock, TasParkLockGuard, TasSleepLock,
+    TasSleepLockGuard, TicketLock, TicketLockGuard, UnfairQSpinLock, UnfairQSpinLockGuard,
 };
 
 /// Register klock's `pthread_atfork` handlers now, if they are not yet.

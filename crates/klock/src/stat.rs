@@ -115,6 +115,8 @@ events! {
     TicketWake = "ticket_wake",
     /// A TAS/no-node waiter slept.
     TasSleep = "tas_sleep",
+    /// A TAS unlocker granted the lock to a parked waiter past its bound.
+    TasGrant = "tas_grant",
     // ---- mutex / rwsem (section owned by the mutex work) -------------------
     /// Mutex acquired by the one-CAS fast path.
     MutexFastpath = "mutex_fastpath",

@@ -24,6 +24,7 @@
 //! | variable | field | default | range | meaning |
 //! |---|---|---|---|---|
 //! | `KLOCK_SPIN_NS` | [`Tunables::spin_ns`] | 10000 | 0..=10000000 | PV queued spinlock: ns a waiter spins before it sleeps |
+//! | `KLOCK_SPIN_HANDOFF_NS` | [`Tunables::spin_handoff_ns`] | 1000000 | 0..=1000000000 | parked TAS lock: a waiter's wait after which an unlock grants it the lock (0 = never) |
 //! | `KLOCK_PENDING_NS` | [`Tunables::pending_wait_ns`] | 1000 | 0..=1000000 | queued spinlock: wait for an in-flight pending hand-over |
 //! | `KLOCK_KICK_AHEAD` | [`Tunables::kick_ahead`] | 0 | 0..=64 | PV: sleeping successors woken ahead of their turn (0 = off) |
 //! | `KLOCK_STEAL_NS` | [`Tunables::steal_threshold_ns`] | 1000000 | 0..=1000000000 | unfair lock: queue-head wait after which stealing stops |
@@ -437,6 +438,12 @@ tunables! {
     /// `KLOCK_SPIN_NS`: PV queued spinlock (and unfair lock): nanoseconds a
     /// waiter spins before it sleeps on its futex word.
     spin_ns: u64 = 10_000, "KLOCK_SPIN_NS", 0..=10_000_000;
+    /// `KLOCK_SPIN_HANDOFF_NS`: parked TAS lock (`RawTasParkLock`): an
+    /// unlock that finds the word's first parked waiter waiting this long
+    /// takes the lock again and grants it to that waiter: the bound on
+    /// bypass (0 = never; below 1 000: every unlock that finds a parked
+    /// waiter grants).
+    spin_handoff_ns: u64 = 1_000_000, "KLOCK_SPIN_HANDOFF_NS", 0..=1_000_000_000;
     /// `KLOCK_PENDING_NS`: queued spinlock: how long a contender that finds a
     /// pending-to-locked hand-over in flight waits for it before queueing.
     pending_wait_ns: u64 = 1_000, "KLOCK_PENDING_NS", 0..=1_000_000;

@@ -1,6 +1,7 @@
 //! Loom models of the TTAS lock with announced sleepers
 //! (`klock::RawTasSleepLock`, `crates/klock/src/spin/tassleep.rs`, and the
-//! mechanism in `crates/klock/src/asym.rs`).
+//! mechanisms in `crates/klock/src/asym/`): design 1 (`Counted`) and design
+//! 3 (`Parked`, the parking lot `asym/lot.rs`).
 //!
 //! Run: `.ci/loom --test loom_tas_sleep`.
 //!
@@ -15,99 +16,52 @@
 //! through announce + sleep; each model asserts that some execution slept):
 //! 1. `two_lockers`: two threads lock, increment, unlock, twice each.
 //! 2. `three_lockers`: three threads, once each.
+//! 3. `parked_two_lockers`, `parked_three_lockers`: the same with `Parked`
+//!    (one wake in flight, re-arm in place), no grant.
+//! 4. The grant models are in `loom_tas_grant.rs`: tunables are set once
+//!    per test binary, and every model here runs with no grant
+//!    (`KLOCK_SPIN_HANDOFF_NS` = 0).
 //!
-//! A deliberate break, checked by hand and not kept: `wake_one` replaced by
-//! nothing in `unlock` makes loom report a deadlock (a sleeper never woken)
-//! in both models.
+//! Deliberate breaks, checked by hand and not kept: `wake_one` replaced by
+//! nothing in `Counted::unlock` makes loom report a deadlock (a sleeper
+//! never woken) in models 1-2; `lot::wake` returning before it marks the
+//! node Woken deadlocks models 3.
 #![cfg(loom)]
 
 mod loom_common;
-use loom_common::{loom_tunables, run_model_reaching};
+use loom_common::loom_tunables;
+use loom_common::tas::{three, two};
 
-use klock::RawTasSleepLock;
 use klock::stat::Event;
-use loom::cell::UnsafeCell;
-use loom::sync::Arc;
-use loom::thread;
+use klock::{Counted, Parked};
 
-/// No spin: a contended waiter announces itself and sleeps at once.
-struct NoSpin;
-impl klock::WaitPolicy for NoSpin {
-    const NAME: &'static str = "no_spin";
-    const SLEEP: bool = true;
-    const PATCHED: bool = false;
-    const UNFAIR: bool = false;
-    fn spin_ns() -> u64 {
-        0
-    }
-    fn tas_backoff_ns() -> (u64, u64) {
-        (1, 1)
-    }
-}
-
-struct Shared {
-    l: RawTasSleepLock<NoSpin>,
-    n: UnsafeCell<usize>,
-}
-
-// SAFETY: `n` is accessed only under `l`.
-unsafe impl Sync for Shared {}
-
-impl Shared {
-    fn new() -> Self {
-        Shared {
-            l: RawTasSleepLock::new(),
-            n: UnsafeCell::new(0),
-        }
-    }
-
-    fn incr(&self) {
-        self.l.lock();
-        // SAFETY: held under `l`.
-        self.n.with_mut(|p| unsafe { *p += 1 });
-        // SAFETY: locked above.
-        unsafe { self.l.unlock() };
-    }
-
-    fn check(&self, n: usize) {
-        // SAFETY: every other thread has been joined.
-        assert_eq!(self.n.with(|p| unsafe { *p }), n);
-        assert!(!self.l.is_locked(), "word not clean");
-    }
+/// Tunables of every model in this binary: no grant (`Counted` ignores it).
+fn no_grant() -> klock::tune::Tunables {
+    let mut t = loom_tunables();
+    t.spin_handoff_ns = 0;
+    t
 }
 
 /// Model 1: two threads, two critical sections each.
 #[test]
 fn two_lockers() {
-    run_model_reaching(loom_tunables(), 2, &[Event::TasSleep], || {
-        let s = Arc::new(Shared::new());
-        let s1 = s.clone();
-        let h = thread::spawn(move || {
-            s1.incr();
-            s1.incr();
-        });
-        s.incr();
-        s.incr();
-        h.join().unwrap();
-        s.check(4);
-    });
+    two::<Counted>(no_grant(), &[Event::TasSleep]);
 }
 
 /// Model 2: three threads, one critical section each.
 #[test]
 fn three_lockers() {
-    run_model_reaching(loom_tunables(), 2, &[Event::TasSleep], || {
-        let s = Arc::new(Shared::new());
-        let hs: Vec<_> = (0..2)
-            .map(|_| {
-                let s = s.clone();
-                thread::spawn(move || s.incr())
-            })
-            .collect();
-        s.incr();
-        for h in hs {
-            h.join().unwrap();
-        }
-        s.check(3);
-    });
+    three::<Counted>(no_grant(), &[Event::TasSleep]);
+}
+
+/// Model 3a: `Parked`, two threads, no grant.
+#[test]
+fn parked_two_lockers() {
+    two::<Parked>(no_grant(), &[Event::TasSleep]);
+}
+
+/// Model 3b: `Parked`, three threads, no grant.
+#[test]
+fn parked_three_lockers() {
+    three::<Parked>(no_grant(), &[Event::TasSleep]);
 }

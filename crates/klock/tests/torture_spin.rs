@@ -265,6 +265,12 @@ fn torture_tas_sleep() {
     torture::<klock::RawTasSleepLock<ShortSpin>>("tas_sleep_short");
 }
 
+#[test]
+fn torture_tas_park() {
+    torture::<klock::RawTasParkLock<Pv>>("tas_park");
+    torture::<klock::RawTasParkLock<ShortSpin>>("tas_park_short");
+}
+
 /// No spin at all: a waiter announces itself and sleeps at once.
 #[cfg(feature = "chaos")]
 struct NoSpin;
@@ -295,12 +301,16 @@ impl klock::WaitPolicy for NoSpin {
 /// hand to go on. Both directions are asserted, so the test fails if the
 /// barrier stops working or stops mattering.
 #[cfg(feature = "chaos")]
-fn lost_wakeups(barrier: bool, rounds: usize) -> usize {
+fn lost_wakeups<S: klock::TasSleeper>(
+    barrier: bool,
+    rounds: usize,
+    hand_wake: fn(&std::sync::atomic::AtomicU32),
+) -> usize {
     use klock::internal::asym;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     asym::disable_barrier_for_test(!barrier);
     asym::widen_window_for_test(2_000);
-    let l = Arc::new(klock::RawTasSleepLock::<NoSpin>::new());
+    let l = Arc::new(klock::RawTasSleepLock::<NoSpin, S>::new());
     // SAFETY: RawTasSleepLock is a repr(transparent) AtomicU32 (the word),
     // alive for the test (`l` is held until the end); only woken by hand.
     let word: &std::sync::atomic::AtomicU32 =
@@ -325,8 +335,7 @@ fn lost_wakeups(barrier: bool, rounds: usize) -> usize {
                 lost += 1;
                 // The lost wake-up: deliver it by hand so the round ends.
                 while !got.load(Ordering::Acquire) {
-                    // As an unlocker would: it takes the waiter out of the table.
-                    asym::wake_one(word);
+                    hand_wake(word);
                     std::thread::sleep(Duration::from_millis(1));
                 }
                 break;
@@ -340,11 +349,24 @@ fn lost_wakeups(barrier: bool, rounds: usize) -> usize {
     lost
 }
 
+/// The hand wake of a counted sleeper: as an unlocker would, it takes the
+/// waiter out of the table.
+#[cfg(feature = "chaos")]
+fn wake_counted(word: &std::sync::atomic::AtomicU32) {
+    klock::internal::asym::wake_one(word);
+}
+
+/// The hand wake of a parked waiter: as an unlocker would (no grant).
+#[cfg(feature = "chaos")]
+fn wake_parked(word: &std::sync::atomic::AtomicU32) {
+    klock::internal::asym::lot::wake(word, None, || false);
+}
+
 #[cfg(feature = "chaos")]
 #[test]
 fn asym_barrier_prevents_lost_wakeups() {
     assert_eq!(
-        lost_wakeups(true, 30),
+        lost_wakeups::<klock::Counted>(true, 30, wake_counted),
         0,
         "a wake-up was lost with the barrier"
     );
@@ -354,7 +376,26 @@ fn asym_barrier_prevents_lost_wakeups() {
 #[test]
 fn asym_without_barrier_loses_a_wakeup() {
     assert!(
-        lost_wakeups(false, 30) > 0,
+        lost_wakeups::<klock::Counted>(false, 30, wake_counted) > 0,
         "removing the barrier lost no wake-up: the test no longer exercises INV-ASYM-BARRIER"
+    );
+}
+
+#[cfg(feature = "chaos")]
+#[test]
+fn lot_barrier_prevents_lost_wakeups() {
+    assert_eq!(
+        lost_wakeups::<klock::Parked>(true, 30, wake_parked),
+        0,
+        "a parked waiter's wake-up was lost with the barrier"
+    );
+}
+
+#[cfg(feature = "chaos")]
+#[test]
+fn lot_without_barrier_loses_a_wakeup() {
+    assert!(
+        lost_wakeups::<klock::Parked>(false, 30, wake_parked) > 0,
+        "removing the barrier lost no parked wake-up: the test no longer exercises INV-ASYM-BARRIER"
     );
 }

@@ -44,6 +44,7 @@ pub const FAMILIES: &[Family] = &[
         variants: &[
             "klock_tas",
             "klock_tas_sleep",
+            "klock_tas_park",
             "klock_ticket",
             "klock_pvticket",
             "klock_qspin",

@@ -12,6 +12,7 @@
 //! |---|---|---|---|
 //! | [`TasLock`] | [`RawTasLock<Native>`] | TTAS + backoff | no |
 //! | [`TasSleepLock`] | [`RawTasSleepLock<Pv>`] | TTAS, then futex (announced sleepers; plain-store unlock) | no |
+//! | [`TasParkLock`] | [`RawTasParkLock<Pv>`] | TTAS, then parked in `asym::lot` (plain-store unlock; one wake in flight) | bounded (`KLOCK_SPIN_HANDOFF_NS`) |
 //! | [`TicketLock`] | [`RawTicketLock<Native>`] | spinning | FIFO |
 //! | [`PvTicketLock`] | [`RawTicketLock<Pv>`] | spin, then futex | FIFO |
 //! | [`QSpinLock`] | [`RawQSpinLock<Native>`] | spinning | FIFO (+1 pending) |
@@ -37,7 +38,7 @@ mod ticket;
 pub use dynamic::RawSpin;
 pub use qspinlock::RawQSpinLock;
 pub use tas::RawTasLock;
-pub use tassleep::RawTasSleepLock;
+pub use tassleep::{Counted, Parked, RawTasParkLock, RawTasSleepLock, TasSleeper};
 pub use ticket::RawTicketLock;
 
 use crate::node::{Node, check_tag, tag};
@@ -450,6 +451,24 @@ mod aliases {
     /// assert_eq!(*g, 1);
     /// ```
     pub type TasSleepLockGuard<'a, T> = lock_api::MutexGuard<'a, RawTasSleepLock<Pv>, T>;
+
+    /// The floor's TTAS lock (plain-store unlock) with bounded spinning,
+    /// then parked waiters behind the barrier and a bound on bypass
+    /// (issue 33, design 3).
+    ///
+    /// ```
+    /// let l = klock::TasParkLock::new(1);
+    /// assert_eq!(*l.lock(), 1);
+    /// ```
+    pub type TasParkLock<T> = lock_api::Mutex<RawTasParkLock<Pv>, T>;
+    /// Guard of [`TasParkLock`].
+    ///
+    /// ```
+    /// let l = klock::TasParkLock::new(1);
+    /// let g: klock::TasParkLockGuard<'_, i32> = l.lock();
+    /// assert_eq!(*g, 1);
+    /// ```
+    pub type TasParkLockGuard<'a, T> = lock_api::MutexGuard<'a, RawTasParkLock<Pv>, T>;
 
     /// Native ticket lock (FIFO, pure spinning).
     ///

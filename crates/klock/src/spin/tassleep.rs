@@ -5,6 +5,14 @@
 //! through [`crate::asym`] and pay a process-wide barrier. The unlocker
 //! therefore needs no RMW and no fence to notice them (INV-ASYM-BARRIER).
 //!
+//! The word's state machine is written here once; how waiters sleep and how
+//! the unlocker finds them is the type parameter `S` ([`TasSleeper`]):
+//!
+//! | `S` | waiters | unlocker after the store | bound on bypass |
+//! |---|---|---|---|
+//! | [`Counted`] (design 1) | counted in `asym`'s table, sleep on the word | wakes the word if its bucket counts anyone | none |
+//! | [`Parked`] (design 3) | nodes queued in `asym::lot`, sleep on their node | wakes the word's first waiter (one in flight), or grants it the word past `KLOCK_SPIN_HANDOFF_NS` | the hand-off bound |
+//!
 //! # Word layout (one `AtomicU32`, 4 bytes: fits `pthread_spinlock_t`)
 //!
 //! ```text
@@ -12,20 +20,22 @@
 //! 1  locked
 //! ```
 //!
-//! Sleepers are not in the word. They are counted in `asym`'s table,
-//! hashed by the word's address.
+//! Sleepers are not in the word. They are counted in `asym`'s table
+//! (`Counted`) or queued in `asym::lot` (`Parked`), hashed by the word's
+//! address.
 //!
 //! # State diagram
 //!
 //! ```text
 //!  0 --try_lock: load 0, CAS 0 -> 1 (Acquire)--> 1
-//!  1 --unlock: store 0 (Release); sleepers announced in the bucket? futex_wake(word, 1)--> 0
+//!  1 --unlock: store 0 (Release); a sleeper in the bucket? S::wake--> 0
+//!  0 --S::wake (Parked, first waiter past the bound): CAS 0 -> 1 for it--> 1 (granted)
 //!  waiter: TTAS with backoff for KLOCK_SPIN_NS (not for a real-time thread: INV-RT-NOSPIN),
-//!          then { announce + barrier; try_lock; futex_wait(word, 1); leave the table } until it holds the lock
+//!          then S::wait: { announce/queue + barrier; try_lock; sleep } until it holds the lock
 //! ```
 //!
 //! Unfair: whoever runs when the word reads 0 wins. A woken sleeper
-//! competes with spinners and newcomers.
+//! competes with spinners and newcomers; `Parked` bounds how long.
 //!
 //! ```
 //! let l = klock::TasSleepLock::new(1u32);
@@ -34,12 +44,88 @@
 //! ```
 
 use super::WaitPolicy;
-use crate::asym;
+use crate::asym::{self, lot};
 use crate::chaos::{self, Site};
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{self, SpinBudget};
 use std::marker::PhantomData;
+
+/// How a [`RawTasSleepLock`]'s waiters sleep and how its unlocker finds
+/// them. The word's transitions stay in the lock; the lock hands the
+/// sleeper closures for them (`try_lock`, the woken waiter's look, and the
+/// grant's `0 -> 1`).
+pub trait TasSleeper: 'static {
+    /// After the spin: wait until `try_lock` (or a grant) gives this thread
+    /// the word. `after_wake` is a woken waiter's short look and attempt.
+    fn wait(word: &AtomicU32, try_lock: impl Fn() -> bool, after_wake: impl Fn() -> bool);
+    /// Release the word with a plain store and wake what needs waking;
+    /// `take` is the word's `0 -> 1` CAS, for a grant.
+    fn unlock(word: &AtomicU32, take: impl FnOnce() -> bool);
+}
+
+/// Design 1: sleepers counted in `asym`'s table, asleep on the word; the
+/// unlocker wakes the word while its bucket counts anyone.
+#[derive(Debug)]
+pub struct Counted;
+
+impl TasSleeper for Counted {
+    fn wait(word: &AtomicU32, try_lock: impl Fn() -> bool, after_wake: impl Fn() -> bool) {
+        loop {
+            // Announce, pay the barrier (INV-ASYM-BARRIER), re-check, then
+            // sleep on HELD; the waiter leaves the table as soon as it
+            // wakes, so unlocks wake only while someone may really sleep.
+            let announced = asym::announce(word);
+            if try_lock() {
+                return;
+            }
+            chaos::point(Site::BeforeSleep);
+            announced.sleep(word, HELD);
+            chaos::point(Site::AfterWake);
+            if after_wake() {
+                return;
+            }
+        }
+    }
+
+    #[inline]
+    fn unlock(word: &AtomicU32, _take: impl FnOnce() -> bool) {
+        if asym::release_and_check(word) {
+            chaos::point(Site::AfterRelease);
+            asym::wake_one(word);
+        }
+    }
+}
+
+/// `KLOCK_SPIN_HANDOFF_NS` in the lot's terms: `None` for 0 (never), else
+/// whole µs (below 1 µs: every slow unlock grants).
+#[inline]
+fn handoff_us() -> Option<u32> {
+    match crate::tune::get().spin_handoff_ns {
+        0 => None,
+        ns => Some((ns / 1000).min(u64::from(u32::MAX / 2)) as u32),
+    }
+}
+
+/// Design 3: waiters queued in `asym::lot`, asleep on their node; the
+/// unlocker wakes the word's first waiter (one wake in flight per word) or
+/// grants it the word once it has waited `KLOCK_SPIN_HANDOFF_NS`.
+#[derive(Debug)]
+pub struct Parked;
+
+impl TasSleeper for Parked {
+    fn wait(word: &AtomicU32, try_lock: impl Fn() -> bool, after_wake: impl Fn() -> bool) {
+        lot::wait(word, try_lock, after_wake);
+    }
+
+    #[inline]
+    fn unlock(word: &AtomicU32, take: impl FnOnce() -> bool) {
+        if lot::release_and_check(word) {
+            chaos::point(Site::AfterRelease);
+            lot::wake(word, handoff_us(), take);
+        }
+    }
+}
 
 /// Unlocked.
 const FREE: u32 = 0;
@@ -47,7 +133,8 @@ const FREE: u32 = 0;
 const HELD: u32 = 1;
 
 /// Raw TTAS lock with a plain-store unlock and announced sleepers (see the
-/// module docs). `P` gives the spin budget (`spin_ns`) and the backoff.
+/// module docs). `P` gives the spin budget (`spin_ns`) and the backoff;
+/// `S` how waiters sleep ([`Counted`] by default, [`Parked`]).
 ///
 /// ```
 /// use klock::{RawTasSleepLock, Pv};
@@ -58,12 +145,24 @@ const HELD: u32 = 1;
 /// assert!(!l.is_locked());
 /// ```
 #[repr(transparent)]
-pub struct RawTasSleepLock<P> {
+pub struct RawTasSleepLock<P, S = Counted> {
     word: AtomicU32,
-    _p: PhantomData<fn() -> P>,
+    _p: PhantomData<fn() -> (P, S)>,
 }
 
-impl<P> std::fmt::Debug for RawTasSleepLock<P> {
+/// Design 3: [`RawTasSleepLock`] with parked waiters and a bound on bypass.
+///
+/// ```
+/// use klock::{RawTasParkLock, Pv};
+/// let l = RawTasParkLock::<Pv>::new();
+/// l.lock();
+/// assert!(!l.try_lock());
+/// unsafe { l.unlock() };
+/// assert!(!l.is_locked());
+/// ```
+pub type RawTasParkLock<P> = RawTasSleepLock<P, Parked>;
+
+impl<P, S> std::fmt::Debug for RawTasSleepLock<P, S> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RawTasSleepLock")
             .field("word", &self.word.load(Ordering::Relaxed))
@@ -71,13 +170,13 @@ impl<P> std::fmt::Debug for RawTasSleepLock<P> {
     }
 }
 
-impl<P: WaitPolicy> Default for RawTasSleepLock<P> {
+impl<P: WaitPolicy, S: TasSleeper> Default for RawTasSleepLock<P, S> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<P: WaitPolicy> RawTasSleepLock<P> {
+impl<P: WaitPolicy, S: TasSleeper> RawTasSleepLock<P, S> {
     /// An unlocked lock.
     ///
     /// ```
@@ -127,7 +226,7 @@ impl<P: WaitPolicy> RawTasSleepLock<P> {
         self.word.load(Ordering::Relaxed) != FREE
     }
 
-    /// The slow path, three steps.
+    /// The slow path, two steps.
     #[cold]
     fn lock_slow(&self) {
         // 1. Spin: TTAS with backoff, bounded in time; a real-time thread
@@ -135,25 +234,15 @@ impl<P: WaitPolicy> RawTasSleepLock<P> {
         if !wait::realtime() && self.spin() {
             return;
         }
-        // 2. Sleep until the lock is ours. Each sleep is announced and
-        //    paid for with the barrier (INV-ASYM-BARRIER); the waiter
-        //    leaves the table as soon as it wakes, so unlocks wake only
-        //    while someone may really sleep.
+        // 2. Sleep until the lock is ours, as `S` sleeps (each sleep paid
+        //    for with the barrier: INV-ASYM-BARRIER). A woken waiter looks
+        //    a little: the word may be free again soon.
         stat::inc(Event::TasSleep);
-        loop {
-            let announced = asym::announce(&self.word);
-            // 3. Re-check after the barrier, then sleep on HELD.
-            if self.try_lock() {
-                return;
-            }
-            chaos::point(Site::BeforeSleep);
-            announced.sleep(&self.word, HELD);
-            chaos::point(Site::AfterWake);
-            // A little spin after waking: the word may be free again soon.
-            if super::tas::spin_after_wake::<P>(&self.word) && self.try_lock() {
-                return;
-            }
-        }
+        S::wait(
+            &self.word,
+            || self.try_lock(),
+            || super::tas::spin_after_wake::<P>(&self.word) && self.try_lock(),
+        );
     }
 
     /// Step 1 of the slow path: the TAS locks' TTAS spin for the policy's
@@ -165,24 +254,28 @@ impl<P: WaitPolicy> RawTasSleepLock<P> {
     }
 
     /// Release the lock: a plain release store, then a wake only if a
-    /// waiter of this bucket is announced (after the release, only the
-    /// word's address is touched: INV-WAKE-ADDR).
+    /// waiter of this bucket is announced or queued (INV-WAKE-ADDR: after
+    /// the release only an address is woken; `Parked` edits its list under
+    /// the list lock first).
     ///
     /// # Safety
     ///
     /// The caller holds the lock.
     #[inline]
     pub unsafe fn unlock(&self) {
-        if asym::release_and_check(&self.word) {
-            chaos::point(Site::AfterRelease);
-            asym::wake_one(&self.word);
-        }
+        S::unlock(&self.word, || {
+            // Acquire: the grant's CAS takes the word as any locker does
+            // (pairs with the Release store of the previous unlock).
+            self.word
+                .compare_exchange(FREE, HELD, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok()
+        });
     }
 }
 
 #[cfg(not(loom))]
 // SAFETY: mutual exclusion as documented on `lock`/`unlock`; stateless guard.
-unsafe impl<P: WaitPolicy> lock_api::RawMutex for RawTasSleepLock<P> {
+unsafe impl<P: WaitPolicy, S: TasSleeper> lock_api::RawMutex for RawTasSleepLock<P, S> {
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: Self = Self::new();
     type Guard = lock_api::GuardSend;

@@ -259,3 +259,5 @@ pub fn until(flag: &AtomicUsize, n: usize) {
         thread::yield_now();
     }
 }
+
+pub mod tas;

@@ -5,7 +5,10 @@
 use super::entry::LockEntry;
 use crate::adapter::{LockApiMutex, LockApiRwLock};
 use klock::internal::mutex::{RawMutexBarge, RawMutexFloor, RawMutexGrant};
-use klock::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTasSleepLock, RawTicketLock, Unfair};
+use klock::{
+    Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTasParkLock, RawTasSleepLock, RawTicketLock,
+    Unfair,
+};
 use klock::{RawMutex, RawRwLock, SpinNoQueue, SpinOff, SpinOsq, SpinPlain};
 
 /// Registry lines for klock's locks: spinlocks, mutex variants, rwsem variants (seed
@@ -20,6 +23,10 @@ pub fn entries() -> Vec<LockEntry> {
         LockEntry::mutex::<LockApiMutex<RawTasSleepLock<Pv>>>(
             "klock_tas_sleep",
             "klock TTAS + sleep: plain-store unlock; sleepers announce themselves and pay a membarrier",
+        ),
+        LockEntry::mutex::<LockApiMutex<RawTasParkLock<Pv>>>(
+            "klock_tas_park",
+            "klock TTAS + park: plain-store unlock; waiters park behind a membarrier, one wake in flight, grant past 1 ms",
         ),
         LockEntry::mutex::<LockApiMutex<RawTicketLock<Native>>>(
             "klock_ticket",

@@ -64,6 +64,8 @@ use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait;
 use std::time::Duration;
 
+pub mod lot;
+
 /// Buckets in the table: 64 cache lines (4 KiB); more buckets only make
 /// needless wakes of a colliding lock rarer.
 const BUCKETS: usize = 64;
@@ -83,12 +85,18 @@ loom::lazy_static! {
     static ref SLEEPERS: Vec<Bucket> = (0..BUCKETS).map(|_| Bucket(AtomicU32::new(0))).collect();
 }
 
-/// The bucket of `word` (a Fibonacci hash of its address).
+/// The bucket index of `word` (a Fibonacci hash of its address), shared
+/// by both tables.
+#[inline(always)]
+fn index(word: &AtomicU32) -> usize {
+    let a = word as *const AtomicU32 as usize as u64;
+    ((a >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % BUCKETS
+}
+
+/// The count bucket of `word`.
 #[inline(always)]
 fn bucket(word: &AtomicU32) -> &'static AtomicU32 {
-    let a = word as *const AtomicU32 as usize as u64;
-    let i = ((a >> 2).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58) as usize % BUCKETS;
-    &SLEEPERS[i].0
+    &SLEEPERS[index(word)].0
 }
 
 /// The unlocker's side: release `word` with a plain store of 0, then report
@@ -96,9 +104,17 @@ fn bucket(word: &AtomicU32) -> &'static AtomicU32 {
 /// INV-ASYM-BARRIER puts the cost on the waiter.
 #[inline(always)]
 pub fn release_and_check(word: &AtomicU32) -> bool {
+    release_then_load(word, bucket(word)) != 0
+}
+
+/// The unlocker's half of INV-ASYM-BARRIER, for any table: store 0 into
+/// `word` (Release), then load `table`'s word with no fence between. Both
+/// tables (the counts here, the parking lot in [`lot`]) use it.
+#[inline(always)]
+fn release_then_load(word: &AtomicU32, table: &AtomicU32) -> u32 {
     #[cfg(all(feature = "chaos", not(loom)))]
     {
-        chaos_drain::release_and_check(word, bucket(word))
+        chaos_drain::release_then_load(word, table)
     }
     #[cfg(not(all(feature = "chaos", not(loom))))]
     {
@@ -109,7 +125,7 @@ pub fn release_and_check(word: &AtomicU32) -> bool {
         #[cfg(loom)]
         crate::sync::atomic::fence(Ordering::SeqCst);
         // Relaxed: INV-ASYM-BARRIER (the waiter's barrier orders it).
-        bucket(word).load(Ordering::Relaxed) != 0
+        table.load(Ordering::Relaxed)
     }
 }
 
@@ -279,12 +295,12 @@ mod chaos_drain {
     /// µs every unlock keeps its store pending (a test's window).
     static WINDOW_US: AtomicU64 = AtomicU64::new(0);
 
-    pub(super) fn release_and_check(word: &AtomicU32, bucket: &AtomicU32) -> bool {
+    pub(super) fn release_then_load(word: &AtomicU32, table: &AtomicU32) -> u32 {
         // SeqCst (all of this emulation): it stands for the hardware's
         // order, so it orders everything with everything; only under chaos.
         IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
         // The load TSO may perform before the store is visible.
-        let sleepers = bucket.load(Ordering::SeqCst) != 0;
+        let seen = table.load(Ordering::SeqCst);
         crate::chaos::point(crate::chaos::Site::Fence);
         let w = WINDOW_US.load(Ordering::Relaxed);
         if w > 0 {
@@ -292,7 +308,7 @@ mod chaos_drain {
         }
         word.store(0, Ordering::Release);
         IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
-        sleepers
+        seen
     }
 
     /// The drain the barrier's IPIs force: every unlock in flight stores.
