@@ -169,6 +169,8 @@ fn first_of(l: &WaitList, word: &AtomicU32) -> u32 {
 /// (the lock's CAS free -> held, Acquire) succeeds; else marks it Woken
 /// unless a wake is already in flight. After the list lock only the node's
 /// address is touched.
+#[cold]
+#[inline(never)]
 pub fn wake(word: &AtomicU32, handoff_us: Option<u32>, take: impl FnOnce() -> bool) {
     let l = list(word);
     lock_list(l);
