@@ -10,8 +10,9 @@
 //!   hand-off, spinning, upgradable reads) with [`RwLockReadGuard`],
 //!   [`RwLockWriteGuard`], [`RwLockUpgradableReadGuard`], the variant
 //!   [`RwLockNoSpin`] and recursive reads through [`RwLockRecursiveExt`];
-//! * the spinlock [`SpinLock`] (the queued unfair lock) with
-//!   [`SpinLockGuard`], and its variants: [`TasLock`], [`TicketLock`],
+//! * the spinlock [`SpinLock`] (a TTAS lock with a plain-store unlock and
+//!   parked waiters, [`TasParkLock`]) with [`SpinLockGuard`], and its
+//!   variants: [`TasLock`], [`TasSleepLock`], [`TicketLock`],
 //!   [`PvTicketLock`], [`QSpinLock`], [`PvBaseQSpinLock`], [`PvQSpinLock`],
 //!   [`UnfairQSpinLock`] and [`DynSpinLock`] (chosen by `KLOCK_SPIN`);
 //! * the raw types behind them for `lock_api` users: [`RawMutex`] (over a

@@ -49,7 +49,7 @@ mod torture_common;
 use torture_common::{Rng, env_u64, work};
 
 use klock::{Condvar, Mutex, RwLock};
-use klock::{DynSpinLock, PvBaseQSpinLock, PvQSpinLock, PvTicketLock, SpinLock};
+use klock::{DynSpinLock, PvBaseQSpinLock, PvQSpinLock, PvTicketLock, SpinLock, UnfairQSpinLock};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
@@ -517,6 +517,7 @@ struct Shared {
     outer: Counted<klock::RawMutex>,
     rw: RwCounted,
     spin_unfair: Counted<klock::RawQSpinLock<klock::Unfair>>,
+    spin_park: Counted<klock::RawTasParkLock<klock::Pv>>,
     spin_pv: Counted<klock::RawQSpinLock<klock::Pv>>,
     spin_pvbase: Counted<klock::RawQSpinLock<klock::PvBase>>,
     spin_dyn: Counted<klock::RawSpin>,
@@ -528,7 +529,8 @@ struct Shared {
 
 // The public aliases are the types under test: the raw types above are theirs.
 fn _aliases(s: &Shared) {
-    let _: &SpinLock<Data> = &s.spin_unfair.lock;
+    let _: &UnfairQSpinLock<Data> = &s.spin_unfair.lock;
+    let _: &SpinLock<Data> = &s.spin_park.lock;
     let _: &PvQSpinLock<Data> = &s.spin_pv.lock;
     let _: &PvBaseQSpinLock<Data> = &s.spin_pvbase.lock;
     let _: &DynSpinLock<Data> = &s.spin_dyn.lock;
@@ -536,17 +538,19 @@ fn _aliases(s: &Shared) {
     let _: &Mutex<Data> = &s.outer.lock;
 }
 
-/// Spinlocks: indices below `NQSPIN` are the queued ones (they use the
-/// per-thread queue nodes); the last one is the PV ticket lock.
-const NSPIN: u64 = 5;
-const NQSPIN: u64 = 4;
+/// Spinlocks: indices below `NQSPIN` use the per-thread queue nodes (the
+/// queued ones, and the parked default `SpinLock`); the last one is the PV
+/// ticket lock.
+const NSPIN: u64 = 6;
+const NQSPIN: u64 = 5;
 
 impl Shared {
     fn new() -> Shared {
         Shared {
             outer: Counted::new("Mutex(outer)"),
             rw: RwCounted::new(),
-            spin_unfair: Counted::new("SpinLock(unfair)"),
+            spin_unfair: Counted::new("UnfairQSpinLock"),
+            spin_park: Counted::new("SpinLock(park)"),
             spin_pv: Counted::new("PvQSpinLock"),
             spin_pvbase: Counted::new("PvBaseQSpinLock"),
             spin_dyn: Counted::new("DynSpinLock"),
@@ -564,6 +568,7 @@ impl Shared {
             1 => self.spin_pv.with(rng, f),
             2 => self.spin_pvbase.with(rng, f),
             3 => self.spin_dyn.with(rng, f),
+            4 => self.spin_park.with(rng, f),
             _ => self.spin_pvticket.with(rng, f),
         }
     }
@@ -586,6 +591,7 @@ impl Shared {
     fn check(&self) {
         self.outer.check();
         self.spin_unfair.check();
+        self.spin_park.check();
         self.spin_pv.check();
         self.spin_pvbase.check();
         self.spin_dyn.check();
@@ -871,10 +877,11 @@ fn body(p: Arc<Progress>, run: Duration) {
         .unwrap_or(0);
     eprintln!(
         "torture_mixed: {n} threads, {total} ops (min per thread {min}), acquisitions: \
-         outer {} unfair {} pv {} pvbase {} pvticket {} dyn {} inner {} rwlock {} reads {} \
+         outer {} unfair {} park {} pv {} pvbase {} pvticket {} dyn {} inner {} rwlock {} reads {} \
          writes condvar {:?}",
         s.outer.acq.load(Ordering::Relaxed),
         s.spin_unfair.acq.load(Ordering::Relaxed),
+        s.spin_park.acq.load(Ordering::Relaxed),
         s.spin_pv.acq.load(Ordering::Relaxed),
         s.spin_pvbase.acq.load(Ordering::Relaxed),
         s.spin_pvticket.acq.load(Ordering::Relaxed),

@@ -40,11 +40,11 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "SpinLock",
         api: "klock::SpinLock",
-        default: "klock_unfair",
+        default: "klock_tas_park",
         variants: &[
             "klock_tas",
             "klock_tas_sleep",
-            "klock_tas_park",
+            "klock_unfair",
             "klock_ticket",
             "klock_pvticket",
             "klock_qspin",
@@ -820,23 +820,23 @@ mod tests {
     }
 
     /// A synthetic report: klock_mutex clearly ahead at T=8, tied at T=2, behind at
-    /// T=1; klock_unfair clearly ahead everywhere; an rwlock case; uncontended ns/op.
+    /// T=1; klock_tas_park clearly ahead everywhere; an rwlock case; uncontended ns/op.
     fn synthetic() -> Report {
         let mut results = vec![
             rec("mutex", "klock_mutex", 1, &[3.0, 3.1, 3.2]),
             rec("mutex", "std", 1, &[3.5, 3.6, 3.7]),
             rec("mutex", "parking_lot", 1, &[3.3, 3.4, 3.5]),
-            rec("mutex", "klock_unfair", 1, &[4.0, 4.1, 4.2]),
+            rec("mutex", "klock_tas_park", 1, &[4.0, 4.1, 4.2]),
             rec("mutex", "klock_pvqspin", 1, &[9.0, 9.0, 9.0]),
             rec("mutex", "klock_mutex", 2, &[2.0, 2.2, 2.4]),
             rec("mutex", "std", 2, &[2.1, 2.3, 2.5]),
-            rec("mutex", "klock_unfair", 2, &[3.0, 3.0, 3.0]),
+            rec("mutex", "klock_tas_park", 2, &[3.0, 3.0, 3.0]),
             rec("mutex", "klock_mutex", 8, &[4.0, 4.2, 4.4]),
             rec("mutex", "std", 8, &[1.0, 1.1, 1.2]),
             rec("mutex", "parking_lot", 8, &[2.0, 2.1, 2.2]),
             rec("mutex", "std_rw", 8, &[50.0, 50.0, 50.0]),
             rec("mutex", "ticket", 8, &[2.5, 2.5, 2.5]),
-            rec("mutex", "klock_unfair", 8, &[3.0, 3.0, 3.1]),
+            rec("mutex", "klock_tas_park", 8, &[3.0, 3.0, 3.1]),
             rec("rwlock", "klock_rwsem", 4, &[5.0, 5.0, 5.0]),
             rec("rwlock", "std_rw", 4, &[1.0, 1.0, 1.0]),
             rec("rwlock", "std", 4, &[50.0, 50.0, 50.0]),
@@ -984,7 +984,7 @@ mod tests {
         assert_eq!(
             fams,
             [
-                ("SpinLock", "klock_unfair", Some(LockKind::Mutex), true),
+                ("SpinLock", "klock_tas_park", Some(LockKind::Mutex), true),
                 ("Mutex", "klock_mutex", Some(LockKind::Mutex), false),
                 ("RwLock", "klock_rwsem", Some(LockKind::RwLock), false),
                 ("preload", "klock_preload", None, true),
@@ -1030,7 +1030,7 @@ mod tests {
                 .unwrap_or_else(|| panic!("no cell {fam} {sc} {pt}: {cs:#?}"))
         };
         // T=8: best peer is parking_lot (2.1); std_rw (an rwlock) is not a mutex peer,
-        // ticket (a plain spinlock) is not a Mutex peer and klock_unfair (a klock
+        // ticket (a plain spinlock) is not a Mutex peer and klock_tas_park (a klock
         // lock) is not a peer at all.
         let c = get("Mutex", "mutex balanced", "T=8");
         assert_eq!(c.peer.lock, "parking_lot");

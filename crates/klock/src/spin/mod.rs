@@ -12,13 +12,13 @@
 //! |---|---|---|---|
 //! | [`TasLock`] | [`RawTasLock<Native>`] | TTAS + backoff | no |
 //! | [`TasSleepLock`] | [`RawTasSleepLock<Pv>`] | TTAS, then futex (announced sleepers; plain-store unlock) | no |
-//! | [`TasParkLock`] | [`RawTasParkLock<Pv>`] | TTAS, then parked in `asym::lot` (plain-store unlock; one wake in flight) | bounded (`KLOCK_SPIN_HANDOFF_NS`) |
+//! | [`TasParkLock`] = [`SpinLock`] | [`RawTasParkLock<Pv>`] | TTAS, then parked in `asym::lot` (plain-store unlock; one wake in flight) | bounded (`KLOCK_SPIN_HANDOFF_NS`) |
 //! | [`TicketLock`] | [`RawTicketLock<Native>`] | spinning | FIFO |
 //! | [`PvTicketLock`] | [`RawTicketLock<Pv>`] | spin, then futex | FIFO |
 //! | [`QSpinLock`] | [`RawQSpinLock<Native>`] | spinning | FIFO (+1 pending) |
 //! | [`PvBaseQSpinLock`] | [`RawQSpinLock<PvBase>`] | spin, then futex; kick at unlock | FIFO |
 //! | [`PvQSpinLock`] | [`RawQSpinLock<Pv>`] | + kick-ahead, wait-early | FIFO |
-//! | [`UnfairQSpinLock`] = [`SpinLock`] | [`RawQSpinLock<Unfair>`] | steal, queue, bounded | bounded |
+//! | [`UnfairQSpinLock`] | [`RawQSpinLock<Unfair>`] | steal, queue, bounded | bounded |
 //! | [`DynSpinLock`] | [`RawSpin`] | chosen by `KLOCK_SPIN` | depends |
 //!
 //! See `docs/spinlocks.md` for which to pick when.
@@ -583,21 +583,25 @@ mod aliases {
     /// ```
     pub type DynSpinLockGuard<'a, T> = lock_api::MutexGuard<'a, RawSpin, T>;
 
-    /// The default spinlock: the queued unfair lock, chosen by measurement
-    /// (lockbench `balanced`, 2 vCPUs): uncontended it costs the same as the PV
-    /// lock (~12 ns, like std), at T=2 all qspinlock variants match std, and
-    /// once threads outnumber CPUs (T=4..32) it keeps std's throughput
-    /// (~3.2-3.4 Mops/s) while the FIFO PV lock drops to 0.1-0.6 Mops/s: a
-    /// strict hand-over to a sleeping waiter leaves the lock idle for a whole
-    /// wake-up (`docs/design.md`, principle P6). Its unfairness is bounded by
-    /// `KLOCK_STEAL_NS`. Use [`PvQSpinLock`] for FIFO order.
+    /// The default spinlock (issue 33): the floor's TTAS lock, whose unlock
+    /// is a plain release store, with a bounded spin, then waiters parked
+    /// behind a membarrier ([`TasParkLock`], `asym::lot`) and a bound on
+    /// bypass (`KLOCK_SPIN_HANDOFF_NS`). Chosen by measurement (lockbench,
+    /// 2-vCPU AMD EPYC KVM, 2026-11-28, `docs/results/2026-11-28-spin-floor.md`):
+    /// an uncontended pair costs what the fastest spinlock's does (2.8 ns,
+    /// ticket 2.8; the queued unfair lock 5.8), and it is the only variant
+    /// that starves no thread at T=128 (max/min 5-7, parking_lot 11; the
+    /// unfair lock over 50 000). It pays for that at T=8-128, 0.6-0.8x the
+    /// best peer, where the queued unfair lock made 0.75-1.0x. 4 bytes.
+    /// [`UnfairQSpinLock`] (the previous default) and the seed's PV locks
+    /// stay as named variants.
     ///
     /// ```
     /// static COUNTER: klock::SpinLock<u64> = klock::SpinLock::new(0);
     /// *COUNTER.lock() += 1;
     /// assert!(COUNTER.try_lock().is_some());
     /// ```
-    pub type SpinLock<T> = UnfairQSpinLock<T>;
+    pub type SpinLock<T> = TasParkLock<T>;
     /// Guard of [`SpinLock`].
     ///
     /// ```
@@ -605,7 +609,7 @@ mod aliases {
     /// let g: klock::SpinLockGuard<'_, i32> = l.lock();
     /// assert_eq!(*g, 1);
     /// ```
-    pub type SpinLockGuard<'a, T> = UnfairQSpinLockGuard<'a, T>;
+    pub type SpinLockGuard<'a, T> = TasParkLockGuard<'a, T>;
 }
 
 #[cfg(not(loom))]

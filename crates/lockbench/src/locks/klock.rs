@@ -26,7 +26,7 @@ pub fn entries() -> Vec<LockEntry> {
         ),
         LockEntry::mutex::<LockApiMutex<RawTasParkLock<Pv>>>(
             "klock_tas_park",
-            "klock TTAS + park: plain-store unlock; waiters park behind a membarrier, one wake in flight, grant past 1 ms",
+            "klock TTAS + park: plain-store unlock; waiters park behind a membarrier, one wake in flight, grant past 1 ms (klock::SpinLock)",
         ),
         LockEntry::mutex::<LockApiMutex<RawTicketLock<Native>>>(
             "klock_ticket",
@@ -50,7 +50,7 @@ pub fn entries() -> Vec<LockEntry> {
         ),
         LockEntry::mutex::<LockApiMutex<RawQSpinLock<Unfair>>>(
             "klock_unfair",
-            "klock queued unfair lock: steal while the head does not claim; bounded (klock::SpinLock)",
+            "klock queued unfair lock: steal while the head does not claim; bounded (klock::SpinLock until issue 33)",
         ),
         LockEntry::mutex::<LockApiMutex<RawMutex<SpinOsq>>>(
             "klock_mutex",
