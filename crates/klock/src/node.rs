@@ -293,14 +293,14 @@ pub const fn is_own(v: u32, tag: u32) -> bool {
 /// (`spin::qspinlock::QsNode`, `osq::OsqNode`, `waitlist::Waiter`, `rwlock::RwWaiter`), which names the
 /// words for that protocol and stores only values with its [`tag`].
 ///
-/// | word | qspinlock | OSQ | wait list (mutex, condvar) |
-/// |---|---|---|---|
-/// | `grant` | MCS grant (`QsGrant`) | MCS grant (`OsqGrant`) | unused |
-/// | `next` | successor's tail | successor's tail | list link |
-/// | `prev` | unused | predecessor's tail | list link |
-/// | `state` | `QsState`, futex word | unused | `WaiterState`/`CondState`, futex word |
-/// | `ident` | unused | queue position | waiter's thread id |
-/// | `stamp` | unused | heartbeat (µs) | unused |
+/// | word | qspinlock | OSQ | wait list (mutex, condvar) | parking lot (`asym::lot`) |
+/// |---|---|---|---|---|
+/// | `grant` | MCS grant (`QsGrant`) | MCS grant (`OsqGrant`) | mutex: the waiter's real-time priority (0 = none) | high 32 bits of the word's address |
+/// | `next` | successor's tail | successor's tail | list link | list link |
+/// | `prev` | unused | predecessor's tail | list link | list link |
+/// | `state` | `QsState`, futex word | unused | `WaiterState`/`CondState`, futex word | `WaiterState`, futex word |
+/// | `ident` | unused | queue position | waiter's thread id | low 32 bits of the word's address |
+/// | `stamp` | unused | heartbeat (µs) | mutex: when it became first (µs) | its first wake (µs; 0 = none yet) |
 ///
 /// ```
 /// let n = klock::internal::node::Node::new();

@@ -1161,6 +1161,35 @@ pub fn realtime() -> bool {
     }
 }
 
+/// The calling thread's real-time priority (`sched_priority`, 1-99) if it
+/// runs under `SCHED_FIFO`/`SCHED_RR` ([`realtime`]), else 0. A system call
+/// for a real-time thread: call it only where that thread is about to
+/// sleep. Always 0 under loom.
+///
+/// ```
+/// assert_eq!(klock::internal::wait::rt_priority(), 0);
+/// ```
+pub fn rt_priority() -> u32 {
+    #[cfg(not(loom))]
+    {
+        if !realtime() {
+            return 0;
+        }
+        let mut p = libc::sched_param { sched_priority: 0 };
+        // SAFETY: `p` is a valid out-parameter for the calling thread (0).
+        let r = unsafe { libc::sched_getparam(0, &mut p) };
+        if r == 0 {
+            p.sched_priority.max(1) as u32
+        } else {
+            1
+        }
+    }
+    #[cfg(loom)]
+    {
+        0
+    }
+}
+
 /// Record the calling thread's own new policy (it just set it): `rt` is
 /// whether it is `SCHED_FIFO`/`SCHED_RR`. Saves the re-read that
 /// [`sched_changed`] would cost every thread; other threads' caches stay.

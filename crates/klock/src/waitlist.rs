@@ -230,6 +230,38 @@ impl<'a> Waiter<'a> {
     /// When the waiter became first on the list, or queued if it is not
     /// first yet (monotonic microseconds, truncated to 32 bits: compare with
     /// `wrapping_sub`).
+    /// The waiter's real-time priority (1-99; 0 = not real-time), kept in
+    /// the node's otherwise unused `grant` word while it is on a mutex's
+    /// list. Read and set under WLOCK.
+    #[inline]
+    pub(crate) fn rt_prio(self) -> u32 {
+        // Relaxed: under WLOCK, whose Release published it.
+        self.0.grant.load(Ordering::Relaxed)
+    }
+
+    #[inline]
+    pub(crate) fn set_rt_prio(self, p: u32) {
+        // Relaxed: under WLOCK.
+        self.0.grant.store(p, Ordering::Relaxed);
+    }
+
+    /// The parking lot's key (`asym::lot`): the address of the word the
+    /// node waits for, split over `ident` (low 32 bits) and `grant` (high).
+    /// Set before the node is listed; read under the list lock.
+    #[inline]
+    pub(crate) fn set_key(self, lo: u32, hi: u32) {
+        // Relaxed (both): published by the list lock's Release.
+        self.0.ident.store(lo, Ordering::Relaxed);
+        self.0.grant.store(hi, Ordering::Relaxed);
+    }
+
+    /// Does the node wait for the word whose key is `(lo, hi)`?
+    #[inline]
+    pub(crate) fn has_key(self, lo: u32, hi: u32) -> bool {
+        // Relaxed (both): read under the list lock that published them.
+        self.0.ident.load(Ordering::Relaxed) == lo && self.0.grant.load(Ordering::Relaxed) == hi
+    }
+
     #[inline]
     pub(crate) fn since_us(self) -> u32 {
         // Relaxed: a hint for newcomers (read without the list lock; a stale
@@ -349,6 +381,40 @@ impl WaitList {
         }
     }
 
+    /// Insert `t` (its [`Waiter::rt_prio`] set) before the first waiter of
+    /// lower real-time priority, FIFO among equals: the order POSIX asks of
+    /// a mutex whose waiters run under `SCHED_FIFO`/`SCHED_RR` (the kernel's
+    /// futex queue is ordered the same way). A waiter that is not
+    /// real-time (0) goes to the back without a walk.
+    pub(crate) fn push_by_priority(&self, t: u32) {
+        let p = Waiter::decode(t).rt_prio();
+        let h = self.head();
+        if p == 0 || h == 0 {
+            return self.push_back(t);
+        }
+        let mut x = h;
+        loop {
+            if Waiter::decode(x).rt_prio() < p {
+                break;
+            }
+            x = Waiter::decode(x).next_link();
+            if x == h {
+                return self.push_back(t);
+            }
+        }
+        // Link `t` before `x`.
+        let (n, xn) = (node::decode(t), node::decode(x));
+        let pv = xn.prev.load(Ordering::Relaxed);
+        n.next.store(x, Ordering::Relaxed);
+        n.prev.store(pv, Ordering::Relaxed);
+        node::decode(pv).next.store(t, Ordering::Relaxed);
+        chaos::point(Site::ListEdit);
+        xn.prev.store(t, Ordering::Relaxed);
+        if x == h {
+            self.set_head(t);
+        }
+    }
+
     pub(crate) fn remove(&self, t: u32) {
         let n = node::decode(t);
         let nx = n.next.load(Ordering::Relaxed);
@@ -436,4 +502,54 @@ pub(crate) fn fair_check_due() -> bool {
             n % FAIR_CHECK_EVERY == 1
         })
         .unwrap_or(false)
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The tails of `l` from its head, in list order.
+    fn order(l: &WaitList) -> Vec<u32> {
+        let h = l.head();
+        let mut v = vec![];
+        let mut t = h;
+        while t != 0 {
+            v.push(t);
+            t = Waiter::decode(t).next_link();
+            if t == h {
+                break;
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn push_by_priority_orders_real_time_waiters_fifo_among_equals() {
+        // Four nodes of this thread (nesting levels 0-3).
+        node::with_node(|a| {
+            node::with_node(|b| {
+                node::with_node(|c| {
+                    node::with_node(|d| {
+                        let [a, b, c, d] = [a, b, c, d].map(|q| q.unwrap().tail());
+                        let l = WaitList::new();
+                        // a: not real-time; b: 10; c: 50; d: 10.
+                        for (t, p) in [(a, 0), (b, 10), (c, 50), (d, 10)] {
+                            Waiter::decode(t).set_rt_prio(p);
+                            l.push_by_priority(t);
+                        }
+                        assert_eq!(order(&l), vec![c, b, d, a]);
+                        // The back links agree.
+                        assert_eq!(node::decode(c).prev.load(Ordering::Relaxed), a);
+                        assert_eq!(node::decode(a).prev.load(Ordering::Relaxed), d);
+                        l.remove(c);
+                        assert_eq!(order(&l), vec![b, d, a]);
+                        for t in [b, d, a] {
+                            l.remove(t);
+                        }
+                        assert_eq!(l.head(), 0);
+                    })
+                })
+            })
+        });
+    }
 }

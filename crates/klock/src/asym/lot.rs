@@ -120,20 +120,6 @@ fn key(word: &AtomicU32) -> (u32, u32) {
     (a as u32, (a >> 32) as u32)
 }
 
-#[inline]
-fn set_key(n: &Node, word: &AtomicU32) {
-    let (lo, hi) = key(word);
-    // Relaxed (both): published by the list lock's Release.
-    n.ident.store(lo, Ordering::Relaxed);
-    n.grant.store(hi, Ordering::Relaxed);
-}
-
-#[inline]
-fn has_key(n: &Node, k: (u32, u32)) -> bool {
-    // Relaxed (both): read under the list lock that published them.
-    n.ident.load(Ordering::Relaxed) == k.0 && n.grant.load(Ordering::Relaxed) == k.1
-}
-
 /// Take the bucket's list lock (Acquire, in `lock_bit`).
 fn lock_list(l: &WaitList) {
     lock_bit(&l.word, LIST_LOCK);
@@ -152,7 +138,7 @@ fn first_of(l: &WaitList, word: &AtomicU32) -> u32 {
     let h = l.head();
     let mut t = h;
     while t != 0 {
-        if has_key(node::decode(t), k) {
+        if Waiter::decode(t).has_key(k.0, k.1) {
             return t;
         }
         t = Waiter::decode(t).next_link();
@@ -242,7 +228,8 @@ fn wait_queued(
     let w = Waiter::of(n);
     // 1. Queue at the back (FIFO), not yet woken (the hand-off bound
     //    starts at the first wake).
-    set_key(n, word);
+    let (lo, hi) = key(word);
+    w.set_key(lo, hi);
     w.set_since_us(UNWOKEN);
     w.set_state(WaiterState::Sleeping);
     lock_list(l);
@@ -312,10 +299,16 @@ mod tests {
     fn key_round_trips_the_address() {
         let w = AtomicU32::new(0);
         let n = Node::new();
-        set_key(&n, &w);
-        assert!(has_key(&n, key(&w)));
+        let (lo, hi) = key(&w);
+        Waiter::of(&n).set_key(lo, hi);
+        assert!(Waiter::of(&n).has_key(lo, hi));
         let other = AtomicU32::new(0);
-        assert!(!has_key(&n, key(&other)));
+        let (lo2, hi2) = key(&other);
+        assert!(!Waiter::of(&n).has_key(lo2, hi2));
+        assert_eq!(
+            ((hi as u64) << 32) | lo as u64,
+            &w as *const AtomicU32 as u64
+        );
     }
 
     #[test]

@@ -122,7 +122,10 @@ impl<S: SpinPolicy> RawMutex<S> {
         stat::inc(Event::MutexArm);
         n.set_thread_id(id);
         n.set_since_us(wait::now_us());
-        self.list.push_back(me);
+        // A real-time waiter queues by priority (POSIX; INV-RT-NOSPIN's
+        // companion: it is served by priority, not by timed hand-offs).
+        n.set_rt_prio(wait::rt_priority());
+        self.list.push_by_priority(me);
         let first = self.list.head() == me;
         // Setting WAITERS in the WLOCK-release RMW: an unlock ordered after
         // it sees WAITERS and wakes the head; one ordered before it left the
@@ -150,7 +153,13 @@ impl<S: SpinPolicy> RawMutex<S> {
         }
         // ... and, once it has waited past the threshold after a failed
         // wake-up, asks for the lock to be handed over ...
-        if wait::now_ns().saturating_sub(start) >= t.mutex_handoff_ns && self.request_handoff() {
+        // (Not a real-time thread: it cannot wait for the hand-off running
+        // (INV-RT-NOSPIN), and one owed to a sleeper idles the lock for a
+        // wake-up while nobody else may take it; it is served by priority.)
+        if !wait::realtime()
+            && wait::now_ns().saturating_sub(start) >= t.mutex_handoff_ns
+            && self.request_handoff()
+        {
             *handoff_asked = true;
             stat::inc(Event::MutexHandoffRequest);
             // ... and waits for it running (the kernel's woken waiter

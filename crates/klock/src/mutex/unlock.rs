@@ -151,8 +151,10 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// read and a load of the head's node: see [`fair_check_due`].)
     #[inline]
     fn fair_due(&self) -> bool {
+        // Not to a real-time head: it is served by priority (see `enqueue`).
         self.list
             .head_first_for(crate::tune::get().mutex_fair_handoff_ns)
+            && Waiter::decode(self.list.head()).rt_prio() == 0
     }
 
     /// Condvar support: append the detached circular list whose head is
@@ -176,6 +178,8 @@ impl<S: SpinPolicy> RawMutex<S> {
             // moved waiter needs to leave either list.
             n.set_state(WaiterState::Sleeping);
             n.set_since_us(now);
+            // Requeued at the back, as a waiter without priority order.
+            n.set_rt_prio(0);
             chaos::point(Site::ListEdit);
             count += 1;
             t = n.next_link();
