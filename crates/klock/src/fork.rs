@@ -116,9 +116,60 @@ pub fn registered() -> bool {
     }
 }
 
+/// Run `f` in the child after every later `fork()`, after klock's own
+/// child handler: how a mechanism above this module (today `asym::lot`)
+/// resets its process-wide state without this module importing it (no
+/// import circle). Idempotent per `f`; at most [`CHILD_HOOKS`] hooks (a
+/// fixed table: registering needs no allocation and no lock). Not under
+/// loom (no fork there).
+#[cfg(not(loom))]
+pub(crate) fn on_child(f: fn()) {
+    register();
+    imp::add_child_hook(f);
+}
+
+/// How many child hooks [`on_child`] can hold.
+#[cfg(not(loom))]
+pub(crate) const CHILD_HOOKS: usize = 4;
+
 #[cfg(not(loom))]
 mod imp {
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+
+    /// The child hooks ([`super::on_child`]): function addresses, 0 = free.
+    static HOOKS: [AtomicUsize; super::CHILD_HOOKS] =
+        [const { AtomicUsize::new(0) }; super::CHILD_HOOKS];
+
+    pub(super) fn add_child_hook(f: fn()) {
+        let p = f as usize;
+        for h in &HOOKS {
+            // Release: pairs with the child handler's Acquire load (the
+            // hook's own statics are initialised before it is added).
+            match h.compare_exchange(0, p, Ordering::Release, Ordering::Relaxed) {
+                Ok(_) => return,
+                Err(x) if x == p => return,
+                Err(_) => {}
+            }
+        }
+        crate::node::fatal(format_args!(
+            "klock: more than {} fork child hooks",
+            super::CHILD_HOOKS
+        ));
+    }
+
+    /// Run every child hook (in the child, after klock's own release).
+    fn run_child_hooks() {
+        for h in &HOOKS {
+            // Acquire: pairs with `add_child_hook`'s Release.
+            let p = h.load(Ordering::Acquire);
+            if p != 0 {
+                // SAFETY: `p` was stored from a `fn()` in `add_child_hook`;
+                // function pointers and usize have the same size here.
+                let f: fn() = unsafe { std::mem::transmute::<usize, fn()>(p) };
+                f();
+            }
+        }
+    }
 
     const UNREGISTERED: u32 = 0;
     const REGISTERING: u32 = 1;
@@ -205,11 +256,9 @@ mod imp {
         // (A contender of the parent may have left a lock word at 2; the
         // wake that causes finds nobody, harmlessly.)
         release();
-        // The parking lot's lists name only threads of the parent (the
-        // forking thread is not parked): empty them, whatever state another
-        // thread left them in (no prepare lock: a prepare handler may use a
-        // parked lock).
-        crate::asym::lot::atfork_child_reset();
+        // Mechanisms above this module reset their own state (the parking
+        // lot empties its lists: they name only threads of the parent).
+        run_child_hooks();
     }
 }
 

@@ -226,6 +226,8 @@ fn wait_queued(
 ) {
     let l = list(word);
     let w = Waiter::of(n);
+    #[cfg(not(loom))]
+    fork_hook();
     // 1. Queue at the back (FIFO), not yet woken (the hand-off bound
     //    starts at the first wake).
     let (lo, hi) = key(word);
@@ -279,6 +281,20 @@ fn leave(l: &WaitList, t: u32) {
     unlock_list(l);
 }
 
+/// Register [`atfork_child_reset`] with `fork` the first time a waiter
+/// parks (the lists can only hold nodes after that).
+#[cfg(not(loom))]
+#[inline]
+fn fork_hook() {
+    use std::sync::atomic::AtomicBool;
+    static DONE: AtomicBool = AtomicBool::new(false);
+    // Relaxed: `on_child` is idempotent; the flag only saves its call.
+    if !DONE.load(Ordering::Relaxed) {
+        crate::fork::on_child(atfork_child_reset);
+        DONE.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Fork safety, in the child: every node on the lists belongs to a thread
 /// of the parent that does not exist here (the forking thread was not
 /// parked), so empty every bucket and free its list lock, whatever edit
@@ -308,6 +324,34 @@ mod tests {
         assert_eq!(
             ((hi as u64) << 32) | lo as u64,
             &w as *const AtomicU32 as u64
+        );
+    }
+
+    #[test]
+    fn fork_child_finds_the_lot_empty_and_unlocked() {
+        let w = AtomicU32::new(1);
+        let l = list(&w);
+        fork_hook();
+        // A parent thread in the middle of a list edit at the fork.
+        lock_list(l);
+        // SAFETY: the child only loads an atomic and calls `_exit`.
+        let pid = unsafe { libc::fork() };
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            // Relaxed: the child has one thread.
+            let v = l.word.load(Ordering::Relaxed);
+            // SAFETY: ends the child without running the test harness's
+            // exit handlers.
+            unsafe { libc::_exit(if v == 0 { 0 } else { 1 }) };
+        }
+        unlock_list(l);
+        let mut status = 0;
+        // SAFETY: waits for our own child; `status` is a valid out-pointer.
+        let r = unsafe { libc::waitpid(pid, &mut status, 0) };
+        assert_eq!(r, pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the child inherited a locked or non-empty bucket ({status:#x})"
         );
     }
 
