@@ -3,6 +3,8 @@
 //! klock keeps a little process-wide state besides the locks themselves: the
 //! node slot registry ([`crate::node`]), the thread-id free list
 //! ([`crate::tid`]), the stats registry ([`crate::stat`], feature `stats`),
+//! the parking lot of the parked spinlock (`asym::lot`, reset by a child
+//! hook it registers: [`on_child`]),
 //! and values computed once: the tunables ([`crate::tune::get`]), the
 //! effective CPU count ([`crate::wait::effective_cpus`]) and whether a CPU
 //! quota limits the process ([`crate::wait::quota_limited`]). `fork()` copies only
