@@ -230,6 +230,8 @@ fn wait_queued(
     fork_hook();
     // 1. Queue at the back (FIFO), not yet woken (the hand-off bound
     //    starts at the first wake).
+    // Relaxed stores (key, stamp, state): published to unlockers by
+    // `unlock_list`'s Release below, which pairs with their `lock_list`.
     let (lo, hi) = key(word);
     w.set_key(lo, hi);
     w.set_since_us(UNWOKEN);
@@ -266,6 +268,7 @@ fn wait_queued(
                 unlock_list(l);
                 return;
             }
+            // Relaxed: under the list lock; its Release publishes it.
             w.set_state(WaiterState::Sleeping);
             unlock_list(l);
         }
