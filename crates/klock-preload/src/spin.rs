@@ -275,11 +275,16 @@ pub unsafe extern "C" fn pthread_spin_lock(l: *mut pthread_spinlock_t) -> c_int 
 }
 
 /// `pthread_spin_lock` after the fast path: out of line, so that the entry
-/// point stays a leaf on the fast path (no register saves).
+/// point stays a leaf on the fast path (no register saves), and cold, so
+/// that the fast path falls through to its `ret` as glibc's does (with the
+/// taken branch LLVM laid out otherwise, the pair measured 1.02-1.14x
+/// glibc's; falling through, 0.93-1.04x:
+/// `docs/results/2026-11-28/spin-floor/preload-unc-cold/`).
 ///
 /// # Safety
 ///
 /// `l` is non-null and points to a spinlock.
+#[cold]
 #[inline(never)]
 unsafe extern "C" fn spin_lock_full(l: *mut pthread_spinlock_t) -> c_int {
     let on = stats::enabled();
@@ -356,6 +361,7 @@ pub unsafe extern "C" fn pthread_spin_unlock(l: *mut pthread_spinlock_t) -> c_in
 /// # Safety
 ///
 /// `l` is non-null and points to a spinlock.
+#[cold]
 #[inline(never)]
 unsafe extern "C" fn spin_unlock_full(l: *mut pthread_spinlock_t) -> c_int {
     if stats::enabled() {
