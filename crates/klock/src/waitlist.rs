@@ -300,6 +300,19 @@ pub(crate) struct WaitList {
 }
 
 const HEAD_MASK: u32 = node::TAIL_MASK;
+/// The hint bits ([`WaitList::hint`]): below the head, above bit 0.
+const HINT_MASK: u32 = !HEAD_MASK & !1;
+const _: () = assert!(HINT_MASK == 0xfffe);
+
+/// A lock owner's id folded into the hint bits, never 0 (0 = no hint).
+/// Two ids may share a tag: the hint then misleads one decision.
+///
+/// (Tested in `hint_bits_sit_between_the_lock_bit_and_the_head`.)
+#[inline]
+pub(crate) const fn owner_tag(id: u32) -> u32 {
+    let t = ((id ^ (id >> 15)) << 1) & HINT_MASK;
+    if t == 0 { 2 } else { t }
+}
 
 impl WaitList {
     #[cfg(not(loom))]
@@ -342,6 +355,34 @@ impl WaitList {
         let h = self.head();
         if h != 0 {
             Waiter::decode(h).set_since_us(wait::now_us());
+        }
+    }
+
+    /// The lock's hint beside the list, bits 1-15 of the word (bit 0 is the
+    /// condvar's CV_LOCK; the head needs bits 16-31). The mutex keeps the
+    /// tag of an owner a spinner gave up on there ([`owner_tag`]). Relaxed:
+    /// a hint, never part of a decision that needs ordering.
+    #[inline]
+    pub(crate) fn hint(&self) -> u32 {
+        self.word.load(Ordering::Relaxed) & HINT_MASK
+    }
+
+    /// Set the hint bits to `v` (`v & !HINT_MASK == 0`), keeping the head and
+    /// bit 0: a CAS loop, as [`set_head`](Self::set_head), since both change
+    /// concurrently (the head under the list lock, the hint without it).
+    pub(crate) fn set_hint(&self, v: u32) {
+        debug_assert_eq!(v & !HINT_MASK, 0);
+        let mut o = self.word.load(Ordering::Relaxed);
+        while o & HINT_MASK != v {
+            match self.word.compare_exchange_weak(
+                o,
+                (o & !HINT_MASK) | v,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(x) => o = x,
+            }
         }
     }
 
@@ -521,6 +562,35 @@ mod tests {
             }
         }
         v
+    }
+
+    #[test]
+    fn hint_bits_sit_between_the_lock_bit_and_the_head() {
+        node::with_node(|a| {
+            let a = a.unwrap().tail();
+            let l = WaitList::new();
+            // A tag is never 0 and never touches bit 0 or the head's bits.
+            for id in [0, 1, 2, 0x7fff, 0x8000, 0x1234_5678, (1 << 27) - 1] {
+                let t = owner_tag(id);
+                assert_ne!(t, 0, "id {id:#x}");
+                assert_eq!(t & !HINT_MASK, 0, "id {id:#x}");
+            }
+            assert_ne!(owner_tag(5), owner_tag(6));
+            // The hint survives head changes, and the head survives hints.
+            l.set_hint(owner_tag(7));
+            l.push_back(a);
+            assert_eq!((l.head(), l.hint()), (a, owner_tag(7)));
+            l.set_hint(0);
+            assert_eq!((l.head(), l.hint()), (a, 0));
+            l.set_hint(owner_tag(9));
+            l.remove(a);
+            assert_eq!((l.head(), l.hint()), (0, owner_tag(9)));
+            // Bit 0 (a condvar's CV_LOCK) is left alone both ways.
+            lock_bit(&l.word, 1);
+            l.set_hint(owner_tag(3));
+            assert_eq!(l.word.load(Ordering::Relaxed) & 1, 1);
+            assert_eq!(l.hint(), owner_tag(3));
+        });
     }
 
     #[test]

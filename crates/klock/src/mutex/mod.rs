@@ -855,6 +855,36 @@ mod tests {
     use std::time::Duration;
 
     #[test]
+    fn a_spinner_that_gives_up_names_the_owner_until_it_unlocks() {
+        // Needs a spinner beside the holder (2+ CPUs, no quota).
+        if crate::osq::max_spinners() == 0 || crate::wait::quota_limited() {
+            return;
+        }
+        let m = Arc::new(RawMutex::<SpinOsq>::new());
+        let t = m.lock();
+        let holder = owner_id(m.owner.load(Ordering::Relaxed));
+        assert_eq!(m.list.hint(), 0);
+        // A contender spins KLOCK_MUTEX_SPIN_NS on us, gives up and queues.
+        let m2 = m.clone();
+        let c = std::thread::spawn(move || {
+            let t = m2.lock();
+            // SAFETY: our own acquisition.
+            unsafe { m2.unlock(t) };
+        });
+        while !has_waiters(m.owner.load(Ordering::Relaxed)) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert_eq!(m.list.hint(), crate::waitlist::owner_tag(holder));
+        assert!(m.owner_known_slow(), "a newcomer would skip its spin");
+        // The hold ends: the slow unlock clears the hint.
+        // SAFETY: our own acquisition.
+        unsafe { m.unlock(t) };
+        assert_eq!(m.list.hint(), 0);
+        c.join().unwrap();
+        assert!(!m.owner_known_slow());
+    }
+
+    #[test]
     fn sizes() {
         assert_eq!(std::mem::size_of::<RawMutex<SpinOsq>>(), 12);
         assert_eq!(std::mem::size_of::<RawMutex<SpinOff>>(), 12);

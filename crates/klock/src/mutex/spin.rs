@@ -27,6 +27,7 @@ use crate::owner_spin::{self, Seen};
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::wait::{self, SpinBudget};
+use crate::waitlist::owner_tag;
 
 /// How a [`spin_on_owner`](RawMutex::spin_on_owner) ended: what the
 /// adaptive hint (`adapt`) learns from it.
@@ -58,7 +59,39 @@ impl<S: SpinPolicy> RawMutex<S> {
         if stat::ENABLED {
             stat::add(Event::MutexSpinOwnerNs, wait::now_ns().saturating_sub(t0));
         }
+        self.note_owner(end);
         end
+    }
+
+    /// The lock's slow-owner hint (the list word's hint bits): after a spin
+    /// that gave up on the owner, its tag, so that newcomers skip spinning
+    /// on that owner ([`owner_known_slow`](Self::owner_known_slow)); after a
+    /// spin that took the lock, none. The slow unlock clears it too.
+    fn note_owner(&self, end: SpinEnd) {
+        match end {
+            SpinEnd::OwnerSlow => {
+                // Relaxed: a hint. The owner may have changed since the spin
+                // ended; a wrong tag misleads one newcomer's decision.
+                let o = self.owner.load(Ordering::Relaxed);
+                if !is_free(o) {
+                    self.list.set_hint(owner_tag(owner_id(o)));
+                }
+            }
+            SpinEnd::Acquired if self.list.hint() != 0 => self.list.set_hint(0),
+            _ => {}
+        }
+    }
+
+    /// Has a spinner already given up on the current owner (it held the
+    /// lock past `KLOCK_MUTEX_SPIN_NS`: probably not running, or a long
+    /// hold)? Then a newcomer's spin and yield rounds would fail too and
+    /// only take a CPU from the owner; it queues at once instead.
+    #[inline]
+    pub(super) fn owner_known_slow(&self) -> bool {
+        let h = self.list.hint();
+        // Relaxed: a hint (as `note_owner`).
+        let o = self.owner.load(Ordering::Relaxed);
+        h != 0 && !is_free(o) && h == owner_tag(owner_id(o))
     }
 
     fn spin_on_owner_inner(
@@ -129,6 +162,10 @@ impl<S: SpinPolicy> RawMutex<S> {
             return !queued && !wait::realtime() && self.plain_spin(id);
         }
         if !S::SPIN || t.mutex_spin == 0 || wait::realtime() || !adapt::should_spin(t) {
+            return false;
+        }
+        if self.owner_known_slow() {
+            stat::inc(Event::MutexSpinSkip);
             return false;
         }
         self.optimistic_spin(id) || self.yield_rounds(id)

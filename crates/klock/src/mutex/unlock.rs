@@ -36,6 +36,11 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// release (or hand over) and drop WLOCK in one CAS; then wake the head.
     #[cold]
     pub(super) fn unlock_slow(&self, fair: bool) {
+        // The slow-owner hint names this owner, if any: it ends with this
+        // hold (`spin.rs`, `note_owner`).
+        if self.list.hint() != 0 {
+            self.list.set_hint(0);
+        }
         // Relaxed: only the CASes below decide; their orderings are commented.
         let o = self.owner.load(Ordering::Relaxed);
         // Eventual fairness (`KLOCK_MUTEX_FAIR_HANDOFF_NS`): a head that has
