@@ -3,6 +3,16 @@
 //! unwinding cleanup that runs when cancellation unwinds the frame).
 fn main() {
     println!("cargo:rerun-if-changed=c/condwait.c");
+    // `pthread_spin_lock`/`unlock` as GNU indirect functions (`spin::entry`):
+    // x86-64 Linux with glibc, whose loader runs the resolvers.
+    println!("cargo:rustc-check-cfg=cfg(ifunc_entry)");
+    let var = |k: &str| std::env::var(k).unwrap_or_default();
+    if var("CARGO_CFG_TARGET_ARCH") == "x86_64"
+        && var("CARGO_CFG_TARGET_OS") == "linux"
+        && var("CARGO_CFG_TARGET_ENV") == "gnu"
+    {
+        println!("cargo:rustc-cfg=ifunc_entry");
+    }
     cc::Build::new()
         .file("c/condwait.c")
         .flag("-fexceptions")

@@ -23,6 +23,7 @@
 //! the like, [`secure`]) every `KLOCK_*` variable is ignored: [`env`], the one
 //! accessor, reports them unset.
 
+use crate::sys;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
@@ -252,8 +253,131 @@ fn read() -> Config {
     if c.spin == SpinVariant::Glibc {
         // Relaxed: see `gate`.
         gate::word().fetch_or(GATE_TAS, Ordering::Relaxed);
+    } else if !settle_entry(ENTRY_GATED) {
+        // The plain entry points were bound first (the environment changed
+        // after start, or /proc disagreed with getenv): keep glibc's
+        // protocol, which they run.
+        warn_once(
+            &WARNED_SPIN,
+            c"KLOCK_SPIN",
+            b"",
+            "the spinlock entry points were bound for tas at start; using tas",
+        );
+        let c = Config {
+            spin: SpinVariant::Glibc,
+            ..c
+        };
+        // Relaxed: see PACKED; only this thread can have stored the non-tas
+        // value (the first writer), and no spinlock used it yet: the plain
+        // entry points exist only after ENTRY_PLAIN was settled, before it.
+        PACKED.store(pack(c), Ordering::Relaxed);
+        gate::word().fetch_or(GATE_TAS, Ordering::Relaxed);
+        return c;
     }
     c
+}
+
+/// Which `pthread_spin_lock`/`unlock` the process binds (`spin::entry`):
+/// unsettled, the plain pair, or the gated pair. Settled once, by the first
+/// of the resolvers and a configuration that is not glibc's protocol; both
+/// then agree for the life of the process. Relaxed: it publishes nothing.
+static ENTRY: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+const ENTRY_PLAIN: u8 = 1;
+const ENTRY_GATED: u8 = 2;
+
+/// Settle [`ENTRY`] to `want` unless it is settled: whether it is `want`.
+fn settle_entry(want: u8) -> bool {
+    match ENTRY.compare_exchange(0, want, Ordering::Relaxed, Ordering::Relaxed) {
+        Ok(_) => true,
+        Err(v) => v == want,
+    }
+}
+
+/// Bind the ungated `pthread_spin_lock`/`unlock` (`spin::spin_lock_plain`)?
+/// Yes iff the process runs glibc's protocol without statistics: from the
+/// configuration once it is read, else from the environment the process
+/// started with (a resolver may run before the C library can `getenv`, at
+/// start-up under `-z now`), read from `/proc/self/environ` with raw system
+/// calls: `KLOCK_SPIN` and `KLOCK_STATS` each unset, or exactly `tas` and
+/// `0`. Anything else, or no `/proc`, binds the gated pair, which serves
+/// every configuration. Settles [`ENTRY`]; a configuration read later that
+/// asks for a queued spinlock then keeps `tas` with a warning.
+#[cfg_attr(not(ifunc_entry), allow(dead_code))]
+pub fn plain_spin_entry() -> bool {
+    // Relaxed: see PACKED and `gate`.
+    let want = if PACKED.load(Ordering::Relaxed) != 0 {
+        spin_fast()
+    } else {
+        gate::load() & GATE_STATS == 0 && initial_env_is_plain()
+    };
+    settle_entry(if want { ENTRY_PLAIN } else { ENTRY_GATED }) && want
+}
+
+/// Does the environment the process started with leave `KLOCK_SPIN` and
+/// `KLOCK_STATS` at their defaults (unset, or `tas` and `0`)? `false` when
+/// `/proc/self/environ` cannot be read.
+fn initial_env_is_plain() -> bool {
+    let mut scan = EnvScan::new(&[(b"KLOCK_SPIN=", b"tas"), (b"KLOCK_STATS=", b"0")]);
+    let mut buf = [0u8; 1024];
+    match sys::read_file(c"/proc/self/environ", &mut buf, |chunk| scan.feed(chunk)) {
+        Some(()) => scan.finish(),
+        None => false,
+    }
+}
+
+/// A streaming check of a NUL-separated environment block: every entry
+/// whose name is one of `vars` must have exactly the allowed value.
+struct EnvScan<'a> {
+    vars: &'a [(&'a [u8], &'a [u8])],
+    /// Bytes of the current entry seen so far, capped at `entry.len()`.
+    entry: [u8; 32],
+    len: usize,
+    /// Set once an entry named in `vars` had another value.
+    bad: bool,
+}
+
+impl<'a> EnvScan<'a> {
+    fn new(vars: &'a [(&'a [u8], &'a [u8])]) -> Self {
+        EnvScan {
+            vars,
+            entry: [0; 32],
+            len: 0,
+            bad: false,
+        }
+    }
+
+    fn feed(&mut self, chunk: &[u8]) {
+        for &b in chunk {
+            if b == 0 {
+                self.end_entry();
+            } else {
+                if self.len < self.entry.len() {
+                    self.entry[self.len] = b;
+                }
+                self.len += 1;
+            }
+        }
+    }
+
+    fn end_entry(&mut self) {
+        let seen = &self.entry[..self.len.min(self.entry.len())];
+        for (name, ok) in self.vars {
+            if let Some(v) = seen.strip_prefix(*name) {
+                // A value longer than the buffer is never the allowed one.
+                if self.len > self.entry.len() || v != *ok {
+                    self.bad = true;
+                }
+            }
+        }
+        self.len = 0;
+    }
+
+    fn finish(mut self) -> bool {
+        if self.len != 0 {
+            self.end_entry();
+        }
+        !self.bad
+    }
 }
 
 /// Is the process in secure-execution mode (`getauxval(AT_SECURE) != 0`:
@@ -420,6 +544,55 @@ impl Line {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn env_scan_allows_only_the_default_values() {
+        let vars: &[(&[u8], &[u8])] = &[(b"KLOCK_SPIN=", b"tas"), (b"KLOCK_STATS=", b"0")];
+        let scan = |block: &[u8], split: usize| {
+            let mut s = EnvScan::new(vars);
+            let (a, b) = block.split_at(split.min(block.len()));
+            s.feed(a);
+            s.feed(b);
+            s.finish()
+        };
+        for (block, plain) in [
+            (&b"HOME=/root\0PATH=/bin\0"[..], true),
+            (b"KLOCK_SPIN=tas\0KLOCK_STATS=0\0", true),
+            (b"KLOCK_SPIN=unfair\0", false),
+            (b"A=1\0KLOCK_STATS=1\0B=2", false),
+            (b"KLOCK_SPIN=tas ", false),
+            (b"KLOCK_SPIN=", false),
+            (b"KLOCK_SPINX=1\0KLOCK_SPIN_NS=5\0", true),
+            (b"X=KLOCK_SPIN=unfair\0", true),
+            (
+                b"KLOCK_SPIN=tasaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\0",
+                false,
+            ),
+            (b"KLOCK_SPIN=pv", false),
+        ] {
+            // Every split point: the entries cross chunk boundaries.
+            for split in 0..=block.len() {
+                assert_eq!(
+                    scan(block, split),
+                    plain,
+                    "{:?} split at {split}",
+                    String::from_utf8_lossy(block)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn read_file_reads_the_initial_environment() {
+        let mut buf = [0u8; 7];
+        let mut all = Vec::new();
+        sys::read_file(c"/proc/self/environ", &mut buf, |c| {
+            all.extend_from_slice(c)
+        })
+        .unwrap();
+        assert_eq!(all, std::fs::read("/proc/self/environ").unwrap());
+        assert!(sys::read_file(c"/nonexistent/klock", &mut buf, |_| ()).is_none());
+    }
     use super::*;
 
     #[test]

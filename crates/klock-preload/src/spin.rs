@@ -251,13 +251,16 @@ pub unsafe extern "C" fn pthread_spin_destroy(l: *mut pthread_spinlock_t) -> c_i
     if l.is_null() { EINVAL } else { 0 }
 }
 
-/// `pthread_spin_lock`.
+/// `pthread_spin_lock` in every configuration: the variant gate, then
+/// glibc's protocol or a queued lock. Exported under that name where
+/// there are no indirect functions; on x86-64 glibc, [`entry`] picks it or
+/// [`spin_lock_plain`] once per process.
 ///
 /// # Safety
 ///
 /// pthread's contract: `l` is null or points to an initialised spinlock.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_spin_lock(l: *mut pthread_spinlock_t) -> c_int {
+#[cfg_attr(not(ifunc_entry), unsafe(export_name = "pthread_spin_lock"))]
+pub unsafe extern "C" fn spin_lock_gated(l: *mut pthread_spinlock_t) -> c_int {
     if l.is_null() {
         return EINVAL;
     }
@@ -335,14 +338,15 @@ pub unsafe extern "C" fn pthread_spin_trylock(l: *mut pthread_spinlock_t) -> c_i
     0
 }
 
-/// `pthread_spin_unlock`. glibc mode: store 1 (any thread or process may
-/// release, as with glibc). Queued mode: EPERM if the lock is free.
+/// `pthread_spin_unlock` in every configuration (as [`spin_lock_gated`]).
+/// glibc mode: store 1 (any thread or process may release, as with
+/// glibc). Queued mode: EPERM if the lock is free.
 ///
 /// # Safety
 ///
 /// pthread's contract: `l` is null or points to an initialised spinlock.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_spin_unlock(l: *mut pthread_spinlock_t) -> c_int {
+#[cfg_attr(not(ifunc_entry), unsafe(export_name = "pthread_spin_unlock"))]
+pub unsafe extern "C" fn spin_unlock_gated(l: *mut pthread_spinlock_t) -> c_int {
     if l.is_null() {
         return EINVAL;
     }
@@ -377,6 +381,86 @@ unsafe extern "C" fn spin_unlock_full(l: *mut pthread_spinlock_t) -> c_int {
         },
         q_unlock(l)
     )
+}
+
+/// `pthread_spin_lock` when the process runs glibc's protocol without
+/// statistics, the default: no gate. On this machine's AMD EPYC the gate's
+/// load in front of the `lock decl` cost 8-10 % of an uncontended pair
+/// (the locked instruction waits for the branch on it): 1.09x glibc's,
+/// against 1.00x for this function (`docs/results/2026-11-28-spin-floor.md`).
+///
+/// # Safety
+///
+/// pthread's contract: `l` is null or points to an initialised spinlock;
+/// the process's spin variant is glibc's and statistics are off, for good
+/// ([`config::plain_spin_entry`]).
+pub unsafe extern "C" fn spin_lock_plain(l: *mut pthread_spinlock_t) -> c_int {
+    if l.is_null() {
+        return EINVAL;
+    }
+    // As in `spin_lock_gated`. Acquire pairs with the Release store of the
+    // unlock.
+    // SAFETY: non-null spinlock from the program.
+    if unsafe { word(l) }.fetch_sub(1, Ordering::Acquire) == FREE {
+        return 0;
+    }
+    // SAFETY: as above.
+    unsafe { spin_lock_full(l) }
+}
+
+/// `pthread_spin_unlock` in the plain configuration ([`spin_lock_plain`]).
+///
+/// # Safety
+///
+/// As [`spin_lock_plain`].
+pub unsafe extern "C" fn spin_unlock_plain(l: *mut pthread_spinlock_t) -> c_int {
+    if l.is_null() {
+        return EINVAL;
+    }
+    // Release pairs with the Acquire of the next locker (as in
+    // `spin_unlock_gated`).
+    // SAFETY: non-null spinlock from the program, glibc mode.
+    unsafe { word(l) }.store(FREE, Ordering::Release);
+    0
+}
+
+/// The exported `pthread_spin_lock` and `pthread_spin_unlock` on x86-64
+/// glibc: GNU indirect functions. The dynamic loader calls each resolver
+/// once, when it binds the name (at start-up under `-z now`, else at the
+/// first call), and the program then calls the chosen function directly:
+/// [`spin_lock_plain`] when the process runs glibc's protocol without
+/// statistics ([`config::plain_spin_entry`] decides, once), else the gated
+/// [`spin_lock_gated`]. Each resolver is a Rust function exported under the
+/// public name whose symbol type the assembler directive below makes
+/// `STT_GNU_IFUNC` (an assembly-defined symbol would not be exported).
+#[cfg(ifunc_entry)]
+pub mod entry {
+    use super::*;
+
+    /// The resolver of `pthread_spin_lock` (not callable as the lock).
+    #[unsafe(no_mangle)]
+    pub extern "C" fn pthread_spin_lock() -> usize {
+        if config::plain_spin_entry() {
+            spin_lock_plain as *const () as usize
+        } else {
+            spin_lock_gated as *const () as usize
+        }
+    }
+
+    /// The resolver of `pthread_spin_unlock` (not callable as the unlock).
+    #[unsafe(no_mangle)]
+    pub extern "C" fn pthread_spin_unlock() -> usize {
+        if config::plain_spin_entry() {
+            spin_unlock_plain as *const () as usize
+        } else {
+            spin_unlock_gated as *const () as usize
+        }
+    }
+
+    std::arch::global_asm!(
+        ".type pthread_spin_lock, @gnu_indirect_function",
+        ".type pthread_spin_unlock, @gnu_indirect_function",
+    );
 }
 
 #[cfg(test)]

@@ -82,3 +82,73 @@ unsafe extern "C" {
         pshared: *mut c_int,
     ) -> c_int;
 }
+
+/// Read the file `path` in chunks into `buf`, handing each to `f`, with raw
+/// system calls (open, read, close): usable before the C library is
+/// initialised and from inside the dynamic loader (an indirect function's
+/// resolver, `spin::entry`). `None` if the file cannot be opened or read.
+#[cfg(target_arch = "x86_64")]
+pub fn read_file(path: &std::ffi::CStr, buf: &mut [u8], mut f: impl FnMut(&[u8])) -> Option<()> {
+    /// `syscall(n, a, b, c)` on x86-64 Linux: the result, or -errno.
+    ///
+    /// # Safety
+    ///
+    /// The arguments are valid for system call `n`.
+    unsafe fn sys3(n: usize, a: usize, b: usize, c: usize) -> isize {
+        let r: isize;
+        // SAFETY: the x86-64 Linux system-call convention: number in rax,
+        // arguments in rdi, rsi, rdx; rcx and r11 are clobbered.
+        unsafe {
+            std::arch::asm!(
+                "syscall",
+                inlateout("rax") n as isize => r,
+                in("rdi") a,
+                in("rsi") b,
+                in("rdx") c,
+                lateout("rcx") _,
+                lateout("r11") _,
+                options(nostack),
+            );
+        }
+        r
+    }
+    const READ: usize = 0;
+    const OPEN: usize = 2;
+    const CLOSE: usize = 3;
+    // SAFETY: a NUL-terminated path; flags O_RDONLY | O_CLOEXEC.
+    let fd = unsafe {
+        sys3(
+            OPEN,
+            path.as_ptr() as usize,
+            libc::O_RDONLY as usize | libc::O_CLOEXEC as usize,
+            0,
+        )
+    };
+    if fd < 0 {
+        return None;
+    }
+    let ok = loop {
+        // SAFETY: `buf` is valid for `buf.len()` bytes of writing.
+        let n = unsafe { sys3(READ, fd as usize, buf.as_mut_ptr() as usize, buf.len()) };
+        if n == -(libc::EINTR as isize) {
+            continue;
+        }
+        if n < 0 {
+            break false;
+        }
+        if n == 0 {
+            break true;
+        }
+        f(&buf[..n as usize]);
+    };
+    // SAFETY: our own descriptor, closed once.
+    unsafe { sys3(CLOSE, fd as usize, 0, 0) };
+    ok.then_some(())
+}
+
+/// [`read_file`] elsewhere: not implemented (the caller takes its safe
+/// default).
+#[cfg(not(target_arch = "x86_64"))]
+pub fn read_file(_path: &std::ffi::CStr, _buf: &mut [u8], _f: impl FnMut(&[u8])) -> Option<()> {
+    None
+}

@@ -240,7 +240,53 @@ c_programs! {
     rwlock_reader_wait => "rwlock_reader_wait.c",
     small_stack => "small_stack.c",
     spin => "spin.c",
+    spin_entry => "spin_entry.c",
     timed => "timed.c",
+}
+
+/// `pthread_spin_lock`/`unlock` are bound once per process (`spin::entry`
+/// in the interposer): the ungated pair for glibc's protocol without
+/// statistics, the gated pair otherwise. Under every `KLOCK_SPIN` variant
+/// and with statistics, with lazy binding and with `-z now` (the resolvers
+/// then run before the C library can `getenv`, and read
+/// `/proc/self/environ`), the counter stays exact and no configuration is
+/// overridden by an entry point bound for another (the interposer's
+/// warning "bound for tas").
+#[test]
+fn spin_entry_points_follow_the_configuration() {
+    let src = source_dir().join("spin_entry.c");
+    for (link, flags) in [("lazy", &[][..]), ("now", &["-Wl,-z,now"][..])] {
+        let bin =
+            common::tmp_subdir("bin").join(format!("spin_entry-{link}-{}", std::process::id()));
+        if let Err(e) = common::compile(&src, &bin, flags) {
+            panic!("spin_entry.c ({link}): {e}");
+        }
+        for env in [
+            &[][..],
+            &[("KLOCK_SPIN", "tas")][..],
+            &[("KLOCK_SPIN", "unfair")][..],
+            &[("KLOCK_SPIN", "pv")][..],
+            &[("KLOCK_STATS", "1"), ("KLOCK_STATS_FILE", "/dev/null")][..],
+        ] {
+            let mut cmd = Command::new(&bin);
+            cmd.env_remove("KLOCK_SPIN").env_remove("KLOCK_STATS");
+            for (k, v) in env {
+                cmd.env(k, v);
+            }
+            let r = common::run(&mut cmd, Mode::Preload, RUN_TIMEOUT);
+            assert!(
+                r.success() && r.stdout.contains("PASS"),
+                "spin_entry ({link}, {env:?}): {}\n{}",
+                r.desc,
+                r.stderr
+            );
+            assert!(
+                !r.stderr.contains("bound for tas"),
+                "spin_entry ({link}, {env:?}): {}",
+                r.stderr
+            );
+        }
+    }
 }
 
 /// A program added to tests/c must also get a test above (and vice versa).
