@@ -238,6 +238,7 @@ c_programs! {
     rwlock => "rwlock.c",
     rwlock_kinds => "rwlock_kinds.c",
     rwlock_reader_wait => "rwlock_reader_wait.c",
+    single_threaded => "single_threaded.c",
     small_stack => "small_stack.c",
     spin => "spin.c",
     spin_entry => "spin_entry.c",
