@@ -368,33 +368,32 @@ impl WaitList {
     }
 
     /// Set the hint bits to `v` (`v & !HINT_MASK == 0`), keeping the head and
-    /// bit 0: a CAS loop, as [`set_head`](Self::set_head), since both change
-    /// concurrently (the head under the list lock, the hint without it).
+    /// bit 0 ([`set_bits`](Self::set_bits): the head changes concurrently,
+    /// under the list lock; the hint without it).
     pub(crate) fn set_hint(&self, v: u32) {
         debug_assert_eq!(v & !HINT_MASK, 0);
-        let mut o = self.word.load(Ordering::Relaxed);
-        while o & HINT_MASK != v {
-            match self.word.compare_exchange_weak(
-                o,
-                (o & !HINT_MASK) | v,
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return,
-                Err(x) => o = x,
-            }
-        }
+        self.set_bits(HINT_MASK, v);
     }
 
     #[inline]
     fn set_head(&self, h: u32) {
-        // Only the lock holder changes the head bits; other bits are preserved
-        // with a CAS loop because the condvar keeps its lock bit in this word.
+        // Only the lock holder changes the head bits; the others (the
+        // condvar's lock bit, the mutex's hint) are kept.
+        self.set_bits(HEAD_MASK, h);
+    }
+
+    /// Replace the bits under `mask` with `v`, keeping the others: a CAS
+    /// loop, since the other bits change concurrently (the condvar's lock
+    /// bit, the mutex's hint). No store when they already hold `v`.
+    /// Relaxed: the word's other users order themselves (the list lock's
+    /// own RMWs); the hint is a hint.
+    #[inline]
+    fn set_bits(&self, mask: u32, v: u32) {
         let mut o = self.word.load(Ordering::Relaxed);
-        loop {
+        while o & mask != v {
             match self.word.compare_exchange_weak(
                 o,
-                (o & !HEAD_MASK) | h,
+                (o & !mask) | v,
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
