@@ -126,7 +126,9 @@ events! {
     MutexSpinSuccess = "mutex_spin_success",
     /// Optimistic spinning gave up (budget, hints, handoff) without the mutex.
     MutexSpinFail = "mutex_spin_fail",
-    /// Spinning was skipped: spinners would outnumber effective CPUs.
+    /// Spinning was skipped: spinners would outnumber effective CPUs, or a
+    /// spinner had already given up on the current owner (the slow-owner
+    /// hint; the newcomer queues at once).
     MutexSpinSkip = "mutex_spin_skip",
     /// The yield rounds were skipped: waiters were queued (POLICY-QUEUE-FIRST,
     /// `KLOCK_MUTEX_FAIR_NS`) or `KLOCK_MUTEX_YIELDERS` threads were yielding.
