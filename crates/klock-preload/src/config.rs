@@ -239,13 +239,29 @@ pub(crate) fn stats_on() {
 
 #[cold]
 fn read() -> Config {
-    let c = Config {
+    let mut c = Config {
         mutex: sleep_var(c"KLOCK_MUTEX"),
         rwlock: sleep_var(c"KLOCK_RWLOCK"),
         spin: spin_var(),
         rwlock_policy: rwlock_policy_var(),
     };
-    // Relaxed: see PACKED. A loser adopts the winner's value.
+    // A queued spinlock needs the gated entry points: settle them before
+    // the configuration is published, so that no thread ever sees a queued
+    // configuration while the plain pair is bound.
+    if c.spin != SpinVariant::Glibc && !settle_entry(ENTRY_GATED) {
+        // The plain pair was bound first (the environment changed after
+        // start, or /proc disagreed with getenv): keep glibc's protocol,
+        // which it runs.
+        warn_once(
+            &WARNED_SPIN,
+            c"KLOCK_SPIN",
+            b"",
+            "the spinlock entry points were bound for tas at start; using tas",
+        );
+        c.spin = SpinVariant::Glibc;
+    }
+    // Relaxed: see PACKED. A loser adopts the winner's value (which settled
+    // the entry points the same way before it was published).
     let c = match PACKED.compare_exchange(0, pack(c), Ordering::Relaxed, Ordering::Relaxed) {
         Ok(_) => c,
         Err(v) => unpack(v),
@@ -253,26 +269,6 @@ fn read() -> Config {
     if c.spin == SpinVariant::Glibc {
         // Relaxed: see `gate`.
         gate::word().fetch_or(GATE_TAS, Ordering::Relaxed);
-    } else if !settle_entry(ENTRY_GATED) {
-        // The plain entry points were bound first (the environment changed
-        // after start, or /proc disagreed with getenv): keep glibc's
-        // protocol, which they run.
-        warn_once(
-            &WARNED_SPIN,
-            c"KLOCK_SPIN",
-            b"",
-            "the spinlock entry points were bound for tas at start; using tas",
-        );
-        let c = Config {
-            spin: SpinVariant::Glibc,
-            ..c
-        };
-        // Relaxed: see PACKED; only this thread can have stored the non-tas
-        // value (the first writer), and no spinlock used it yet: the plain
-        // entry points exist only after ENTRY_PLAIN was settled, before it.
-        PACKED.store(pack(c), Ordering::Relaxed);
-        gate::word().fetch_or(GATE_TAS, Ordering::Relaxed);
-        return c;
     }
     c
 }
