@@ -314,6 +314,7 @@ pub fn plain_spin_entry() -> bool {
 /// `/proc/self/environ` cannot be read.
 fn initial_env_is_plain() -> bool {
     let mut scan = EnvScan::new(&[(b"KLOCK_SPIN=", b"tas"), (b"KLOCK_STATS=", b"0")]);
+    // One page-sized read or so per call; the scan streams, so any size works.
     let mut buf = [0u8; 1024];
     match sys::read_file(c"/proc/self/environ", &mut buf, |chunk| scan.feed(chunk)) {
         Some(()) => scan.finish(),
