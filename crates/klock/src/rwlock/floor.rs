@@ -1,0 +1,699 @@
+//! The floor rwlock (issue 34, "the floor"): std's futex rwlock protocol
+//! written in klock's house, the cheapest correct hand-over every klock
+//! rwlock is measured against (`docs/rwsem.md`, "The floor";
+//! `docs/design.md` P19). One RMW to take either side, one to release it;
+//! writer-preferring (a new reader waits while a writer waits), no owner
+//! identity, no queue: who runs next is whoever the kernel wakes first.
+//!
+//! # Word layout (8 bytes: two `AtomicU32`)
+//!
+//! ```text
+//! state:  31               30               29 ........................ 0
+//!        +----------------+----------------+------------------------------+
+//!        |WRITERS_WAITING |READERS_WAITING |  readers (MASK = write-locked) |
+//!        +----------------+----------------+------------------------------+
+//! writer_notify: a sequence number writers sleep on (bumped by each writer wake-up)
+//! ```
+//!
+//! * **readers** (bits 0-29): the number of read locks held; all ones
+//!   ([`RW_FLOOR_WRITE_LOCKED`]) means a writer holds the lock.
+//! * **READERS_WAITING**: readers may sleep on `state`; set by a reader
+//!   before it sleeps, cleared by the unlock that wakes them all.
+//! * **WRITERS_WAITING**: writers may sleep on `writer_notify`; set by a
+//!   writer before it sleeps; a writer that took the lock after sleeping
+//!   sets it again (others may still sleep).
+//!
+//! Everything zero = unlocked.
+//!
+//! # State diagram (state as (readers, R W))
+//!
+//! ```text
+//!  (n,--) --read: add (n<MAX, no waiter bit)--> (n+1,--)
+//!  (0,-*) --write: CAS to write-locked (| WRITERS_WAITING if it slept)--> (W,-*)
+//!  (n,**) --read unlock: sub--> (n-1,**);  (1,-W) --last reader--> (0,-W): wake one writer
+//!  (W,**) --write unlock: sub--> (0,**):   wake one writer if W, else all readers if R
+//!  (0,RW) --wake: -> (0,R-), one writer woken; if none was asleep -> (0,--), readers woken
+//!  waiters: a reader sleeps on state while it reads write-locked or a waiter bit (it sets R);
+//!           a writer sleeps on writer_notify while the lock is held (it sets W)
+//! ```
+//!
+//! No lost wake-up: a reader sleeps only while `state` still holds the
+//! value with READERS_WAITING it set (the futex compares), and every unlock
+//! that leaves the lock free with READERS_WAITING set clears it and wakes
+//! all readers (or wakes a writer, which clears it in turn when it
+//! unlocks). A writer sleeps only on the `writer_notify` value it read
+//! before re-checking `state` with WRITERS_WAITING set; a wake-up bumps
+//! `writer_notify` first, so a wake between the re-check and the sleep makes
+//! the futex return at once.
+
+use crate::chaos::{self, Site};
+use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::wait;
+
+/// The reader-count field (bits 0-29); all ones = write-locked.
+pub const RW_FLOOR_MASK: u32 = (1 << 30) - 1;
+/// A writer holds the lock.
+pub const RW_FLOOR_WRITE_LOCKED: u32 = RW_FLOOR_MASK;
+/// The most read locks at once (one below write-locked).
+pub const RW_FLOOR_MAX_READERS: u32 = RW_FLOOR_MASK - 1;
+/// Readers may sleep on `state`.
+pub const RW_FLOOR_READERS_WAITING: u32 = 1 << 30;
+/// Writers may sleep on `writer_notify`.
+pub const RW_FLOOR_WRITERS_WAITING: u32 = 1 << 31;
+
+/// One read lock in the count.
+const READ_LOCKED: u32 = 1;
+
+/// The read-only spin's budget before each sleep (about std's 100 PAUSEs,
+/// as the floor mutex's). Under loom 0: one look, no scheduling point.
+const SPIN_NS: u64 = if cfg!(loom) { 0 } else { 2_000 };
+
+/// Readers in `s` (a write-locked word reads [`RW_FLOOR_MASK`]).
+#[inline]
+fn readers(s: u32) -> u32 {
+    s & RW_FLOOR_MASK
+}
+
+/// Nobody holds the lock (waiter bits may be set).
+#[inline]
+fn is_unlocked(s: u32) -> bool {
+    readers(s) == 0
+}
+
+/// A writer holds the lock.
+#[inline]
+fn is_write_locked(s: u32) -> bool {
+    readers(s) == RW_FLOOR_WRITE_LOCKED
+}
+
+#[inline]
+fn has_readers_waiting(s: u32) -> bool {
+    s & RW_FLOOR_READERS_WAITING != 0
+}
+
+#[inline]
+fn has_writers_waiting(s: u32) -> bool {
+    s & RW_FLOOR_WRITERS_WAITING != 0
+}
+
+/// May a new reader take `s`? Not while a writer holds it, nor while
+/// anyone waits (writer preference; readers wait only behind writers), nor
+/// at the reader limit.
+#[inline]
+fn is_read_lockable(s: u32) -> bool {
+    // Also false for write-locked (MASK > MAX_READERS).
+    readers(s) < RW_FLOOR_MAX_READERS && !has_readers_waiting(s) && !has_writers_waiting(s)
+}
+
+/// At the reader limit (not write-locked): a reader would overflow.
+#[inline]
+fn at_max_readers(s: u32) -> bool {
+    readers(s) == RW_FLOOR_MAX_READERS
+}
+
+/// The floor's raw rwlock: std's futex protocol (see the module docs). Use
+/// it through [`RwLockFloor`]; 8 bytes.
+///
+/// ```
+/// let l = klock::internal::rwlock::RawRwLockFloor::new();
+/// l.lock_shared();
+/// assert!(l.try_lock_shared());
+/// assert!(!l.try_lock_exclusive());
+/// unsafe { l.unlock_shared() };
+/// unsafe { l.unlock_shared() };
+/// l.lock_exclusive();
+/// assert!(l.is_locked_exclusive());
+/// unsafe { l.unlock_exclusive() };
+/// assert!(!l.is_locked());
+/// ```
+#[derive(Debug)]
+pub struct RawRwLockFloor {
+    state: AtomicU32,
+    writer_notify: AtomicU32,
+}
+
+/// A reader-writer lock on the floor protocol (a lock_api rwlock over
+/// [`RawRwLockFloor`]).
+///
+/// ```
+/// let l = klock::internal::rwlock::RwLockFloor::new(5);
+/// assert_eq!(*l.read(), 5);
+/// *l.write() += 1;
+/// assert_eq!(*l.read(), 6);
+/// ```
+#[cfg(not(loom))]
+pub type RwLockFloor<T> = lock_api::RwLock<RawRwLockFloor, T>;
+
+impl Default for RawRwLockFloor {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RawRwLockFloor {
+    /// An unlocked rwlock (both words 0).
+    #[cfg(not(loom))]
+    pub const fn new() -> Self {
+        RawRwLockFloor {
+            state: AtomicU32::new(0),
+            writer_notify: AtomicU32::new(0),
+        }
+    }
+
+    /// An unlocked rwlock (both words 0).
+    #[cfg(loom)]
+    pub fn new() -> Self {
+        RawRwLockFloor {
+            state: AtomicU32::new(0),
+            writer_notify: AtomicU32::new(0),
+        }
+    }
+
+    /// The state word's raw value (tests, diagnostics).
+    pub fn state(&self) -> u32 {
+        // Relaxed: a snapshot, orders nothing.
+        self.state.load(Ordering::Relaxed)
+    }
+
+    /// Is the lock held (either side)? A snapshot.
+    pub fn is_locked(&self) -> bool {
+        !is_unlocked(self.state())
+    }
+
+    /// Is the lock write-held? A snapshot.
+    pub fn is_locked_exclusive(&self) -> bool {
+        is_write_locked(self.state())
+    }
+
+    // ---- transitions on `state` -------------------------------------------
+
+    /// `(n,--) -> (n+1,--)` if `s` is read-lockable: one CAS from `s`.
+    /// Acquire: pairs with the Release of the writer's unlock (`unlock_exclusive`).
+    #[inline]
+    fn add_reader(&self, s: u32) -> Result<(), u32> {
+        self.state
+            .compare_exchange_weak(s, s + READ_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .map(drop)
+    }
+
+    /// `(0,xy) -> (W,xy | extra)`: take the free lock for writing, from `s`.
+    /// Acquire: pairs with the Release of every unlock.
+    #[inline]
+    fn claim_write(&self, s: u32, extra: u32) -> Result<(), u32> {
+        debug_assert!(is_unlocked(s));
+        self.state
+            .compare_exchange_weak(
+                s,
+                s | RW_FLOOR_WRITE_LOCKED | extra,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            )
+            .map(drop)
+    }
+
+    /// `s -> s | bit`: announce a sleeper. Relaxed: the futex compares the
+    /// new value; ordering comes from the acquiring CAS after the wake.
+    #[inline]
+    fn announce(&self, s: u32, bit: u32) -> Result<(), u32> {
+        self.state
+            .compare_exchange(s, s | bit, Ordering::Relaxed, Ordering::Relaxed)
+            .map(drop)
+    }
+
+    /// Read-only spin while `keep_spinning(state)`; returns the last value.
+    #[inline]
+    fn spin_while(&self, keep_spinning: impl Fn(u32) -> bool) -> u32 {
+        let mut s = 0;
+        wait::spin_until(&mut wait::SpinBudget::new(SPIN_NS), || {
+            // Relaxed: a hint; the CAS that acts on it is the Acquire.
+            s = self.state.load(Ordering::Relaxed);
+            !keep_spinning(s)
+        });
+        s
+    }
+
+    // ---- read side ----------------------------------------------------------
+
+    /// Take a read lock if that needs no waiting: `(n,--) -> (n+1,--)`.
+    #[inline]
+    pub fn try_lock_shared(&self) -> bool {
+        // Relaxed: the CAS is the Acquire.
+        let mut s = self.state.load(Ordering::Relaxed);
+        while is_read_lockable(s) {
+            match self.add_reader(s) {
+                Ok(()) => return true,
+                Err(x) => s = x,
+            }
+        }
+        false
+    }
+
+    /// Take a read lock, sleeping while a writer holds or waits.
+    #[inline]
+    pub fn lock_shared(&self) {
+        if !self.try_lock_shared() {
+            self.read_slow(None);
+        }
+    }
+
+    /// Take a read lock, sleeping at most until `deadline_ns`
+    /// ([`wait::now_ns`] time). `false`: the deadline passed.
+    pub fn lock_shared_until_ns(&self, deadline_ns: u64) -> bool {
+        self.try_lock_shared() || self.read_slow(Some(deadline_ns))
+    }
+
+    /// The read slow path, in four steps: spin while a writer holds the
+    /// lock and nobody waits; take it if lockable; else announce
+    /// READERS_WAITING; sleep on that value of `state`. `false`: timed out.
+    #[cold]
+    fn read_slow(&self, deadline: Option<u64>) -> bool {
+        // 1. Spin while only a writer is in the way (it may leave soon).
+        let mut s = self.spin_while(|s| {
+            is_write_locked(s) && !has_readers_waiting(s) && !has_writers_waiting(s)
+        });
+        loop {
+            // 2. Take it if a reader may.
+            if is_read_lockable(s) {
+                match self.add_reader(s) {
+                    Ok(()) => return true,
+                    Err(x) => s = x,
+                }
+                continue;
+            }
+            assert!(!at_max_readers(s), "klock: too many read locks");
+            // 3. Announce this reader, unless the bit is already there.
+            if !has_readers_waiting(s) {
+                if let Err(x) = self.announce(s, RW_FLOOR_READERS_WAITING) {
+                    s = x;
+                    continue;
+                }
+            }
+            // 4. Sleep while the word still says so.
+            let Some(timeout) = wait::remaining(deadline) else {
+                return false;
+            };
+            chaos::point(Site::BeforeSleep);
+            wait::futex_wait(&self.state, s | RW_FLOOR_READERS_WAITING, timeout);
+            chaos::point(Site::AfterWake);
+            s = self.spin_while(|s| {
+                is_write_locked(s) && !has_readers_waiting(s) && !has_writers_waiting(s)
+            });
+        }
+    }
+
+    /// Release a read lock: `(n,**) -> (n-1,**)`; the last reader out wakes
+    /// a waiting writer (readers wait only behind writers, so a free lock
+    /// with only READERS_WAITING cannot follow a read unlock).
+    ///
+    /// # Safety
+    ///
+    /// The caller holds a read lock.
+    #[inline]
+    pub unsafe fn unlock_shared(&self) {
+        // Release: pairs with the next writer's Acquire CAS (`claim_write`).
+        let s = self.state.fetch_sub(READ_LOCKED, Ordering::Release) - READ_LOCKED;
+        if is_unlocked(s) && has_writers_waiting(s) {
+            chaos::point(Site::AfterRelease);
+            self.wake_writer_or_readers(s);
+        }
+    }
+
+    // ---- write side ---------------------------------------------------------
+
+    /// Take the write lock if it is free and nobody waits: `(0,--) -> (W,--)`.
+    #[inline]
+    pub fn try_lock_exclusive(&self) -> bool {
+        // Relaxed: the CAS is the Acquire.
+        let mut s = self.state.load(Ordering::Relaxed);
+        while is_unlocked(s) {
+            match self.claim_write(s, 0) {
+                Ok(()) => return true,
+                Err(x) => s = x,
+            }
+        }
+        false
+    }
+
+    /// Take the write lock, sleeping while it is held.
+    #[inline]
+    pub fn lock_exclusive(&self) {
+        if self.claim_write(0, 0).is_err() {
+            self.write_slow(None);
+        }
+    }
+
+    /// Take the write lock, sleeping at most until `deadline_ns`. `false`:
+    /// the deadline passed.
+    pub fn lock_exclusive_until_ns(&self, deadline_ns: u64) -> bool {
+        self.claim_write(0, 0).is_ok() || self.write_slow(Some(deadline_ns))
+    }
+
+    /// The write slow path, in four steps: spin while the lock is held and
+    /// no writer waits; take it if free (keeping WRITERS_WAITING set once
+    /// this writer has slept: others may sleep too); else announce
+    /// WRITERS_WAITING; sleep on `writer_notify`. `false`: timed out.
+    #[cold]
+    fn write_slow(&self, deadline: Option<u64>) -> bool {
+        let spin = |s| !is_unlocked(s) && !has_writers_waiting(s);
+        // 1. Spin while a holder may leave soon and no writer waits.
+        let mut s = self.spin_while(spin);
+        let mut others = 0;
+        loop {
+            // 2. Take it if free.
+            if is_unlocked(s) {
+                match self.claim_write(s, others) {
+                    Ok(()) => return true,
+                    Err(x) => s = x,
+                }
+                continue;
+            }
+            // 3. Announce this writer, unless the bit is already there.
+            if !has_writers_waiting(s) {
+                if let Err(x) = self.announce(s, RW_FLOOR_WRITERS_WAITING) {
+                    s = x;
+                    continue;
+                }
+            }
+            // From now on other writers may sleep beside us.
+            others = RW_FLOOR_WRITERS_WAITING;
+            // Acquire: pairs with the Release bump in `wake_writer`, so the
+            // re-check below sees the state the waker left.
+            let seq = self.writer_notify.load(Ordering::Acquire);
+            // Relaxed: re-checked against the bit we set; the futex compares `seq`.
+            s = self.state.load(Ordering::Relaxed);
+            if is_unlocked(s) || !has_writers_waiting(s) {
+                continue;
+            }
+            // 4. Sleep until a wake bumps `writer_notify`.
+            let Some(timeout) = wait::remaining(deadline) else {
+                return false;
+            };
+            chaos::point(Site::BeforeSleep);
+            wait::futex_wait(&self.writer_notify, seq, timeout);
+            chaos::point(Site::AfterWake);
+            s = self.spin_while(spin);
+        }
+    }
+
+    /// Release the write lock: `(W,**) -> (0,**)`, then wake a writer if
+    /// one waits, else every reader.
+    ///
+    /// # Safety
+    ///
+    /// The caller holds the write lock.
+    #[inline]
+    pub unsafe fn unlock_exclusive(&self) {
+        // Release: pairs with the next holder's Acquire CAS.
+        let s = self
+            .state
+            .fetch_sub(RW_FLOOR_WRITE_LOCKED, Ordering::Release)
+            - RW_FLOOR_WRITE_LOCKED;
+        debug_assert!(is_unlocked(s));
+        if has_readers_waiting(s) || has_writers_waiting(s) {
+            chaos::point(Site::AfterRelease);
+            self.wake_writer_or_readers(s);
+        }
+    }
+
+    // ---- wake-ups -------------------------------------------------------------
+
+    /// The lock is free with waiter bits `s`: `(0,-W) -> (0,--)` and wake a
+    /// writer; `(0,RW) -> (0,R-)` and wake a writer, and if none was asleep
+    /// go on as for `(0,R-)`; `(0,R-) -> (0,--)` and wake every reader. A
+    /// CAS that fails means someone took the lock or changed the bits: it
+    /// is their turn to wake (their unlock sees the bits).
+    #[cold]
+    fn wake_writer_or_readers(&self, mut s: u32) {
+        debug_assert!(is_unlocked(s));
+        const W: u32 = RW_FLOOR_WRITERS_WAITING;
+        const R: u32 = RW_FLOOR_READERS_WAITING;
+        // Relaxed (the three CASes): the unlock's Release RMW already
+        // published the critical section; the woken thread's Acquire CAS
+        // pairs with it.
+        if s == W {
+            match self
+                .state
+                .compare_exchange(s, 0, Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    self.wake_writer();
+                    return;
+                }
+                Err(x) => s = x,
+            }
+        }
+        if s == R | W {
+            if self
+                .state
+                .compare_exchange(s, R, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+            {
+                return;
+            }
+            if self.wake_writer() {
+                return;
+            }
+            // No writer was asleep (it may have timed out or not slept
+            // yet): wake the readers rather than leave them asleep.
+            s = R;
+        }
+        if s == R
+            && self
+                .state
+                .compare_exchange(s, 0, Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            wait::futex_wake(&self.state, u32::MAX);
+        }
+    }
+
+    /// Bump `writer_notify` and wake one writer; did a writer wake?
+    #[inline]
+    fn wake_writer(&self) -> bool {
+        // Release: pairs with the Acquire load of `seq` in `write_slow`.
+        self.writer_notify.fetch_add(1, Ordering::Release);
+        wait::futex_wake(&self.writer_notify, 1) > 0
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: mutual exclusion: the readers field leaves 0 for write-locked only
+// by an Acquire CAS from a free word, and no reader adds while it reads
+// write-locked (`is_read_lockable`); each side's unlock is a Release RMW.
+// The guards carry nothing: any thread may release a guard it was sent.
+unsafe impl lock_api::RawRwLock for RawRwLockFloor {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new();
+    type SharedGuard = lock_api::GuardSend;
+    type ExclusiveGuard = lock_api::GuardSend;
+
+    #[inline]
+    fn lock_shared(&self) -> lock_api::GuardSend {
+        RawRwLockFloor::lock_shared(self);
+        lock_api::GuardSend::new()
+    }
+    #[inline]
+    fn try_lock_shared(&self) -> Option<lock_api::GuardSend> {
+        RawRwLockFloor::try_lock_shared(self).then(lock_api::GuardSend::new)
+    }
+    #[inline]
+    unsafe fn unlock_shared(&self, _: lock_api::GuardSend) {
+        // SAFETY: forwarded: the guard is a live read lock.
+        unsafe { RawRwLockFloor::unlock_shared(self) }
+    }
+    #[inline]
+    fn lock_exclusive(&self) -> lock_api::GuardSend {
+        RawRwLockFloor::lock_exclusive(self);
+        lock_api::GuardSend::new()
+    }
+    #[inline]
+    fn try_lock_exclusive(&self) -> Option<lock_api::GuardSend> {
+        RawRwLockFloor::try_lock_exclusive(self).then(lock_api::GuardSend::new)
+    }
+    #[inline]
+    unsafe fn unlock_exclusive(&self, _: lock_api::GuardSend) {
+        // SAFETY: forwarded: the guard is the live write lock.
+        unsafe { RawRwLockFloor::unlock_exclusive(self) }
+    }
+    fn is_locked(&self) -> bool {
+        RawRwLockFloor::is_locked(self)
+    }
+    fn is_locked_exclusive(&self) -> bool {
+        RawRwLockFloor::is_locked_exclusive(self)
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: as above; a timed acquisition returns a guard only when it holds.
+unsafe impl lock_api::RawRwLockTimed for RawRwLockFloor {
+    type Duration = std::time::Duration;
+    type Instant = std::time::Instant;
+
+    fn try_lock_shared_for(&self, t: Self::Duration) -> Option<lock_api::GuardSend> {
+        self.lock_shared_until_ns(wait::deadline_after(t))
+            .then(lock_api::GuardSend::new)
+    }
+    fn try_lock_shared_until(&self, t: Self::Instant) -> Option<lock_api::GuardSend> {
+        self.lock_shared_until_ns(wait::instant_to_ns(t))
+            .then(lock_api::GuardSend::new)
+    }
+    fn try_lock_exclusive_for(&self, t: Self::Duration) -> Option<lock_api::GuardSend> {
+        self.lock_exclusive_until_ns(wait::deadline_after(t))
+            .then(lock_api::GuardSend::new)
+    }
+    fn try_lock_exclusive_until(&self, t: Self::Instant) -> Option<lock_api::GuardSend> {
+        self.lock_exclusive_until_ns(wait::instant_to_ns(t))
+            .then(lock_api::GuardSend::new)
+    }
+}
+
+#[cfg(test)]
+#[cfg(not(loom))]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    const W: u32 = RW_FLOOR_WRITERS_WAITING;
+    const R: u32 = RW_FLOOR_READERS_WAITING;
+    const X: u32 = RW_FLOOR_WRITE_LOCKED;
+
+    fn with_state(s: u32) -> RawRwLockFloor {
+        let l = RawRwLockFloor::new();
+        l.state.store(s, Ordering::Relaxed);
+        l
+    }
+
+    #[test]
+    fn size_is_two_words() {
+        assert_eq!(std::mem::size_of::<RawRwLockFloor>(), 8);
+    }
+
+    #[test]
+    fn predicates_read_the_layout() {
+        assert!(is_read_lockable(0));
+        assert!(is_read_lockable(5));
+        assert!(!is_read_lockable(X));
+        assert!(!is_read_lockable(1 | W), "writer preference");
+        assert!(!is_read_lockable(1 | R));
+        assert!(!is_read_lockable(RW_FLOOR_MAX_READERS));
+        assert!(at_max_readers(RW_FLOOR_MAX_READERS | W));
+        assert!(is_write_locked(X | R | W));
+        assert!(is_unlocked(R | W));
+        assert!(!is_unlocked(X));
+    }
+
+    #[test]
+    fn add_reader_is_n_to_n_plus_1() {
+        let l = with_state(3);
+        assert!(l.add_reader(3).is_ok());
+        assert_eq!(l.state(), 4);
+        assert_eq!(l.add_reader(3), Err(4));
+    }
+
+    #[test]
+    fn claim_write_is_0_to_write_locked_keeping_bits() {
+        let l = with_state(R);
+        assert!(l.claim_write(R, W).is_ok());
+        assert_eq!(l.state(), X | R | W);
+    }
+
+    #[test]
+    fn write_unlock_wakes_readers_and_clears_their_bit() {
+        // (W,R-) -> (0,--): nobody is asleep, so the wake finds no one, but
+        // the bit must go.
+        let l = with_state(X | R);
+        // SAFETY: the state says write-held (a test stands in for the holder).
+        unsafe { l.unlock_exclusive() };
+        assert_eq!(l.state(), 0);
+    }
+
+    #[test]
+    fn write_unlock_prefers_a_writer_and_keeps_readers_waiting() {
+        // (W,RW) -> (0,R-) and a writer wake; with no writer asleep the
+        // readers are woken and the bit cleared: (0,--).
+        let l = with_state(X | R | W);
+        // SAFETY: as above.
+        unsafe { l.unlock_exclusive() };
+        assert_eq!(l.state(), 0, "no writer slept: readers woken");
+        assert_eq!(l.writer_notify.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn last_reader_wakes_a_writer() {
+        let l = with_state(1 | W);
+        // SAFETY: the state says one reader (the test).
+        unsafe { l.unlock_shared() };
+        assert_eq!(l.state(), 0);
+        assert_eq!(l.writer_notify.load(Ordering::Relaxed), 1);
+        // Not the last: no wake.
+        let l = with_state(2 | W);
+        // SAFETY: as above.
+        unsafe { l.unlock_shared() };
+        assert_eq!(l.state(), 1 | W);
+        assert_eq!(l.writer_notify.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_waiting_writer_stops_new_readers() {
+        let l = with_state(1 | W);
+        assert!(!l.try_lock_shared());
+        assert!(!l.lock_shared_until_ns(0));
+        assert_eq!(l.state(), 1 | W | R, "the timed reader announced itself");
+    }
+
+    #[test]
+    fn timed_sides_time_out_on_a_held_lock() {
+        let l = RwLockFloor::new(0);
+        let g = l.write();
+        assert!(
+            l.try_read_for(std::time::Duration::from_millis(5))
+                .is_none()
+        );
+        assert!(
+            l.try_write_for(std::time::Duration::from_millis(5))
+                .is_none()
+        );
+        drop(g);
+        assert!(
+            l.try_write_for(std::time::Duration::from_millis(5))
+                .is_some()
+        );
+        let r = l.read();
+        assert!(
+            l.try_read_for(std::time::Duration::from_millis(5))
+                .is_some()
+        );
+        drop(r);
+        assert!(!l.is_locked());
+    }
+
+    #[test]
+    fn readers_and_writers_count_exactly() {
+        let l = Arc::new(RwLockFloor::new((0u64, 0u64)));
+        let hs: Vec<_> = (0..8)
+            .map(|i| {
+                let l = l.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..3_000 {
+                        if i % 2 == 0 {
+                            let mut g = l.write();
+                            g.0 += 1;
+                            g.1 += 1;
+                        } else {
+                            let g = l.read();
+                            assert_eq!(g.0, g.1, "torn read");
+                        }
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(l.read().0, 12_000);
+        assert!(!l.is_locked());
+        // No timeouts here: every waiter bit set was cleared by a wake.
+        // SAFETY: `raw` only reads the word; no guard is forged.
+        assert_eq!(unsafe { l.raw() }.state(), 0);
+    }
+}
