@@ -282,11 +282,11 @@ impl RawRwLockFloor {
             }
             assert!(!at_max_readers(s), "klock: too many read locks");
             // 3. Announce this reader, unless the bit is already there.
-            if !has_readers_waiting(s) {
-                if let Err(x) = self.announce(s, RW_FLOOR_READERS_WAITING) {
-                    s = x;
-                    continue;
-                }
+            if !has_readers_waiting(s)
+                && let Err(x) = self.announce(s, RW_FLOOR_READERS_WAITING)
+            {
+                s = x;
+                continue;
             }
             // 4. Sleep while the word still says so.
             let Some(timeout) = wait::remaining(deadline) else {
@@ -368,11 +368,11 @@ impl RawRwLockFloor {
                 continue;
             }
             // 3. Announce this writer, unless the bit is already there.
-            if !has_writers_waiting(s) {
-                if let Err(x) = self.announce(s, RW_FLOOR_WRITERS_WAITING) {
-                    s = x;
-                    continue;
-                }
+            if !has_writers_waiting(s)
+                && let Err(x) = self.announce(s, RW_FLOOR_WRITERS_WAITING)
+            {
+                s = x;
+                continue;
             }
             // From now on other writers may sleep beside us.
             others = RW_FLOOR_WRITERS_WAITING;
