@@ -5,6 +5,7 @@
 use super::entry::LockEntry;
 use crate::adapter::{LockApiMutex, LockApiRwLock};
 use klock::internal::mutex::{RawMutexBarge, RawMutexFloor, RawMutexGrant};
+use klock::internal::rwlock::RawRwLockFloor;
 use klock::{
     Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTasParkLock, RawTasSleepLock, RawTicketLock,
     Unfair,
@@ -83,6 +84,10 @@ pub fn entries() -> Vec<LockEntry> {
         LockEntry::rwlock::<LockApiRwLock<RawRwLock<SpinOsq>>>(
             "klock_rwsem",
             "klock rwsem (seed 003): writers spin via OSQ, hand-off, readers per KLOCK_RWSEM_READER (4 steal+wait default, 1 steal, 2 spin, 3 join, 0 queue)",
+        ),
+        LockEntry::rwlock::<LockApiRwLock<RawRwLockFloor>>(
+            "klock_rwlock_floor",
+            "klock floor rwlock: std's futex rwlock protocol (one state word + a writer futex, short read-only spin, writer-preferring)",
         ),
         LockEntry::rwlock::<LockApiRwLock<RawRwLock<SpinOff>>>(
             "klock_rwsem_nospin",
