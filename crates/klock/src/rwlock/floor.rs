@@ -105,6 +105,13 @@ fn is_read_lockable(s: u32) -> bool {
     readers(s) < RW_FLOOR_MAX_READERS && !has_readers_waiting(s) && !has_writers_waiting(s)
 }
 
+/// With turns, may a reader that slept take `s`? Past waiter bits, not past
+/// a writer that holds the lock, nor at the reader limit.
+#[inline]
+fn is_turn_read_lockable(s: u32) -> bool {
+    readers(s) < RW_FLOOR_MAX_READERS
+}
+
 /// At the reader limit (not write-locked): a reader would overflow.
 #[inline]
 fn at_max_readers(s: u32) -> bool {
@@ -127,10 +134,27 @@ fn at_max_readers(s: u32) -> bool {
 /// assert!(!l.is_locked());
 /// ```
 #[derive(Debug)]
-pub struct RawRwLockFloor {
+pub struct RawRwLockFloorOf<const PHASED: bool> {
     state: AtomicU32,
     writer_notify: AtomicU32,
 }
+
+/// The floor: [`RawRwLockFloorOf`] without turns (std's protocol).
+pub type RawRwLockFloor = RawRwLockFloorOf<false>;
+
+/// The floor with turns (issue 34, first mechanism; see "Turns" in the
+/// module docs): a woken writer's reservation, and a writer's unlock that
+/// gives waiting readers the next turn.
+///
+/// ```
+/// let l = klock::internal::rwlock::RawRwLockPhased::new();
+/// l.lock_exclusive();
+/// assert!(!l.try_lock_shared());
+/// unsafe { l.unlock_exclusive() };
+/// assert!(l.try_lock_shared());
+/// unsafe { l.unlock_shared() };
+/// ```
+pub type RawRwLockPhased = RawRwLockFloorOf<true>;
 
 /// A reader-writer lock on the floor protocol (a lock_api rwlock over
 /// [`RawRwLockFloor`]).
@@ -144,17 +168,28 @@ pub struct RawRwLockFloor {
 #[cfg(not(loom))]
 pub type RwLockFloor<T> = lock_api::RwLock<RawRwLockFloor, T>;
 
-impl Default for RawRwLockFloor {
+/// A reader-writer lock on the floor with turns (a lock_api rwlock over
+/// [`RawRwLockPhased`]).
+///
+/// ```
+/// let l = klock::internal::rwlock::RwLockPhased::new(1);
+/// *l.write() += 1;
+/// assert_eq!(*l.read(), 2);
+/// ```
+#[cfg(not(loom))]
+pub type RwLockPhased<T> = lock_api::RwLock<RawRwLockPhased, T>;
+
+impl<const PHASED: bool> Default for RawRwLockFloorOf<PHASED> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl RawRwLockFloor {
+impl<const PHASED: bool> RawRwLockFloorOf<PHASED> {
     /// An unlocked rwlock (both words 0).
     #[cfg(not(loom))]
     pub const fn new() -> Self {
-        RawRwLockFloor {
+        RawRwLockFloorOf {
             state: AtomicU32::new(0),
             writer_notify: AtomicU32::new(0),
         }
@@ -163,7 +198,7 @@ impl RawRwLockFloor {
     /// An unlocked rwlock (both words 0).
     #[cfg(loom)]
     pub fn new() -> Self {
-        RawRwLockFloor {
+        RawRwLockFloorOf {
             state: AtomicU32::new(0),
             writer_notify: AtomicU32::new(0),
         }
@@ -271,9 +306,11 @@ impl RawRwLockFloor {
         let mut s = self.spin_while(|s| {
             is_write_locked(s) && !has_readers_waiting(s) && !has_writers_waiting(s)
         });
+        let mut slept = false;
         loop {
-            // 2. Take it if a reader may.
-            if is_read_lockable(s) {
+            // 2. Take it if a reader may (with turns, a reader that slept
+            // takes its turn past a waiting writer).
+            if is_read_lockable(s) || (PHASED && slept && is_turn_read_lockable(s)) {
                 match self.add_reader(s) {
                     Ok(()) => return true,
                     Err(x) => s = x,
@@ -295,6 +332,7 @@ impl RawRwLockFloor {
             chaos::point(Site::BeforeSleep);
             wait::futex_wait(&self.state, s | RW_FLOOR_READERS_WAITING, timeout);
             chaos::point(Site::AfterWake);
+            slept = true;
             s = self.spin_while(|s| {
                 is_write_locked(s) && !has_readers_waiting(s) && !has_writers_waiting(s)
             });
@@ -314,7 +352,16 @@ impl RawRwLockFloor {
         let s = self.state.fetch_sub(READ_LOCKED, Ordering::Release) - READ_LOCKED;
         if is_unlocked(s) && has_writers_waiting(s) {
             chaos::point(Site::AfterRelease);
-            self.wake_writer_or_readers(s);
+            if PHASED {
+                self.writers_turn(s);
+            } else {
+                self.wake_writer_or_readers(s);
+            }
+        } else if PHASED && is_unlocked(s) && has_readers_waiting(s) {
+            // Readers that took their turn past a writer may leave readers
+            // waiting behind a writer that has since given up.
+            chaos::point(Site::AfterRelease);
+            self.writers_turn(s);
         }
     }
 
@@ -358,6 +405,7 @@ impl RawRwLockFloor {
         // 1. Spin while a holder may leave soon and no writer waits.
         let mut s = self.spin_while(spin);
         let mut others = 0;
+        let mut slept = false;
         loop {
             // 2. Take it if free.
             if is_unlocked(s) {
@@ -386,11 +434,15 @@ impl RawRwLockFloor {
             }
             // 4. Sleep until a wake bumps `writer_notify`.
             let Some(timeout) = wait::remaining(deadline) else {
+                if slept {
+                    self.give_up_write();
+                }
                 return false;
             };
             chaos::point(Site::BeforeSleep);
             wait::futex_wait(&self.writer_notify, seq, timeout);
             chaos::point(Site::AfterWake);
+            slept = true;
             s = self.spin_while(spin);
         }
     }
@@ -411,7 +463,11 @@ impl RawRwLockFloor {
         debug_assert!(is_unlocked(s));
         if has_readers_waiting(s) || has_writers_waiting(s) {
             chaos::point(Site::AfterRelease);
-            self.wake_writer_or_readers(s);
+            if PHASED {
+                self.readers_turn(s);
+            } else {
+                self.wake_writer_or_readers(s);
+            }
         }
     }
 
@@ -467,6 +523,108 @@ impl RawRwLockFloor {
         }
     }
 
+    /// A timed writer gives up after it slept: the wake-up it may have
+    /// taken was someone's turn. Pass it on: wake a writer (one that slept
+    /// while WRITERS_WAITING was cleared for our wake announces itself
+    /// again), and if the lock is free with waiter bits, wake as an unlock
+    /// would.
+    #[cold]
+    fn give_up_write(&self) {
+        self.wake_writer();
+        // Relaxed: the wake-ups below order nothing; each woken thread's
+        // acquiring CAS does.
+        let s = self.state.load(Ordering::Relaxed);
+        if is_unlocked(s) && (has_readers_waiting(s) || has_writers_waiting(s)) {
+            if PHASED {
+                self.writers_turn(s);
+            } else {
+                self.wake_writer_or_readers(s);
+            }
+        }
+    }
+
+    /// With turns, after a read release left the lock free with waiter bits
+    /// `s`: the writers' turn. `(0,*W)`: keep WRITERS_WAITING (the woken
+    /// writer's reservation: new readers stay out until it runs) and wake
+    /// one writer; if none was asleep, `(0,*W) -> (0,*-)`, then
+    /// `(0,R-) -> (0,--)` and wake every reader. A failed CAS on a word
+    /// that is no longer free leaves the turn to the new holder's unlock.
+    #[cold]
+    fn writers_turn(&self, mut s: u32) {
+        const W: u32 = RW_FLOOR_WRITERS_WAITING;
+        const R: u32 = RW_FLOOR_READERS_WAITING;
+        loop {
+            if !is_unlocked(s) {
+                return;
+            }
+            if s & W != 0 {
+                if self.wake_writer() {
+                    return;
+                }
+                // Relaxed (both CASes): as in `wake_writer_or_readers`.
+                match self
+                    .state
+                    .compare_exchange(s, s & !W, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    Ok(_) => s &= !W,
+                    Err(x) => {
+                        s = x;
+                        continue;
+                    }
+                }
+            }
+            if s & R != 0 {
+                match self
+                    .state
+                    .compare_exchange(s, s & !R, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    Ok(_) => {
+                        wait::futex_wake(&self.state, u32::MAX);
+                    }
+                    Err(x) => {
+                        s = x;
+                        continue;
+                    }
+                }
+            }
+            return;
+        }
+    }
+
+    /// With turns, after a write release left the lock free with waiter
+    /// bits `s`: the readers' turn if any wait. `(0,R*) -> (0,--)`, wake
+    /// every reader (each may enter past a writer that announces itself
+    /// meanwhile) and, if WRITERS_WAITING was set, one writer (it announces
+    /// itself again); with no reader waiting, the writers' turn.
+    #[cold]
+    fn readers_turn(&self, mut s: u32) {
+        const W: u32 = RW_FLOOR_WRITERS_WAITING;
+        const R: u32 = RW_FLOOR_READERS_WAITING;
+        loop {
+            if !is_unlocked(s) {
+                return;
+            }
+            if s & R == 0 {
+                self.writers_turn(s);
+                return;
+            }
+            // Relaxed: as in `wake_writer_or_readers`.
+            match self
+                .state
+                .compare_exchange(s, s & !(R | W), Ordering::Relaxed, Ordering::Relaxed)
+            {
+                Ok(_) => {
+                    wait::futex_wake(&self.state, u32::MAX);
+                    if s & W != 0 {
+                        self.wake_writer();
+                    }
+                    return;
+                }
+                Err(x) => s = x,
+            }
+        }
+    }
+
     /// Bump `writer_notify` and wake one writer; did a writer wake?
     #[inline]
     fn wake_writer(&self) -> bool {
@@ -481,7 +639,7 @@ impl RawRwLockFloor {
 // by an Acquire CAS from a free word, and no reader adds while it reads
 // write-locked (`is_read_lockable`); each side's unlock is a Release RMW.
 // The guards carry nothing: any thread may release a guard it was sent.
-unsafe impl lock_api::RawRwLock for RawRwLockFloor {
+unsafe impl<const PHASED: bool> lock_api::RawRwLock for RawRwLockFloorOf<PHASED> {
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: Self = Self::new();
     type SharedGuard = lock_api::GuardSend;
@@ -489,43 +647,43 @@ unsafe impl lock_api::RawRwLock for RawRwLockFloor {
 
     #[inline]
     fn lock_shared(&self) -> lock_api::GuardSend {
-        RawRwLockFloor::lock_shared(self);
+        Self::lock_shared(self);
         lock_api::GuardSend::new()
     }
     #[inline]
     fn try_lock_shared(&self) -> Option<lock_api::GuardSend> {
-        RawRwLockFloor::try_lock_shared(self).then(lock_api::GuardSend::new)
+        Self::try_lock_shared(self).then(lock_api::GuardSend::new)
     }
     #[inline]
     unsafe fn unlock_shared(&self, _: lock_api::GuardSend) {
         // SAFETY: forwarded: the guard is a live read lock.
-        unsafe { RawRwLockFloor::unlock_shared(self) }
+        unsafe { Self::unlock_shared(self) }
     }
     #[inline]
     fn lock_exclusive(&self) -> lock_api::GuardSend {
-        RawRwLockFloor::lock_exclusive(self);
+        Self::lock_exclusive(self);
         lock_api::GuardSend::new()
     }
     #[inline]
     fn try_lock_exclusive(&self) -> Option<lock_api::GuardSend> {
-        RawRwLockFloor::try_lock_exclusive(self).then(lock_api::GuardSend::new)
+        Self::try_lock_exclusive(self).then(lock_api::GuardSend::new)
     }
     #[inline]
     unsafe fn unlock_exclusive(&self, _: lock_api::GuardSend) {
         // SAFETY: forwarded: the guard is the live write lock.
-        unsafe { RawRwLockFloor::unlock_exclusive(self) }
+        unsafe { Self::unlock_exclusive(self) }
     }
     fn is_locked(&self) -> bool {
-        RawRwLockFloor::is_locked(self)
+        Self::is_locked(self)
     }
     fn is_locked_exclusive(&self) -> bool {
-        RawRwLockFloor::is_locked_exclusive(self)
+        Self::is_locked_exclusive(self)
     }
 }
 
 #[cfg(not(loom))]
 // SAFETY: as above; a timed acquisition returns a guard only when it holds.
-unsafe impl lock_api::RawRwLockTimed for RawRwLockFloor {
+unsafe impl<const PHASED: bool> lock_api::RawRwLockTimed for RawRwLockFloorOf<PHASED> {
     type Duration = std::time::Duration;
     type Instant = std::time::Instant;
 
@@ -633,6 +791,52 @@ mod tests {
         assert_eq!(l.writer_notify.load(Ordering::Relaxed), 0);
     }
 
+    fn phased(s: u32) -> RawRwLockPhased {
+        let l = RawRwLockPhased::new();
+        l.state.store(s, Ordering::Relaxed);
+        l
+    }
+
+    #[test]
+    fn turns_write_unlock_gives_waiting_readers_the_turn() {
+        // (W,RW) -> (0,--): readers woken, and a writer (it announces
+        // itself again when it finds them inside).
+        let l = phased(X | R | W);
+        // SAFETY: the state says write-held (the test stands in for the holder).
+        unsafe { l.unlock_exclusive() };
+        assert_eq!(l.state(), 0);
+        assert_eq!(l.writer_notify.load(Ordering::Relaxed), 1);
+        // The floor keeps READERS_WAITING for the writer it prefers; with no
+        // writer asleep it wakes the readers too.
+        let f = with_state(X | R | W);
+        // SAFETY: as above.
+        unsafe { f.unlock_exclusive() };
+        assert_eq!(f.state(), 0);
+    }
+
+    #[test]
+    fn turns_last_reader_out_keeps_the_reservation_only_for_a_sleeper() {
+        // (1,-W) -> (0,-W) and a writer wake; no writer is asleep, so the
+        // reservation is dropped: (0,--).
+        let l = phased(1 | W);
+        // SAFETY: the state says one reader (the test).
+        unsafe { l.unlock_shared() };
+        assert_eq!(l.state(), 0);
+        assert_eq!(l.writer_notify.load(Ordering::Relaxed), 1);
+        // (1,R-) -> (0,--): readers left behind a writer that gave up.
+        let l = phased(1 | R);
+        // SAFETY: as above.
+        unsafe { l.unlock_shared() };
+        assert_eq!(l.state(), 0);
+    }
+
+    #[test]
+    fn turns_admit_a_reader_that_slept_past_waiter_bits_only() {
+        assert!(is_turn_read_lockable(3 | R | W));
+        assert!(!is_turn_read_lockable(X | R | W));
+        assert!(!is_turn_read_lockable(RW_FLOOR_MAX_READERS));
+    }
+
     #[test]
     fn a_waiting_writer_stops_new_readers() {
         let l = with_state(1 | W);
@@ -669,7 +873,12 @@ mod tests {
 
     #[test]
     fn readers_and_writers_count_exactly() {
-        let l = Arc::new(RwLockFloor::new((0u64, 0u64)));
+        count_exactly::<false>();
+        count_exactly::<true>();
+    }
+
+    fn count_exactly<const PHASED: bool>() {
+        let l = Arc::new(lock_api::RwLock::<RawRwLockFloorOf<PHASED>, _>::new((0u64, 0u64)));
         let hs: Vec<_> = (0..8)
             .map(|i| {
                 let l = l.clone();

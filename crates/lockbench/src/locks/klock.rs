@@ -5,7 +5,7 @@
 use super::entry::LockEntry;
 use crate::adapter::{LockApiMutex, LockApiRwLock};
 use klock::internal::mutex::{RawMutexBarge, RawMutexFloor, RawMutexGrant};
-use klock::internal::rwlock::RawRwLockFloor;
+use klock::internal::rwlock::{RawRwLockFloor, RawRwLockPhased};
 use klock::{
     Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTasParkLock, RawTasSleepLock, RawTicketLock,
     Unfair,
@@ -88,6 +88,10 @@ pub fn entries() -> Vec<LockEntry> {
         LockEntry::rwlock::<LockApiRwLock<RawRwLockFloor>>(
             "klock_rwlock_floor",
             "klock floor rwlock: std's futex rwlock protocol (one state word + a writer futex, short read-only spin, writer-preferring)",
+        ),
+        LockEntry::rwlock::<LockApiRwLock<RawRwLockPhased>>(
+            "klock_rwlock_phased",
+            "klock floor rwlock with turns: a woken writer's reservation, and a writer's unlock gives sleeping readers the next turn",
         ),
         LockEntry::rwlock::<LockApiRwLock<RawRwLock<SpinOff>>>(
             "klock_rwsem_nospin",
