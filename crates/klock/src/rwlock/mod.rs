@@ -180,12 +180,13 @@ mod write;
 pub use crate::mutex::{SpinOff, SpinOsq, SpinPolicy};
 #[cfg(not(loom))]
 pub use api::RwLockRecursiveExt;
-#[cfg(not(loom))]
-pub use floor::{RwLockFloor, RwLockPhased};
 pub use floor::{
     RW_FLOOR_MASK, RW_FLOOR_MAX_READERS, RW_FLOOR_READERS_WAITING, RW_FLOOR_WRITE_LOCKED,
-    RW_FLOOR_WRITERS_WAITING, RawRwLockFloor, RawRwLockFloorOf, RawRwLockPhased,
+    RW_FLOOR_WRITERS_WAITING, RawRwLockBatched, RawRwLockFloor, RawRwLockFloorOf, RawRwLockPhased,
+    WRITER_BATCH_US,
 };
+#[cfg(not(loom))]
+pub use floor::{RwLockBatched, RwLockFloor, RwLockPhased};
 pub use word::{
     HANDOFF, OWNER_NONSPINNABLE, OWNER_READER, OWNER_SHIFT, PREFQ, READER_BIAS, READER_MASK,
     READER_SHIFT, READFAIL, UPGRADE, UPGRADING, WAITERS, WAKING, WLOCK, WRITER, is_free,

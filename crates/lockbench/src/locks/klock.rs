@@ -5,7 +5,7 @@
 use super::entry::LockEntry;
 use crate::adapter::{LockApiMutex, LockApiRwLock};
 use klock::internal::mutex::{RawMutexBarge, RawMutexFloor, RawMutexGrant};
-use klock::internal::rwlock::{RawRwLockFloor, RawRwLockPhased};
+use klock::internal::rwlock::{RawRwLockBatched, RawRwLockFloor, RawRwLockPhased};
 use klock::{
     Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTasParkLock, RawTasSleepLock, RawTicketLock,
     Unfair,
@@ -92,6 +92,10 @@ pub fn entries() -> Vec<LockEntry> {
         LockEntry::rwlock::<LockApiRwLock<RawRwLockPhased>>(
             "klock_rwlock_phased",
             "klock floor rwlock with turns: a woken writer's reservation, and a writer's unlock gives sleeping readers the next turn",
+        ),
+        LockEntry::rwlock::<LockApiRwLock<RawRwLockBatched>>(
+            "klock_rwlock_batched",
+            "klock floor rwlock with turns and writer batches: writers hand on among themselves until readers waited 1 ms, then the readers that slept",
         ),
         LockEntry::rwlock::<LockApiRwLock<RawRwLock<SpinOff>>>(
             "klock_rwsem_nospin",
