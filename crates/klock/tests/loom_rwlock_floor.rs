@@ -20,8 +20,8 @@
 //! and `phased::<model>` (the `floor_and_phased!` list at the end). All at
 //! CI's bound 2 except model 8 (bound 1: about 9 000 executions; at bound
 //! 2 it explores about 164 000, 16 s). At most about 11 000 executions
-//! and 1 s a model, 7 s for the file (20 tests, one thread; less with
-//! `cargo test`'s threads).
+//! and 1 s a model; 7 s for the file on one test thread, 6-12 s with
+//! `cargo test`'s threads (2-vCPU host, idle to loaded).
 //!
 //! Models 1-7 check both protocols alike:
 //! 1. `writer_and_reader`: a writer and a reader, one critical section
@@ -106,7 +106,8 @@
 //! generic fn is one item shared by both instances.
 //!
 //! Deliberate breaks of `floor.rs` (checked by hand, not kept) and the
-//! models that fail on each (at bound 2), on the floor:
+//! models that fail on each (at bound 2), on the floor (checked with
+//! models 1-7, before models 8-10 and the `phased::` instances existed):
 //! * `wake_writer` without its `futex_wake` (returning `false`): deadlock
 //!   (a writer asleep behind a reader or a writer never woken) in models
 //!   1-6.
@@ -140,7 +141,9 @@
 //!
 //! With turns (each `phased::` model run alone: a loom deadlock panics
 //! again while unwinding and aborts the whole test binary; every
-//! `floor::` model passed on each of these breaks):
+//! `floor::` model passed on each of these breaks; checked on 1defea1 and
+//! again on 11f7d27, after writer batches were added, with the same
+//! results):
 //! * `writers_turn` returning without a wake-up when WRITERS_WAITING is
 //!   set (`if true { return; }` in place of `if self.wake_writer()`):
 //!   deadlock (a writer asleep behind the last reader out is never woken,
@@ -173,6 +176,10 @@
 //! WRITERS_WAITING for the writer it wakes). A policy change rather than
 //! a lost wake-up: the next writers' turn on a free word clears the stale
 //! bit, and no model observes that a new reader was kept out meanwhile.
+//!
+//! Writer batches (`RawRwLockFloorOf<true, WRITER_BATCH_US>`,
+//! `RawRwLockBatched`) are not modelled here: under loom there is no time,
+//! so the readers would never have waited long enough for their turn.
 #![cfg(loom)]
 
 mod loom_common;
@@ -500,7 +507,10 @@ fn timed_writer_between_readers<const PHASED: bool>() {
 /// other reader enter past the waiting writer: WRITERS_WAITING cannot be
 /// cleared while it holds (only a free word loses a waiter bit), so the
 /// other reader's add was from a word with the bit set, which only a
-/// reader that slept may do (`is_turn_read_lockable`).
+/// reader that slept may do (`is_turn_read_lockable`). At bound 1: the
+/// path needs one preemption (the main thread's, between its unlock and
+/// its next lock, so that a reader enters first), and bound 2 explores
+/// about 164 000 executions (16 s), over CI's loom budget.
 fn slept_reader_passes_waiting_writer<const PHASED: bool>() {
     let passed = branch();
     run_model(loom_tunables(), 1, move || {
