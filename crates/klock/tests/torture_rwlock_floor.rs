@@ -1,5 +1,5 @@
 //! Torture test of the floor rwlock (a lock_api rwlock over
-//! `klock::internal::rwlock::RawRwLockFloorOf<PHASED>`: a state word with
+//! `klock::internal::rwlock::RawRwLockFloorOf<PHASED, B>`: a state word with
 //! the reader count and two waiter bits, and a `writer_notify` word writers
 //! sleep on; see `crates/klock/src/rwlock/floor.rs`), both variants, one
 //! after the other: `torture_rwlock_floor` (`RawRwLockFloor`, std's futex
@@ -7,7 +7,7 @@
 //! turns: the woken writer's reservation, the readers' turn at a write
 //! release, a reader that slept entering past the waiter bits, a timed
 //! writer that gives up after sleeping passing its wake-up on). The same
-//! generic run (`torture::<PHASED>`), in the spirit of
+//! generic run (`torture::<PHASED, B>`), in the spirit of
 //! `torture_floor.rs` and `torture_rwlock.rs`: at least 32 threads (16x
 //! the effective CPUs if more; `KLOCK_TORTURE_MULT` changes the 16), a
 //! quarter of them writers and the rest readers, each taking its side
@@ -111,14 +111,18 @@ struct Data {
     b: u64,
 }
 
-/// The floor rwlock (`PHASED`: with turns) over the data.
-type Rw<const PHASED: bool> = lock_api::RwLock<RawRwLockFloorOf<PHASED>, Data>;
-type ReadGuard<'a, const PHASED: bool> = RwLockReadGuard<'a, RawRwLockFloorOf<PHASED>, Data>;
-type WriteGuard<'a, const PHASED: bool> = RwLockWriteGuard<'a, RawRwLockFloorOf<PHASED>, Data>;
+/// The floor rwlock (`PHASED`: with turns; `B` > 0: writer batches of `B` µs) over the data.
+type Rw<const PHASED: bool, const B: u32> = lock_api::RwLock<RawRwLockFloorOf<PHASED, B>, Data>;
+type ReadGuard<'a, const PHASED: bool, const B: u32> =
+    RwLockReadGuard<'a, RawRwLockFloorOf<PHASED, B>, Data>;
+type WriteGuard<'a, const PHASED: bool, const B: u32> =
+    RwLockWriteGuard<'a, RawRwLockFloorOf<PHASED, B>, Data>;
 
 /// The test's name for the variant (in its messages).
-fn name<const PHASED: bool>() -> &'static str {
-    if PHASED {
+fn name<const PHASED: bool, const B: u32>() -> &'static str {
+    if PHASED && B > 0 {
+        "torture_rwlock_batched"
+    } else if PHASED {
         "torture_rwlock_phased"
     } else {
         "torture_rwlock_floor"
@@ -156,8 +160,8 @@ const FINISHED: usize = 7;
 /// own threads' progress).
 static SERIAL: StdMutex<()> = StdMutex::new(());
 
-struct Shared<const PHASED: bool> {
-    l: Rw<PHASED>,
+struct Shared<const PHASED: bool, const B: u32> {
+    l: Rw<PHASED, B>,
     /// Threads inside as readers.
     readers_in: AtomicUsize,
     /// Threads inside as writers.
@@ -202,7 +206,7 @@ fn timeout(rng: &mut Rng) -> Duration {
     }
 }
 
-impl<const PHASED: bool> Shared<PHASED> {
+impl<const PHASED: bool, const B: u32> Shared<PHASED, B> {
     fn new() -> Self {
         Shared {
             l: Rw::new(Data::default()),
@@ -225,7 +229,7 @@ impl<const PHASED: bool> Shared<PHASED> {
     /// A failed check panics after the guard is dropped (a panic that
     /// unwinds through a guard of a broken lock may panic again in its
     /// unlock and abort the run before the watchdog names the failure).
-    fn read_section(&self, g: ReadGuard<'_, PHASED>, rng: &mut Rng) {
+    fn read_section(&self, g: ReadGuard<'_, PHASED, B>, rng: &mut Rng) {
         let mut bad = Vec::new();
         // SeqCst (both inside counters): a store-buffering pair with the
         // writer's (each increments its own counter, then reads the other's).
@@ -251,7 +255,7 @@ impl<const PHASED: bool> Shared<PHASED> {
 
     /// A write critical section: alone; a slow read-modify-write of `a`,
     /// the hold time, then `b`. Fails as `read_section` does.
-    fn write_section(&self, mut g: WriteGuard<'_, PHASED>, rng: &mut Rng) {
+    fn write_section(&self, mut g: WriteGuard<'_, PHASED, B>, rng: &mut Rng) {
         let mut bad = Vec::new();
         let w = self.writers_in.fetch_add(1, Ordering::SeqCst);
         if w != 0 {
@@ -350,8 +354,8 @@ impl<const PHASED: bool> Shared<PHASED> {
 }
 
 /// Shared between the workers, the run and the watchdog.
-struct Progress<const PHASED: bool> {
-    shared: Shared<PHASED>,
+struct Progress<const PHASED: bool, const B: u32> {
+    shared: Shared<PHASED, B>,
     /// Acquisitions per thread.
     acq: Vec<AtomicU64>,
     /// Operations (successful or not) per thread: the watchdog's progress.
@@ -360,7 +364,7 @@ struct Progress<const PHASED: bool> {
     failure: StdMutex<Option<String>>,
 }
 
-impl<const PHASED: bool> Progress<PHASED> {
+impl<const PHASED: bool, const B: u32> Progress<PHASED, B> {
     /// Threads without an acquisition yet.
     fn starved(&self) -> Vec<usize> {
         // Relaxed: progress counters, polled.
@@ -408,7 +412,7 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
 /// The run: workers until `run` has passed and every awaited event has
 /// happened (or a worker failed), then the checks. Returns each thread's
 /// acquisitions.
-fn body<const PHASED: bool>(p: Arc<Progress<PHASED>>, run: Duration) -> Vec<u64> {
+fn body<const PHASED: bool, const B: u32>(p: Arc<Progress<PHASED, B>>, run: Duration) -> Vec<u64> {
     let n = p.acq.len();
     let hs: Vec<_> = (0..n)
         .map(|i| {
@@ -471,12 +475,12 @@ fn body<const PHASED: bool>(p: Arc<Progress<PHASED>>, run: Duration) -> Vec<u64>
 /// thread stuck in one operation for `stall`, or after `limit` (naming
 /// what did not happen), instead of hanging. Returns the per-thread
 /// acquisitions and the progress (for the report).
-fn watchdog<const PHASED: bool>(
+fn watchdog<const PHASED: bool, const B: u32>(
     threads: usize,
     run: Duration,
     stall: Duration,
     limit: Duration,
-) -> (Vec<u64>, Arc<Progress<PHASED>>) {
+) -> (Vec<u64>, Arc<Progress<PHASED, B>>) {
     let p = Arc::new(Progress {
         shared: Shared::new(),
         acq: (0..threads).map(|_| AtomicU64::new(0)).collect(),
@@ -510,7 +514,7 @@ fn watchdog<const PHASED: bool>(
         panic!(
             "{}: {why}\n  elapsed: {:?}, state word {:#x}, timed-out reads {}, \
              timed-out writes {}\n  chaos: {} seed {} (replay with KLOCK_CHAOS_SEED={}){report}",
-            name::<PHASED>(),
+            name::<PHASED, B>(),
             start.elapsed(),
             p.shared.word(),
             p.shared.read_timeouts.load(Ordering::Relaxed),
@@ -565,9 +569,9 @@ fn watchdog<const PHASED: bool>(
 
 /// One run on the floor (`PHASED = false`) or with turns, named
 /// [`name`]; one at a time ([`SERIAL`]).
-fn torture<const PHASED: bool>() {
+fn torture<const PHASED: bool, const B: u32>() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let name = name::<PHASED>();
+    let name = name::<PHASED, B>();
     let mult = env_u64("KLOCK_TORTURE_MULT", 16).max(1) as usize;
     let cpus = klock::internal::wait::effective_cpus();
     let threads = (mult * cpus).max(32);
@@ -585,7 +589,7 @@ fn torture<const PHASED: bool>() {
         },
         klock::internal::chaos::seed(),
     );
-    let (acq, p) = watchdog::<PHASED>(threads, run, stall, limit);
+    let (acq, p) = watchdog::<PHASED, B>(threads, run, stall, limit);
     for class in [Class::Reader, Class::Writer] {
         let v: Vec<u64> = (0..threads)
             .filter(|&i| class_of(i) == class)
@@ -611,10 +615,17 @@ fn torture<const PHASED: bool>() {
 
 #[test]
 fn torture_rwlock_floor() {
-    torture::<false>();
+    torture::<false, 0>();
 }
 
 #[test]
 fn torture_rwlock_phased() {
-    torture::<true>();
+    torture::<true, 0>();
+}
+
+/// Writer batches (`B` = the batch bound, µs): the readers' turn keeps
+/// WRITERS_WAITING set, so only readers that slept enter.
+#[test]
+fn torture_rwlock_batched() {
+    torture::<true, { klock::internal::rwlock::WRITER_BATCH_US }>();
 }

@@ -206,10 +206,11 @@ pub type RawRwLockPhased = RawRwLockFloorOf<true>;
 pub type RawRwLockBatched = RawRwLockFloorOf<true, WRITER_BATCH_US>;
 
 /// How long waiting readers let writers hand the lock on among themselves
-/// before their turn ([`RawRwLockBatched`]): about 20 futex hand-offs on
-/// the 2-vCPU host (30-40 µs each), so that 18 sleeping writers can each
-/// go once per read turn.
-pub const WRITER_BATCH_US: u32 = 1_000;
+/// before their turn ([`RawRwLockBatched`]): a few futex hand-offs (30-40
+/// µs each on the 2-vCPU host). Measured there at 18+18: 1 ms and more left
+/// writers 13-23 % of the operations, 1-100 µs gave them 74-90 %, 200 µs
+/// 39-63 % (`docs/results/2026-11-28-rwlock-floor.md`, "The batch bound").
+pub const WRITER_BATCH_US: u32 = 200;
 
 /// A reader-writer lock on the floor protocol (a lock_api rwlock over
 /// [`RawRwLockFloor`]).

@@ -95,7 +95,7 @@ pub fn entries() -> Vec<LockEntry> {
         ),
         LockEntry::rwlock::<LockApiRwLock<RawRwLockBatched>>(
             "klock_rwlock_batched",
-            "klock floor rwlock with turns and writer batches: writers hand on among themselves until readers waited 1 ms, then the readers that slept",
+            "klock floor rwlock with turns and writer batches: writers hand on among themselves until readers waited 0.2 ms, then the readers that slept",
         ),
         LockEntry::rwlock::<LockApiRwLock<RawRwLock<SpinOff>>>(
             "klock_rwsem_nospin",
