@@ -45,9 +45,10 @@
 //! unlocks). A writer sleeps only on the `writer_notify` value it read
 //! before re-checking `state` with WRITERS_WAITING set; a wake-up bumps
 //! `writer_notify` first, so a wake between the re-check and the sleep makes
-//! the futex return at once. A timed writer that gives up after it slept
-//! may have taken a wake-up meant to hand the lock on; it passes one on
-//! (`give_up_write`).
+//! the futex return at once. A timed writer gives up only at step 4 of
+//! `write_slow`, after it saw the lock held with WRITERS_WAITING set (it
+//! sets the bit again after a wake-up): the holder's unlock then wakes,
+//! so a wake-up it took is not lost.
 //!
 //! # Turns (`PHASED`: [`RawRwLockPhased`], [`RawRwLockBatched`])
 //!
@@ -479,7 +480,6 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
         // 1. Spin while a holder may leave soon and no writer waits.
         let mut s = self.spin_while(spin);
         let mut others = 0;
-        let mut slept = false;
         loop {
             // 2. Take it if free.
             if is_unlocked(s) {
@@ -508,15 +508,11 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
             }
             // 4. Sleep until a wake bumps `writer_notify`.
             let Some(timeout) = wait::remaining(deadline) else {
-                if slept {
-                    self.give_up_write();
-                }
                 return false;
             };
             chaos::point(Site::BeforeSleep);
             wait::futex_wait(&self.writer_notify, seq, timeout);
             chaos::point(Site::AfterWake);
-            slept = true;
             s = self.spin_while(spin);
         }
     }
@@ -594,26 +590,6 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
                 .is_ok()
         {
             wait::futex_wake(&self.state, u32::MAX);
-        }
-    }
-
-    /// A timed writer gives up after it slept: the wake-up it may have
-    /// taken was someone's turn. Pass it on: wake a writer (one that slept
-    /// while WRITERS_WAITING was cleared for our wake announces itself
-    /// again), and if the lock is free with waiter bits, wake as an unlock
-    /// would.
-    #[cold]
-    fn give_up_write(&self) {
-        self.wake_writer();
-        // Relaxed: the wake-ups below order nothing; each woken thread's
-        // acquiring CAS does.
-        let s = self.state.load(Ordering::Relaxed);
-        if is_unlocked(s) && (has_readers_waiting(s) || has_writers_waiting(s)) {
-            if PHASED {
-                self.writers_turn(s);
-            } else {
-                self.wake_writer_or_readers(s);
-            }
         }
     }
 
