@@ -74,7 +74,12 @@ pub const FAMILIES: &[Family] = &[
         name: "RwLock",
         api: "klock::RwLock",
         default: "klock_rwsem",
-        variants: &["klock_rwsem_nospin"],
+        variants: &[
+            "klock_rwsem_nospin",
+            "klock_rwlock_floor",
+            "klock_rwlock_phased",
+            "klock_rwlock_batched",
+        ],
         kind: Some(LockKind::RwLock),
         spinning_peers: false,
     },
