@@ -358,30 +358,67 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
     #[inline]
     pub fn lock_shared(&self) {
         if !self.try_lock_shared() {
-            self.read_slow(None);
+            self.read_slow(None, false);
+        }
+    }
+
+    /// Take a read lock past waiting writers (not past a write-holder),
+    /// without waiting: for a thread that may already hold a read lock,
+    /// which a writer-preferring read would deadlock behind a writer that
+    /// waits for it.
+    ///
+    /// ```
+    /// let l = klock::internal::rwlock::RawRwLockBatched::new();
+    /// assert!(l.try_lock_shared_recursive());
+    /// assert!(l.try_lock_shared_recursive());
+    /// assert!(!l.try_lock_exclusive());
+    /// unsafe { l.unlock_shared() };
+    /// unsafe { l.unlock_shared() };
+    /// ```
+    #[inline]
+    pub fn try_lock_shared_recursive(&self) -> bool {
+        // Relaxed: the CAS is the Acquire.
+        let mut s = self.state.load(Ordering::Relaxed);
+        while is_turn_read_lockable(s) {
+            match self.add_reader(s) {
+                Ok(()) => return true,
+                Err(x) => s = x,
+            }
+        }
+        false
+    }
+
+    /// Take a read lock past waiting writers, sleeping only while a writer
+    /// holds the lock (see [`try_lock_shared_recursive`](Self::try_lock_shared_recursive)).
+    #[inline]
+    pub fn lock_shared_recursive(&self) {
+        if !self.try_lock_shared_recursive() {
+            self.read_slow(None, true);
         }
     }
 
     /// Take a read lock, sleeping at most until `deadline_ns`
     /// ([`wait::now_ns`] time). `false`: the deadline passed.
     pub fn lock_shared_until_ns(&self, deadline_ns: u64) -> bool {
-        self.try_lock_shared() || self.read_slow(Some(deadline_ns))
+        self.try_lock_shared() || self.read_slow(Some(deadline_ns), false)
     }
 
     /// The read slow path, in four steps: spin while a writer holds the
     /// lock and nobody waits; take it if lockable; else announce
     /// READERS_WAITING; sleep on that value of `state`. `false`: timed out.
+    /// A `recursive` reader passes waiting writers from the start.
     #[cold]
-    fn read_slow(&self, deadline: Option<u64>) -> bool {
+    fn read_slow(&self, deadline: Option<u64>, recursive: bool) -> bool {
         // 1. Spin while only a writer is in the way (it may leave soon).
         let mut s = self.spin_while(|s| {
             is_write_locked(s) && !has_readers_waiting(s) && !has_writers_waiting(s)
         });
-        let mut slept = false;
+        // With turns, a reader that slept takes its turn past a waiting
+        // writer; a recursive reader always may.
+        let mut passes_writers = recursive;
         loop {
-            // 2. Take it if a reader may (with turns, a reader that slept
-            // takes its turn past a waiting writer).
-            if is_read_lockable(s) || (PHASED && slept && is_turn_read_lockable(s)) {
+            // 2. Take it if a reader may.
+            if is_read_lockable(s) || (passes_writers && is_turn_read_lockable(s)) {
                 match self.add_reader(s) {
                     Ok(()) => return true,
                     Err(x) => s = x,
@@ -407,7 +444,7 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
             chaos::point(Site::BeforeSleep);
             wait::futex_wait(&self.state, s | RW_FLOOR_READERS_WAITING, timeout);
             chaos::point(Site::AfterWake);
-            slept = true;
+            passes_writers |= PHASED;
             s = self.spin_while(|s| {
                 is_write_locked(s) && !has_readers_waiting(s) && !has_writers_waiting(s)
             });
@@ -919,6 +956,37 @@ mod tests {
         assert!(is_turn_read_lockable(3 | R | W));
         assert!(!is_turn_read_lockable(X | R | W));
         assert!(!is_turn_read_lockable(RW_FLOOR_MAX_READERS));
+    }
+
+    #[test]
+    fn a_recursive_read_passes_a_waiting_writer_not_a_holder() {
+        let l = with_state(1 | W);
+        assert!(!l.try_lock_shared());
+        assert!(l.try_lock_shared_recursive());
+        assert_eq!(l.state(), 2 | W);
+        let l = with_state(X | W);
+        assert!(!l.try_lock_shared_recursive());
+        // A second read while a writer waits for the first.
+        let l = Arc::new(RawRwLockBatched::new());
+        l.lock_shared();
+        let l2 = l.clone();
+        let w = std::thread::spawn(move || {
+            l2.lock_exclusive();
+            // SAFETY: taken just above.
+            unsafe { l2.unlock_exclusive() };
+        });
+        while l.state() & W == 0 {
+            std::thread::yield_now();
+        }
+        assert!(!l.try_lock_shared());
+        l.lock_shared_recursive();
+        // SAFETY: the two read locks taken above.
+        unsafe {
+            l.unlock_shared();
+            l.unlock_shared();
+        }
+        w.join().unwrap();
+        assert_eq!(l.state(), 0);
     }
 
     #[test]
