@@ -343,9 +343,16 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
     /// Take a read lock if that needs no waiting: `(n,--) -> (n+1,--)`.
     #[inline]
     pub fn try_lock_shared(&self) -> bool {
+        self.add_reader_while(is_read_lockable)
+    }
+
+    /// `(n,**) -> (n+1,**)` while `may(state)`: the one read-taking CAS
+    /// loop of both try-reads. `false`: the word said no.
+    #[inline]
+    fn add_reader_while(&self, may: fn(u32) -> bool) -> bool {
         // Relaxed: the CAS is the Acquire.
         let mut s = self.state.load(Ordering::Relaxed);
-        while is_read_lockable(s) {
+        while may(s) {
             match self.add_reader(s) {
                 Ok(()) => return true,
                 Err(x) => s = x,
@@ -377,15 +384,7 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
     /// ```
     #[inline]
     pub fn try_lock_shared_recursive(&self) -> bool {
-        // Relaxed: the CAS is the Acquire.
-        let mut s = self.state.load(Ordering::Relaxed);
-        while is_turn_read_lockable(s) {
-            match self.add_reader(s) {
-                Ok(()) => return true,
-                Err(x) => s = x,
-            }
-        }
-        false
+        self.add_reader_while(is_turn_read_lockable)
     }
 
     /// Take a read lock past waiting writers, sleeping only while a writer
