@@ -89,8 +89,8 @@ pub use mutex::{MutexToken, RawMutex, SpinNoQueue, SpinOff, SpinOsq, SpinPlain, 
 pub use rwlock::{RawRwLock, WriteToken};
 #[cfg(not(loom))]
 pub use rwlock::{
-    RwLock, RwLockNoSpin, RwLockReadGuard, RwLockRecursiveExt, RwLockUpgradableReadGuard,
-    RwLockWriteGuard,
+    RawRwLockRecursive, RwLock, RwLockNoSpin, RwLockReadGuard, RwLockRecursiveExt,
+    RwLockUpgradableReadGuard, RwLockWriteGuard,
 };
 pub use spin::Token as SpinToken;
 pub use spin::{

@@ -179,11 +179,11 @@ mod write;
 
 pub use crate::mutex::{SpinOff, SpinOsq, SpinPolicy};
 #[cfg(not(loom))]
-pub use api::RwLockRecursiveExt;
+pub use api::{RawRwLockRecursive, RwLockRecursiveExt};
 pub use floor::{
-    RW_FLOOR_MASK, RW_FLOOR_MAX_READERS, RW_FLOOR_READERS_WAITING, RW_FLOOR_WRITE_LOCKED,
-    RW_FLOOR_WRITERS_WAITING, RawRwLockBatched, RawRwLockFloor, RawRwLockFloorOf, RawRwLockPhased,
-    WRITER_BATCH_US,
+    RW_FLOOR_MASK, RW_FLOOR_MAX_READERS, RW_FLOOR_READERS_WAITING, RW_FLOOR_UPGRADABLE,
+    RW_FLOOR_WRITE_LOCKED, RW_FLOOR_WRITERS_WAITING, RawRwLockBatched, RawRwLockFloor,
+    RawRwLockFloorOf, RawRwLockPhased, WRITER_BATCH_US,
 };
 #[cfg(not(loom))]
 pub use floor::{RwLockBatched, RwLockFloor, RwLockPhased};

@@ -5,24 +5,28 @@
 //! writer-preferring (a new reader waits while a writer waits), no owner
 //! identity, no queue: who runs next is whoever the kernel wakes first.
 //!
-//! # Word layout (12 bytes: three `AtomicU32`)
+//! # Word layout (16 bytes: four `AtomicU32`)
 //!
 //! ```text
-//! state:  31               30               29 ........................ 0
-//!        +----------------+----------------+------------------------------+
-//!        |WRITERS_WAITING |READERS_WAITING |  readers (MASK = write-locked) |
-//!        +----------------+----------------+------------------------------+
-//! writer_notify: a sequence number writers sleep on (bumped by each writer wake-up)
-//! readers_since: when READERS_WAITING was last set, µs (writer batches only; a hint)
+//! state:  31               30               29            28 ................ 0
+//!        +----------------+----------------+-------------+--------------------+
+//!        |WRITERS_WAITING |READERS_WAITING | UPGRADABLE  | readers (MASK = W) |
+//!        +----------------+----------------+-------------+--------------------+
+//! writer_notify:  a sequence number writers sleep on (bumped by each writer wake-up)
+//! upgrade_notify: a sequence number an upgrading reader sleeps on (bumped when it is the last reader)
+//! readers_since:  when READERS_WAITING was last set, µs (writer batches only; a hint)
 //! ```
 //!
-//! * **readers** (bits 0-29): the number of read locks held; all ones
+//! * **readers** (bits 0-28): the number of read locks held; all ones
 //!   ([`RW_FLOOR_WRITE_LOCKED`]) means a writer holds the lock.
+//! * **UPGRADABLE**: one of the read locks is upgradable (at most one is;
+//!   set only beside a read count, so never while free or write-locked).
 //! * **READERS_WAITING**: readers may sleep on `state`; set by a reader
 //!   before it sleeps, cleared by the unlock that wakes them all.
 //! * **WRITERS_WAITING**: writers may sleep on `writer_notify`; set by a
 //!   writer before it sleeps; a writer that took the lock after sleeping
-//!   sets it again (others may still sleep).
+//!   sets it again (others may still sleep). An upgrading reader sets it
+//!   too, to stop new readers while the others drain.
 //!
 //! Everything zero = unlocked.
 //!
@@ -69,17 +73,28 @@
 //! Each class's wait is bounded by the other's turn: readers wait for one
 //! writer (Phased) or for a writer batch of `READ_TURN_US` (Batched);
 //! writers wait for one turn of the readers that slept.
+//!
+//! # Upgradable reads (`upgrade.rs`)
+//!
+//! ```text
+//!  (n,U=0,**) --upgradable read (as a read, U free)--> (n+1,U,**)
+//!  (1,U,**)   --upgrade: CAS--> (W,-,**)        (n>1,U,*-) --upgrade: announce W--> (n,U,*W), sleep on upgrade_notify
+//!  (2,U,*W)   --a reader leaves--> (1,U,*W): bump upgrade_notify, wake the upgrader
+//!  (W,-,**)   --downgrade--> (1,-,**) / (1,U,**), waiting readers woken
+//! ```
 
 use crate::chaos::{self, Site};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait;
 
-/// The reader-count field (bits 0-29); all ones = write-locked.
-pub const RW_FLOOR_MASK: u32 = (1 << 30) - 1;
+/// The reader-count field (bits 0-28); all ones = write-locked.
+pub const RW_FLOOR_MASK: u32 = (1 << 29) - 1;
 /// A writer holds the lock.
 pub const RW_FLOOR_WRITE_LOCKED: u32 = RW_FLOOR_MASK;
 /// The most read locks at once (one below write-locked).
 pub const RW_FLOOR_MAX_READERS: u32 = RW_FLOOR_MASK - 1;
+/// One read lock is upgradable.
+pub const RW_FLOOR_UPGRADABLE: u32 = 1 << 29;
 /// Readers may sleep on `state`.
 pub const RW_FLOOR_READERS_WAITING: u32 = 1 << 30;
 /// Writers may sleep on `writer_notify`.
@@ -136,6 +151,55 @@ fn is_turn_read_lockable(s: u32) -> bool {
     readers(s) < RW_FLOOR_MAX_READERS
 }
 
+/// Does a reader hold the lock upgradable?
+#[inline]
+fn has_upgradable(s: u32) -> bool {
+    s & RW_FLOOR_UPGRADABLE != 0
+}
+
+/// After a read release left `s`: does an upgrading reader wait for the
+/// others to drain, and are they gone? (The one reader left is the
+/// upgradable one; WRITERS_WAITING is set while it upgrades, and by a
+/// writer that waits behind it: then the wake-up is spurious, and rare.)
+#[inline]
+fn is_upgrade_drained(s: u32) -> bool {
+    readers(s) == 1 && has_upgradable(s) && has_writers_waiting(s)
+}
+
+/// Which read lock a read path takes.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum ReadKind {
+    /// A plain read: behind waiting writers (with turns, past them once it slept).
+    Plain,
+    /// A recursive read: past waiting writers, never past a write-holder.
+    Recursive,
+    /// An upgradable read: as a plain read, and only while no other is upgradable.
+    Upgradable,
+}
+
+impl ReadKind {
+    /// May this reader take `s`? `slept`: it slept, and the lock has turns.
+    #[inline]
+    fn may_take(self, s: u32, slept: bool) -> bool {
+        let past_writers = slept || self == ReadKind::Recursive;
+        let lockable = if past_writers {
+            is_turn_read_lockable(s)
+        } else {
+            is_read_lockable(s)
+        };
+        lockable && !(self == ReadKind::Upgradable && has_upgradable(s))
+    }
+
+    /// What taking it adds to `state`.
+    #[inline]
+    fn delta(self) -> u32 {
+        match self {
+            ReadKind::Upgradable => READ_LOCKED | RW_FLOOR_UPGRADABLE,
+            _ => READ_LOCKED,
+        }
+    }
+}
+
 /// [`wait::now_ns`] in microseconds, wrapping at 2^32 (71 minutes): only
 /// differences under that are compared.
 #[inline]
@@ -150,7 +214,7 @@ fn at_max_readers(s: u32) -> bool {
 }
 
 /// The floor's raw rwlock: std's futex protocol (see the module docs). Use
-/// it through [`RwLockFloor`]; 12 bytes.
+/// it through [`RwLockFloor`]; 16 bytes.
 ///
 /// ```
 /// let l = klock::internal::rwlock::RawRwLockFloor::new();
@@ -168,6 +232,7 @@ fn at_max_readers(s: u32) -> bool {
 pub struct RawRwLockFloorOf<const PHASED: bool, const READ_TURN_US: u32 = 0> {
     state: AtomicU32,
     writer_notify: AtomicU32,
+    upgrade_notify: AtomicU32,
     /// With a read-turn bound: when READERS_WAITING was last set, in
     /// microseconds of [`wait::now_ns`] (wrapping). A hint.
     readers_since: AtomicU32,
@@ -255,22 +320,24 @@ impl<const PHASED: bool, const READ_TURN_US: u32> Default
 }
 
 impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_TURN_US> {
-    /// An unlocked rwlock (both words 0).
+    /// An unlocked rwlock (every word 0).
     #[cfg(not(loom))]
     pub const fn new() -> Self {
         RawRwLockFloorOf {
             state: AtomicU32::new(0),
             writer_notify: AtomicU32::new(0),
+            upgrade_notify: AtomicU32::new(0),
             readers_since: AtomicU32::new(0),
         }
     }
 
-    /// An unlocked rwlock (both words 0).
+    /// An unlocked rwlock (every word 0).
     #[cfg(loom)]
     pub fn new() -> Self {
         RawRwLockFloorOf {
             state: AtomicU32::new(0),
             writer_notify: AtomicU32::new(0),
+            upgrade_notify: AtomicU32::new(0),
             readers_since: AtomicU32::new(0),
         }
     }
@@ -293,12 +360,13 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
 
     // ---- transitions on `state` -------------------------------------------
 
-    /// `(n,--) -> (n+1,--)` if `s` is read-lockable: one CAS from `s`.
+    /// `(n,U,**) -> (n+1,U,**)` (a read), or `(n,-,**) -> (n+1,U,**)` (an
+    /// upgradable read): one CAS from `s` adding `kind`'s delta.
     /// Acquire: pairs with the Release of the writer's unlock (`unlock_exclusive`).
     #[inline]
-    fn add_reader(&self, s: u32) -> Result<(), u32> {
+    fn add_read(&self, s: u32, kind: ReadKind) -> Result<(), u32> {
         self.state
-            .compare_exchange_weak(s, s + READ_LOCKED, Ordering::Acquire, Ordering::Relaxed)
+            .compare_exchange_weak(s, s + kind.delta(), Ordering::Acquire, Ordering::Relaxed)
             .map(drop)
     }
 
@@ -327,8 +395,13 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
     }
 
     /// Read-only spin while `keep_spinning(state)`; returns the last value.
+    /// A real-time thread looks once (INV-RT-NOSPIN).
     #[inline]
     fn spin_while(&self, keep_spinning: impl Fn(u32) -> bool) -> u32 {
+        if wait::realtime() {
+            // Relaxed: as below.
+            return self.state.load(Ordering::Relaxed);
+        }
         let mut s = 0;
         wait::spin_until(&mut wait::SpinBudget::new(SPIN_NS), || {
             // Relaxed: a hint; the CAS that acts on it is the Acquire.
@@ -343,17 +416,17 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
     /// Take a read lock if that needs no waiting: `(n,--) -> (n+1,--)`.
     #[inline]
     pub fn try_lock_shared(&self) -> bool {
-        self.add_reader_while(is_read_lockable)
+        self.try_read(ReadKind::Plain)
     }
 
-    /// `(n,**) -> (n+1,**)` while `may(state)`: the one read-taking CAS
-    /// loop of both try-reads. `false`: the word said no.
+    /// Take a `kind` read lock while the word allows it without waiting:
+    /// the one read-taking CAS loop of the try-reads. `false`: the word said no.
     #[inline]
-    fn add_reader_while(&self, may: fn(u32) -> bool) -> bool {
+    fn try_read(&self, kind: ReadKind) -> bool {
         // Relaxed: the CAS is the Acquire.
         let mut s = self.state.load(Ordering::Relaxed);
-        while may(s) {
-            match self.add_reader(s) {
+        while kind.may_take(s, false) {
+            match self.add_read(s, kind) {
                 Ok(()) => return true,
                 Err(x) => s = x,
             }
@@ -365,7 +438,7 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
     #[inline]
     pub fn lock_shared(&self) {
         if !self.try_lock_shared() {
-            self.read_slow(None, false);
+            self.read_slow(None, ReadKind::Plain);
         }
     }
 
@@ -384,7 +457,7 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
     /// ```
     #[inline]
     pub fn try_lock_shared_recursive(&self) -> bool {
-        self.add_reader_while(is_turn_read_lockable)
+        self.try_read(ReadKind::Recursive)
     }
 
     /// Take a read lock past waiting writers, sleeping only while a writer
@@ -392,33 +465,38 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
     #[inline]
     pub fn lock_shared_recursive(&self) {
         if !self.try_lock_shared_recursive() {
-            self.read_slow(None, true);
+            self.read_slow(None, ReadKind::Recursive);
         }
+    }
+
+    /// [`lock_shared_recursive`](Self::lock_shared_recursive), sleeping at
+    /// most until `deadline_ns`. `false`: the deadline passed.
+    pub fn lock_shared_recursive_until_ns(&self, deadline_ns: u64) -> bool {
+        self.try_lock_shared_recursive() || self.read_slow(Some(deadline_ns), ReadKind::Recursive)
     }
 
     /// Take a read lock, sleeping at most until `deadline_ns`
     /// ([`wait::now_ns`] time). `false`: the deadline passed.
     pub fn lock_shared_until_ns(&self, deadline_ns: u64) -> bool {
-        self.try_lock_shared() || self.read_slow(Some(deadline_ns), false)
+        self.try_lock_shared() || self.read_slow(Some(deadline_ns), ReadKind::Plain)
     }
 
-    /// The read slow path, in four steps: spin while a writer holds the
-    /// lock and nobody waits; take it if lockable; else announce
-    /// READERS_WAITING; sleep on that value of `state`. `false`: timed out.
-    /// A `recursive` reader passes waiting writers from the start.
+    /// The read slow path of every `kind`, in four steps: spin while a
+    /// writer holds the lock and nobody waits; take it if `kind` may;
+    /// else announce READERS_WAITING; sleep on that value of `state`.
+    /// `false`: timed out.
     #[cold]
-    fn read_slow(&self, deadline: Option<u64>, recursive: bool) -> bool {
+    fn read_slow(&self, deadline: Option<u64>, kind: ReadKind) -> bool {
         // 1. Spin while only a writer is in the way (it may leave soon).
         let mut s = self.spin_while(|s| {
             is_write_locked(s) && !has_readers_waiting(s) && !has_writers_waiting(s)
         });
-        // With turns, a reader that slept takes its turn past a waiting
-        // writer; a recursive reader always may.
-        let mut passes_writers = recursive;
+        // With turns, a reader that slept takes its turn past a waiting writer.
+        let mut slept = false;
         loop {
-            // 2. Take it if a reader may.
-            if is_read_lockable(s) || (passes_writers && is_turn_read_lockable(s)) {
-                match self.add_reader(s) {
+            // 2. Take it if this reader may.
+            if kind.may_take(s, slept) {
+                match self.add_read(s, kind) {
                     Ok(()) => return true,
                     Err(x) => s = x,
                 }
@@ -443,7 +521,7 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
             chaos::point(Site::BeforeSleep);
             wait::futex_wait(&self.state, s | RW_FLOOR_READERS_WAITING, timeout);
             chaos::point(Site::AfterWake);
-            passes_writers |= PHASED;
+            slept = PHASED;
             s = self.spin_while(|s| {
                 is_write_locked(s) && !has_readers_waiting(s) && !has_writers_waiting(s)
             });
@@ -459,8 +537,17 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
     /// The caller holds a read lock.
     #[inline]
     pub unsafe fn unlock_shared(&self) {
-        // Release: pairs with the next writer's Acquire CAS (`claim_write`).
+        // Release: pairs with the next writer's Acquire CAS (`claim_write`)
+        // and an upgrader's (`upgrade_from`).
         let s = self.state.fetch_sub(READ_LOCKED, Ordering::Release) - READ_LOCKED;
+        self.after_read_release(s);
+    }
+
+    /// After a read release left `s`: the last reader out wakes a writer
+    /// (with turns: the writers' turn, or the readers' if none sleeps);
+    /// the last but an upgrading one wakes the upgrader.
+    #[inline]
+    fn after_read_release(&self, s: u32) {
         if is_unlocked(s) && has_writers_waiting(s) {
             chaos::point(Site::AfterRelease);
             if PHASED {
@@ -473,6 +560,9 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
             // waiting behind a writer that has since given up.
             chaos::point(Site::AfterRelease);
             self.writers_turn(s);
+        } else if is_upgrade_drained(s) {
+            chaos::point(Site::AfterRelease);
+            self.wake_upgrader();
         }
     }
 
@@ -619,13 +709,9 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
             // yet): wake the readers rather than leave them asleep.
             s = R;
         }
-        if s == R
-            && self
-                .state
-                .compare_exchange(s, 0, Ordering::Relaxed, Ordering::Relaxed)
-                .is_ok()
-        {
-            wait::futex_wake(&self.state, u32::MAX);
+        if s == R {
+            // A failed CAS: as above, their turn.
+            let _ = self.wake_readers(s);
         }
     }
 
@@ -659,19 +745,11 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
                     }
                 }
             }
-            if s & R != 0 {
-                match self
-                    .state
-                    .compare_exchange(s, s & !R, Ordering::Relaxed, Ordering::Relaxed)
-                {
-                    Ok(_) => {
-                        wait::futex_wake(&self.state, u32::MAX);
-                    }
-                    Err(x) => {
-                        s = x;
-                        continue;
-                    }
-                }
+            if s & R != 0
+                && let Err(x) = self.wake_readers(s)
+            {
+                s = x;
+                continue;
             }
             return;
         }
@@ -700,15 +778,8 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
                 // The readers' turn behind a writer batch: only readers
                 // that slept may enter (WRITERS_WAITING stays set, so new
                 // readers wait); the last of them wakes the next writer.
-                // Relaxed: as in `wake_writer_or_readers`.
-                match self
-                    .state
-                    .compare_exchange(s, s & !R, Ordering::Relaxed, Ordering::Relaxed)
-                {
-                    Ok(_) => {
-                        wait::futex_wake(&self.state, u32::MAX);
-                        return;
-                    }
+                match self.wake_readers(s) {
+                    Ok(()) => return,
                     Err(x) => {
                         s = x;
                         continue;
@@ -741,6 +812,30 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
         now_us().wrapping_sub(since) >= READ_TURN_US
     }
 
+    /// `(n,R*) -> (n,-*)` and wake every reader sleeping on `state` (a
+    /// failed CAS returns the word: the caller re-decides). Relaxed: the
+    /// release RMW before it published the critical section; each woken
+    /// reader's Acquire CAS pairs with that.
+    #[inline]
+    fn wake_readers(&self, s: u32) -> Result<(), u32> {
+        self.state.compare_exchange(
+            s,
+            s & !RW_FLOOR_READERS_WAITING,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        )?;
+        wait::futex_wake(&self.state, u32::MAX);
+        Ok(())
+    }
+
+    /// Bump `upgrade_notify` and wake the upgrading reader, if it sleeps.
+    #[inline]
+    fn wake_upgrader(&self) {
+        // Release: pairs with the Acquire load of `seq` in `upgrade_slow`.
+        self.upgrade_notify.fetch_add(1, Ordering::Release);
+        wait::futex_wake(&self.upgrade_notify, 1);
+    }
+
     /// Bump `writer_notify` and wake one writer; did a writer wake?
     #[inline]
     fn wake_writer(&self) -> bool {
@@ -751,312 +846,8 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
 }
 
 #[cfg(not(loom))]
-// SAFETY: mutual exclusion: the readers field leaves 0 for write-locked only
-// by an Acquire CAS from a free word, and no reader adds while it reads
-// write-locked (`is_read_lockable`); each side's unlock is a Release RMW.
-// The guards carry nothing: any thread may release a guard it was sent.
-unsafe impl<const PHASED: bool, const READ_TURN_US: u32> lock_api::RawRwLock
-    for RawRwLockFloorOf<PHASED, READ_TURN_US>
-{
-    #[allow(clippy::declare_interior_mutable_const)]
-    const INIT: Self = Self::new();
-    type SharedGuard = lock_api::GuardSend;
-    type ExclusiveGuard = lock_api::GuardSend;
-
-    #[inline]
-    fn lock_shared(&self) -> lock_api::GuardSend {
-        Self::lock_shared(self);
-        lock_api::GuardSend::new()
-    }
-    #[inline]
-    fn try_lock_shared(&self) -> Option<lock_api::GuardSend> {
-        Self::try_lock_shared(self).then(lock_api::GuardSend::new)
-    }
-    #[inline]
-    unsafe fn unlock_shared(&self, _: lock_api::GuardSend) {
-        // SAFETY: forwarded: the guard is a live read lock.
-        unsafe { Self::unlock_shared(self) }
-    }
-    #[inline]
-    fn lock_exclusive(&self) -> lock_api::GuardSend {
-        Self::lock_exclusive(self);
-        lock_api::GuardSend::new()
-    }
-    #[inline]
-    fn try_lock_exclusive(&self) -> Option<lock_api::GuardSend> {
-        Self::try_lock_exclusive(self).then(lock_api::GuardSend::new)
-    }
-    #[inline]
-    unsafe fn unlock_exclusive(&self, _: lock_api::GuardSend) {
-        // SAFETY: forwarded: the guard is the live write lock.
-        unsafe { Self::unlock_exclusive(self) }
-    }
-    fn is_locked(&self) -> bool {
-        Self::is_locked(self)
-    }
-    fn is_locked_exclusive(&self) -> bool {
-        Self::is_locked_exclusive(self)
-    }
-}
-
-#[cfg(not(loom))]
-// SAFETY: as above; a timed acquisition returns a guard only when it holds.
-unsafe impl<const PHASED: bool, const READ_TURN_US: u32> lock_api::RawRwLockTimed
-    for RawRwLockFloorOf<PHASED, READ_TURN_US>
-{
-    type Duration = std::time::Duration;
-    type Instant = std::time::Instant;
-
-    fn try_lock_shared_for(&self, t: Self::Duration) -> Option<lock_api::GuardSend> {
-        self.lock_shared_until_ns(wait::deadline_after(t))
-            .then(lock_api::GuardSend::new)
-    }
-    fn try_lock_shared_until(&self, t: Self::Instant) -> Option<lock_api::GuardSend> {
-        self.lock_shared_until_ns(wait::instant_to_ns(t))
-            .then(lock_api::GuardSend::new)
-    }
-    fn try_lock_exclusive_for(&self, t: Self::Duration) -> Option<lock_api::GuardSend> {
-        self.lock_exclusive_until_ns(wait::deadline_after(t))
-            .then(lock_api::GuardSend::new)
-    }
-    fn try_lock_exclusive_until(&self, t: Self::Instant) -> Option<lock_api::GuardSend> {
-        self.lock_exclusive_until_ns(wait::instant_to_ns(t))
-            .then(lock_api::GuardSend::new)
-    }
-}
-
+mod api;
 #[cfg(test)]
 #[cfg(not(loom))]
-mod tests {
-    use super::*;
-    use std::sync::Arc;
-
-    const W: u32 = RW_FLOOR_WRITERS_WAITING;
-    const R: u32 = RW_FLOOR_READERS_WAITING;
-    const X: u32 = RW_FLOOR_WRITE_LOCKED;
-
-    fn with_state(s: u32) -> RawRwLockFloor {
-        let l = RawRwLockFloor::new();
-        l.state.store(s, Ordering::Relaxed);
-        l
-    }
-
-    #[test]
-    fn size_is_two_words() {
-        assert_eq!(std::mem::size_of::<RawRwLockFloor>(), 12);
-    }
-
-    #[test]
-    fn predicates_read_the_layout() {
-        assert!(is_read_lockable(0));
-        assert!(is_read_lockable(5));
-        assert!(!is_read_lockable(X));
-        assert!(!is_read_lockable(1 | W), "writer preference");
-        assert!(!is_read_lockable(1 | R));
-        assert!(!is_read_lockable(RW_FLOOR_MAX_READERS));
-        assert!(at_max_readers(RW_FLOOR_MAX_READERS | W));
-        assert!(is_write_locked(X | R | W));
-        assert!(is_unlocked(R | W));
-        assert!(!is_unlocked(X));
-    }
-
-    #[test]
-    fn add_reader_is_n_to_n_plus_1() {
-        let l = with_state(3);
-        assert!(l.add_reader(3).is_ok());
-        assert_eq!(l.state(), 4);
-        assert_eq!(l.add_reader(3), Err(4));
-    }
-
-    #[test]
-    fn claim_write_is_0_to_write_locked_keeping_bits() {
-        let l = with_state(R);
-        assert!(l.claim_write(R, W).is_ok());
-        assert_eq!(l.state(), X | R | W);
-    }
-
-    #[test]
-    fn write_unlock_wakes_readers_and_clears_their_bit() {
-        // (W,R-) -> (0,--): nobody is asleep, so the wake finds no one, but
-        // the bit must go.
-        let l = with_state(X | R);
-        // SAFETY: the state says write-held (a test stands in for the holder).
-        unsafe { l.unlock_exclusive() };
-        assert_eq!(l.state(), 0);
-    }
-
-    #[test]
-    fn write_unlock_prefers_a_writer_and_keeps_readers_waiting() {
-        // (W,RW) -> (0,R-) and a writer wake; with no writer asleep the
-        // readers are woken and the bit cleared: (0,--).
-        let l = with_state(X | R | W);
-        // SAFETY: as above.
-        unsafe { l.unlock_exclusive() };
-        assert_eq!(l.state(), 0, "no writer slept: readers woken");
-        assert_eq!(l.writer_notify.load(Ordering::Relaxed), 1);
-    }
-
-    #[test]
-    fn last_reader_wakes_a_writer() {
-        let l = with_state(1 | W);
-        // SAFETY: the state says one reader (the test).
-        unsafe { l.unlock_shared() };
-        assert_eq!(l.state(), 0);
-        assert_eq!(l.writer_notify.load(Ordering::Relaxed), 1);
-        // Not the last: no wake.
-        let l = with_state(2 | W);
-        // SAFETY: as above.
-        unsafe { l.unlock_shared() };
-        assert_eq!(l.state(), 1 | W);
-        assert_eq!(l.writer_notify.load(Ordering::Relaxed), 0);
-    }
-
-    fn phased(s: u32) -> RawRwLockPhased {
-        let l = RawRwLockPhased::new();
-        l.state.store(s, Ordering::Relaxed);
-        l
-    }
-
-    #[test]
-    fn turns_write_unlock_gives_waiting_readers_the_turn() {
-        // (W,RW) -> (0,--): readers woken, and a writer (it announces
-        // itself again when it finds them inside).
-        let l = phased(X | R | W);
-        // SAFETY: the state says write-held (the test stands in for the holder).
-        unsafe { l.unlock_exclusive() };
-        assert_eq!(l.state(), 0);
-        assert_eq!(l.writer_notify.load(Ordering::Relaxed), 1);
-        // The floor keeps READERS_WAITING for the writer it prefers; with no
-        // writer asleep it wakes the readers too.
-        let f = with_state(X | R | W);
-        // SAFETY: as above.
-        unsafe { f.unlock_exclusive() };
-        assert_eq!(f.state(), 0);
-    }
-
-    #[test]
-    fn turns_last_reader_out_keeps_the_reservation_only_for_a_sleeper() {
-        // (1,-W) -> (0,-W) and a writer wake; no writer is asleep, so the
-        // reservation is dropped: (0,--).
-        let l = phased(1 | W);
-        // SAFETY: the state says one reader (the test).
-        unsafe { l.unlock_shared() };
-        assert_eq!(l.state(), 0);
-        assert_eq!(l.writer_notify.load(Ordering::Relaxed), 1);
-        // (1,R-) -> (0,--): readers left behind a writer that gave up.
-        let l = phased(1 | R);
-        // SAFETY: as above.
-        unsafe { l.unlock_shared() };
-        assert_eq!(l.state(), 0);
-    }
-
-    #[test]
-    fn turns_admit_a_reader_that_slept_past_waiter_bits_only() {
-        assert!(is_turn_read_lockable(3 | R | W));
-        assert!(!is_turn_read_lockable(X | R | W));
-        assert!(!is_turn_read_lockable(RW_FLOOR_MAX_READERS));
-    }
-
-    #[test]
-    fn a_recursive_read_passes_a_waiting_writer_not_a_holder() {
-        let l = with_state(1 | W);
-        assert!(!l.try_lock_shared());
-        assert!(l.try_lock_shared_recursive());
-        assert_eq!(l.state(), 2 | W);
-        let l = with_state(X | W);
-        assert!(!l.try_lock_shared_recursive());
-        // A second read while a writer waits for the first.
-        let l = Arc::new(RawRwLockBatched::new());
-        l.lock_shared();
-        let l2 = l.clone();
-        let w = std::thread::spawn(move || {
-            l2.lock_exclusive();
-            // SAFETY: taken just above.
-            unsafe { l2.unlock_exclusive() };
-        });
-        while l.state() & W == 0 {
-            std::thread::yield_now();
-        }
-        assert!(!l.try_lock_shared());
-        l.lock_shared_recursive();
-        // SAFETY: the two read locks taken above.
-        unsafe {
-            l.unlock_shared();
-            l.unlock_shared();
-        }
-        w.join().unwrap();
-        assert_eq!(l.state(), 0);
-    }
-
-    #[test]
-    fn a_waiting_writer_stops_new_readers() {
-        let l = with_state(1 | W);
-        assert!(!l.try_lock_shared());
-        assert!(!l.lock_shared_until_ns(0));
-        assert_eq!(l.state(), 1 | W | R, "the timed reader announced itself");
-    }
-
-    #[test]
-    fn timed_sides_time_out_on_a_held_lock() {
-        let l = RwLockFloor::new(0);
-        let g = l.write();
-        assert!(
-            l.try_read_for(std::time::Duration::from_millis(5))
-                .is_none()
-        );
-        assert!(
-            l.try_write_for(std::time::Duration::from_millis(5))
-                .is_none()
-        );
-        drop(g);
-        assert!(
-            l.try_write_for(std::time::Duration::from_millis(5))
-                .is_some()
-        );
-        let r = l.read();
-        assert!(
-            l.try_read_for(std::time::Duration::from_millis(5))
-                .is_some()
-        );
-        drop(r);
-        assert!(!l.is_locked());
-    }
-
-    #[test]
-    fn readers_and_writers_count_exactly() {
-        count_exactly::<false, 0>();
-        count_exactly::<true, 0>();
-        count_exactly::<true, WRITER_BATCH_US>();
-    }
-
-    fn count_exactly<const PHASED: bool, const B: u32>() {
-        let l = Arc::new(lock_api::RwLock::<RawRwLockFloorOf<PHASED, B>, _>::new((
-            0u64, 0u64,
-        )));
-        let hs: Vec<_> = (0..8)
-            .map(|i| {
-                let l = l.clone();
-                std::thread::spawn(move || {
-                    for _ in 0..3_000 {
-                        if i % 2 == 0 {
-                            let mut g = l.write();
-                            g.0 += 1;
-                            g.1 += 1;
-                        } else {
-                            let g = l.read();
-                            assert_eq!(g.0, g.1, "torn read");
-                        }
-                    }
-                })
-            })
-            .collect();
-        for h in hs {
-            h.join().unwrap();
-        }
-        assert_eq!(l.read().0, 12_000);
-        assert!(!l.is_locked());
-        // No timeouts here: every waiter bit set was cleared by a wake.
-        // SAFETY: `raw` only reads the word; no guard is forged.
-        assert_eq!(unsafe { l.raw() }.state(), 0);
-    }
-}
+mod tests;
+mod upgrade;
