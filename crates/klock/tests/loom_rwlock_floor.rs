@@ -1,8 +1,9 @@
 //! Loom models of the floor rwlock
 //! (`klock::internal::rwlock::RawRwLockFloorOf<PHASED>`: a state word with
-//! the reader count in bits 0-29, all ones = write-locked, bit 30
-//! READERS_WAITING, bit 31 WRITERS_WAITING, and a `writer_notify` word
-//! writers sleep on; see `crates/klock/src/rwlock/floor.rs`), both
+//! the reader count in bits 0-28, all ones = write-locked, bit 29
+//! UPGRADABLE, bit 30 READERS_WAITING, bit 31 WRITERS_WAITING, a
+//! `writer_notify` word writers sleep on and an `upgrade_notify` word an
+//! upgrading reader sleeps on; see `crates/klock/src/rwlock/floor/`), both
 //! variants: `RawRwLockFloor` (`PHASED = false`, std's futex rwlock
 //! protocol) and `RawRwLockPhased` (`PHASED = true`, with turns: a read
 //! release that leaves the lock free with WRITERS_WAITING keeps the bit
@@ -19,9 +20,12 @@
 //! Every model is a fn generic over `PHASED`, run twice: `floor::<model>`
 //! and `phased::<model>` (the `floor_and_phased!` list at the end). All at
 //! CI's bound 2 except model 8 (bound 1: about 9 000 executions; at bound
-//! 2 it explores about 164 000, 16 s). At most about 11 000 executions
-//! and 1 s a model; 7 s for the file on one test thread, 6-12 s with
-//! `cargo test`'s threads (2-vCPU host, idle to loaded).
+//! 2 it explores about 164 000, 16 s). Models 1-10: at most about 11 000
+//! executions and 1 s a model. Models 11-21 (upgradable reads): at most
+//! about 18 000 executions and 1.5 s, except model 18 (three threads and a
+//! timed upgrade: about 67 000-74 000, 6 s). The file: 28 s on one test
+//! thread, 23-36 s with `cargo test`'s threads (2-vCPU host, idle to
+//! loaded).
 //!
 //! Models 1-7 check both protocols alike:
 //! 1. `writer_and_reader`: a writer and a reader, one critical section
@@ -177,6 +181,45 @@
 //! a lost wake-up: the next writers' turn on a free word clears the stale
 //! bit, and no model observes that a new reader was kept out meanwhile.
 //!
+//! Models 11-21 cover upgradable reads (the UPGRADABLE bit, at most one
+//! holder: `Shared::u` is a loom `UnsafeCell` written only under it, so
+//! loom reports two upgradable readers inside at once), upgrades
+//! (WRITERS_WAITING announced, a sleep on `upgrade_notify` until the last
+//! other reader's release, `is_upgrade_drained`), downgrades and recursive
+//! reads; each checks the same things as models 1-7 and its own doc names
+//! the deliberate break of `crates/klock/src/rwlock/floor/` (`mod.rs`,
+//! `upgrade.rs`) it fails on (checked by hand on bbdf06d, not kept; each
+//! model run alone, on both variants, at bound 2):
+//! 11. `upgrader_reader_writer`: an upgradable reader that upgrades and
+//!     writes, a plain reader, a writer.
+//! 12. `two_upgraders`: two upgradable readers that each upgrade.
+//! 13. `upgrade_waits_for_reader`: the upgrade sleeps while a reader is
+//!     inside; its release must wake it.
+//! 14. `upgradable_behind_unlock_upgradable` and 15.
+//!     `upgradable_behind_downgrade_upgradable`: an upgradable reader
+//!     asleep for the bit, woken by the holder's `unlock_upgradable` /
+//!     `downgrade_upgradable` (a plain read keeps the lock held, so no
+//!     free-lock release wakes it instead).
+//! 16. `downgrade_lets_reader_in` and 17.
+//!     `downgrade_to_upgradable_lets_reader_in`: a reader asleep behind a
+//!     writer gets in on the downgrade, before the downgraded lock is
+//!     released.
+//! 18. `timed_upgrade_beside_readers` and 20.
+//!     `timed_upgrade_while_reader_stays`: `upgrade_until_ns(0)`; a timed-out
+//!     upgrade keeps the upgradable read lock, and the WRITERS_WAITING it
+//!     leaves keeps no reader or writer asleep for ever.
+//! 19. `recursive_read_past_waiting_writer`: a recursive read (and a timed
+//!     one) beside the thread's own read lock passes a waiting writer.
+//! 21. `timed_upgradable_beside_upgrader`: `lock_upgradable_until_ns(0)`
+//!     and a plain reader while the holder upgrades, downgrades to an
+//!     upgradable read and releases it.
+//!
+//! Also checked on models 11 and 13: `upgrade_slow` loading
+//! `upgrade_notify` after its re-check of `state` instead of before
+//! (deadlock), and `upgrade_from`'s CAS Relaxed instead of Acquire
+//! (concurrent `UnsafeCell` read and write). Model 18 does not catch a
+//! timed-out upgrade that clears WRITERS_WAITING (model 20 does).
+//!
 //! Writer batches (`RawRwLockFloorOf<true, WRITER_BATCH_US>`,
 //! `RawRwLockBatched`) are not modelled here: under loom there is no time,
 //! so the readers would never have waited long enough for their turn.
@@ -186,7 +229,8 @@ mod loom_common;
 use loom_common::{Branch, loom_tunables, run_model};
 
 use klock::internal::rwlock::{
-    RW_FLOOR_MASK, RW_FLOOR_READERS_WAITING, RW_FLOOR_WRITERS_WAITING, RawRwLockFloorOf,
+    RW_FLOOR_MASK, RW_FLOOR_READERS_WAITING, RW_FLOOR_UPGRADABLE, RW_FLOOR_WRITERS_WAITING,
+    RawRwLockFloorOf,
 };
 use loom::cell::UnsafeCell;
 use loom::sync::Arc;
@@ -195,6 +239,7 @@ use loom::thread;
 
 const R: u32 = RW_FLOOR_READERS_WAITING;
 const W: u32 = RW_FLOOR_WRITERS_WAITING;
+const U: u32 = RW_FLOOR_UPGRADABLE;
 
 /// A fresh branch for one instance of a generic model (a `static` in a
 /// generic fn is one item shared by every instance, and the floor and
@@ -209,10 +254,13 @@ struct Shared<const PHASED: bool> {
     l: RawRwLockFloorOf<PHASED>,
     a: UnsafeCell<usize>,
     b: UnsafeCell<usize>,
+    /// Written only under the UPGRADABLE bit (models 11-19): counts the
+    /// upgradable sections; loom reports two upgradable readers at once.
+    u: UnsafeCell<usize>,
 }
 
 // SAFETY: `a` and `b` are written only under the write lock and read only
-// under a lock (loom checks both).
+// under a lock, `u` only under the upgradable read lock (loom checks all).
 unsafe impl<const PHASED: bool> Sync for Shared<PHASED> {}
 
 impl<const PHASED: bool> Shared<PHASED> {
@@ -221,6 +269,7 @@ impl<const PHASED: bool> Shared<PHASED> {
             l: RawRwLockFloorOf::new(),
             a: UnsafeCell::new(0),
             b: UnsafeCell::new(0),
+            u: UnsafeCell::new(0),
         }
     }
 
@@ -330,6 +379,46 @@ impl<const PHASED: bool> Shared<PHASED> {
             "word not clean after reuse: {:#x}",
             self.l.state()
         );
+    }
+
+    /// The upgradable section, the upgradable read lock held: the word
+    /// holds the UPGRADABLE bit, `u` + 1 (loom reports two upgradable
+    /// readers inside at once, or one not ordered after the last), then
+    /// the read section. Returns the waiter bits seen inside.
+    fn upgradable_section(&self) -> u32 {
+        let st = self.l.state();
+        assert!(st & U != 0, "upgradable reader inside, word {st:#x}");
+        // SAFETY: the upgradable read lock is held (one holder at a time).
+        self.u.with_mut(|p| unsafe { *p += 1 });
+        self.read_section()
+    }
+
+    /// After the joins: `n` upgradable sections.
+    fn check_upgradable(&self, n: usize) {
+        // SAFETY: every other thread has been joined.
+        let u = self.u.with(|p| unsafe { *p });
+        assert_eq!(u, n, "lost upgradable section");
+    }
+
+    /// Upgradable read, its section, upgrade, the write section, unlock.
+    /// Returns the waiter bits seen in the upgradable section.
+    fn upgrade_and_write(&self) -> u32 {
+        self.l.lock_upgradable();
+        let bits = self.upgradable_section();
+        // SAFETY: the upgradable read lock taken above.
+        unsafe { self.l.upgrade() };
+        self.upgraded_section();
+        // SAFETY: the upgrade returned the write lock.
+        unsafe { self.l.unlock_exclusive() };
+        bits
+    }
+
+    /// The write section after an upgrade: write-locked, the UPGRADABLE
+    /// bit gone with the read count.
+    fn upgraded_section(&self) {
+        let st = self.l.state();
+        assert_eq!(st & U, 0, "upgraded, word {st:#x}");
+        self.write_section(false);
     }
 }
 
@@ -661,6 +750,471 @@ fn slept_reader_leaves_readers_waiting<const PHASED: bool>() {
     );
 }
 
+/// Model 11: an upgradable reader that upgrades and writes, a plain
+/// reader and a writer. Exclusion across the upgrade: the writer and the
+/// upgraded reader never overlap each other or the plain reader (loom's
+/// `UnsafeCell`), the upgraded reader sees the word write-locked without
+/// the bit. Seen: the plain reader inside beside the upgradable one with
+/// WRITERS_WAITING set (an upgrade announced, or the writer waiting
+/// behind both).
+///
+/// Fails with `try_upgrade` and `upgrade_slow` taking the write lock
+/// beside other readers (`is_alone` as `readers(s) >= 1`): concurrent
+/// `UnsafeCell` read and write (the plain reader inside); with
+/// `after_read_release` without its `wake_upgrader()`: deadlock.
+fn upgrader_reader_writer<const PHASED: bool>() {
+    let shared_then_waited = branch();
+    run_model(loom_tunables(), 2, move || {
+        let s = Arc::new(Shared::<PHASED>::new());
+        let (s1, s2) = (s.clone(), s.clone());
+        let hu = thread::spawn(move || s1.upgrade_and_write());
+        let hr = thread::spawn(move || {
+            s2.l.lock_shared();
+            let word = s2.l.state();
+            s2.read_section();
+            // SAFETY: the read lock taken above.
+            unsafe { s2.l.unlock_shared() };
+            word
+        });
+        s.write();
+        hu.join().unwrap();
+        if hr.join().unwrap() & (U | W) == U | W {
+            shared_then_waited.hit();
+        }
+        s.check(2);
+        s.check_upgradable(1);
+    });
+    shared_then_waited
+        .assert_reached("a plain reader inside beside the upgradable one saw WRITERS_WAITING");
+}
+
+/// Model 12: two upgradable readers, each upgrades and writes: one
+/// upgradable reader at a time (`u`), the second waits for the bit (as a
+/// reader, READERS_WAITING) and the first one's write unlock wakes it.
+/// Seen: an upgradable reader inside saw READERS_WAITING.
+///
+/// Fails with `ReadKind::may_take` not checking `has_upgradable` (two
+/// upgradable readers at once): "upgradable reader inside, word
+/// 0x40000002" (the two bits carried into READERS_WAITING); with that and
+/// `add_read` OR-ing the bit in (no carry): concurrent `UnsafeCell`
+/// writes of `u`.
+fn two_upgraders<const PHASED: bool>() {
+    let other_waited = branch();
+    run_model(loom_tunables(), 2, move || {
+        let s = Arc::new(Shared::<PHASED>::new());
+        let s1 = s.clone();
+        let h = thread::spawn(move || s1.upgrade_and_write());
+        let bits = s.upgrade_and_write();
+        if (bits | h.join().unwrap()) & R != 0 {
+            other_waited.hit();
+        }
+        s.check(2);
+        s.check_upgradable(2);
+    });
+    other_waited
+        .assert_reached("an upgradable reader inside saw READERS_WAITING (the other waited)");
+}
+
+/// Model 13: the main thread reads; an upgradable reader arrives and
+/// upgrades, sleeping on `upgrade_notify` while the main thread is inside
+/// (the `yield_now` lets it announce). The main thread's read release
+/// leaves it alone and must wake it (`is_upgrade_drained`), or loom
+/// reports a deadlock. Seen: the main thread inside saw the upgrade
+/// announced (WRITERS_WAITING beside the UPGRADABLE bit; no writer here).
+///
+/// Fails with `after_read_release` without its `wake_upgrader()` (the
+/// `else if is_upgrade_drained` branch emptied): deadlock (the upgrader
+/// asleep on `upgrade_notify`).
+fn upgrade_waits_for_reader<const PHASED: bool>() {
+    let announced = branch();
+    run_model(loom_tunables(), 2, move || {
+        let s = Arc::new(Shared::<PHASED>::new());
+        s.l.lock_shared();
+        let s1 = s.clone();
+        let h = thread::spawn(move || s1.upgrade_and_write());
+        thread::yield_now();
+        let word = s.l.state();
+        s.read_section();
+        // SAFETY: the read lock taken above.
+        unsafe { s.l.unlock_shared() };
+        h.join().unwrap();
+        if word & (U | W) == U | W {
+            announced.hit();
+        }
+        s.check(1);
+        s.check_upgradable(1);
+    });
+    announced.assert_reached("the reader inside saw the upgrade announced (U and W)");
+}
+
+/// Model 14: the main thread holds a plain read lock throughout (so no
+/// release leaves the lock free: a free word's release wakes readers by
+/// itself with turns); two upgradable readers each take an upgradable
+/// read and release it with `unlock_upgradable`. The second sleeps for the
+/// bit (READERS_WAITING) and only the first one's `unlock_upgradable` can
+/// wake it. Seen: an upgradable reader inside saw READERS_WAITING.
+///
+/// Fails with `unlock_upgradable` without its `wake_readers_while_read`:
+/// deadlock (the second upgradable reader asleep on `state`).
+fn upgradable_behind_unlock_upgradable<const PHASED: bool>() {
+    let other_waited = branch();
+    run_model(loom_tunables(), 2, move || {
+        let s = Arc::new(Shared::<PHASED>::new());
+        s.l.lock_shared();
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let s = s.clone();
+                thread::spawn(move || {
+                    s.l.lock_upgradable();
+                    let bits = s.upgradable_section();
+                    // SAFETY: the upgradable read lock taken above.
+                    unsafe { s.l.unlock_upgradable() };
+                    bits
+                })
+            })
+            .collect();
+        let mut bits = 0;
+        for h in hs {
+            bits |= h.join().unwrap();
+        }
+        s.read_section();
+        // SAFETY: the read lock taken above.
+        unsafe { s.l.unlock_shared() };
+        if bits & R != 0 {
+            other_waited.hit();
+        }
+        s.check(0);
+        s.check_upgradable(2);
+    });
+    other_waited
+        .assert_reached("an upgradable reader inside saw READERS_WAITING (the other waited)");
+}
+
+/// Model 15: model 14 with `downgrade_upgradable`: each upgradable reader
+/// turns its lock into a plain read (releasing the bit), reads, and
+/// releases the read. The main thread's read keeps the lock read-held, so
+/// only the downgrade can wake an upgradable reader sleeping for the bit.
+///
+/// Fails with `downgrade_upgradable` without its `wake_readers_while_read`:
+/// deadlock (the second upgradable reader asleep on `state`).
+fn upgradable_behind_downgrade_upgradable<const PHASED: bool>() {
+    let other_waited = branch();
+    run_model(loom_tunables(), 2, move || {
+        let s = Arc::new(Shared::<PHASED>::new());
+        s.l.lock_shared();
+        let hs: Vec<_> = (0..2)
+            .map(|_| {
+                let s = s.clone();
+                thread::spawn(move || {
+                    s.l.lock_upgradable();
+                    let bits = s.upgradable_section();
+                    // SAFETY: the upgradable read lock taken above.
+                    unsafe { s.l.downgrade_upgradable() };
+                    s.read_section();
+                    // SAFETY: the downgrade left a plain read lock.
+                    unsafe { s.l.unlock_shared() };
+                    bits
+                })
+            })
+            .collect();
+        let mut bits = 0;
+        for h in hs {
+            bits |= h.join().unwrap();
+        }
+        s.read_section();
+        // SAFETY: the read lock taken above.
+        unsafe { s.l.unlock_shared() };
+        if bits & R != 0 {
+            other_waited.hit();
+        }
+        s.check(0);
+        s.check_upgradable(2);
+    });
+    other_waited
+        .assert_reached("an upgradable reader inside saw READERS_WAITING (the other waited)");
+}
+
+/// Model 16: the main thread writes while a reader arrives (the
+/// `yield_now` lets it announce and sleep), downgrades to a read lock and
+/// joins the reader before releasing: the downgrade must let the reader
+/// in (wake it), or loom reports a deadlock. Seen: the writer saw
+/// READERS_WAITING.
+///
+/// Fails with `downgrade` without its `wake_readers_while_read`: deadlock
+/// (the reader asleep on `state`, the main thread in `join`).
+fn downgrade_lets_reader_in<const PHASED: bool>() {
+    let reader_waited = branch();
+    run_model(loom_tunables(), 2, move || {
+        let s = Arc::new(Shared::<PHASED>::new());
+        s.l.lock_exclusive();
+        let s1 = s.clone();
+        let h = thread::spawn(move || s1.read());
+        thread::yield_now();
+        let bits = s.write_section(false);
+        // SAFETY: the write lock taken above.
+        unsafe { s.l.downgrade() };
+        s.read_section();
+        h.join().unwrap();
+        // SAFETY: the downgrade left a read lock.
+        unsafe { s.l.unlock_shared() };
+        if bits & R != 0 {
+            reader_waited.hit();
+        }
+        s.check(1);
+    });
+    reader_waited.assert_reached("the writer saw READERS_WAITING (the reader waited)");
+}
+
+/// Model 17: model 16 with `downgrade_to_upgradable`: the main thread
+/// downgrades its write lock to an upgradable read, joins the reader (the
+/// downgrade must let it in), then upgrades again (alone) and writes.
+///
+/// Fails with `downgrade_to_upgradable` without its
+/// `wake_readers_while_read`: deadlock (the reader asleep on `state`).
+fn downgrade_to_upgradable_lets_reader_in<const PHASED: bool>() {
+    let reader_waited = branch();
+    run_model(loom_tunables(), 2, move || {
+        let s = Arc::new(Shared::<PHASED>::new());
+        s.l.lock_exclusive();
+        let s1 = s.clone();
+        let h = thread::spawn(move || s1.read());
+        thread::yield_now();
+        let bits = s.write_section(false);
+        // SAFETY: the write lock taken above.
+        unsafe { s.l.downgrade_to_upgradable() };
+        s.upgradable_section();
+        h.join().unwrap();
+        // SAFETY: the upgradable read lock the downgrade left.
+        unsafe { s.l.upgrade() };
+        s.upgraded_section();
+        // SAFETY: the upgrade returned the write lock.
+        unsafe { s.l.unlock_exclusive() };
+        if bits & R != 0 {
+            reader_waited.hit();
+        }
+        s.check(2);
+        s.check_upgradable(1);
+    });
+    reader_waited.assert_reached("the writer saw READERS_WAITING (the reader waited)");
+}
+
+/// Model 18: the main thread reads; an upgradable reader upgrades with
+/// deadline 0 (it announces WRITERS_WAITING and gives up rather than
+/// sleep while the main thread is inside) and a plain reader arrives. On
+/// a timeout the upgradable read lock is still held (the UPGRADABLE bit,
+/// a read count: `upgradable_section`), it is released with
+/// `unlock_upgradable`; the abandoned WRITERS_WAITING may keep the plain
+/// reader asleep until the last release, which must wake it. Then the
+/// main thread writes and reads again (`reuse`). Seen: a timeout, a
+/// success, and a timeout in an execution where the main thread inside
+/// saw both bits (the plain reader asleep behind the announced upgrade).
+///
+/// Fails with `upgrade_slow` returning `true` when the deadline has passed:
+/// "upgraded, word 0xa0000002" (the upgraded section's assertion: the bit
+/// and two readers); with `unlock_upgradable` without its
+/// `after_read_release`: deadlock (the plain reader asleep behind the
+/// abandoned WRITERS_WAITING).
+fn timed_upgrade_beside_readers<const PHASED: bool>() {
+    let timed_out = branch();
+    let got_in = branch();
+    let reader_behind_abandoned = branch();
+    run_model(loom_tunables(), 2, move || {
+        let s = Arc::new(Shared::<PHASED>::new());
+        s.l.lock_shared();
+        let (s1, s2) = (s.clone(), s.clone());
+        let hu = thread::spawn(move || {
+            s1.l.lock_upgradable();
+            s1.upgradable_section();
+            // SAFETY: the upgradable read lock taken above.
+            if unsafe { s1.l.upgrade_until_ns(0) } {
+                s1.upgraded_section();
+                // SAFETY: the upgrade returned the write lock.
+                unsafe { s1.l.unlock_exclusive() };
+                true
+            } else {
+                s1.upgradable_section();
+                // SAFETY: a failed upgrade keeps the upgradable read lock.
+                unsafe { s1.l.unlock_upgradable() };
+                false
+            }
+        });
+        let hr = thread::spawn(move || s2.read());
+        thread::yield_now();
+        let bits = s.read_section();
+        // SAFETY: the read lock taken above.
+        unsafe { s.l.unlock_shared() };
+        let got = hu.join().unwrap();
+        hr.join().unwrap();
+        if got {
+            got_in.hit();
+        } else {
+            timed_out.hit();
+            if bits == R | W {
+                reader_behind_abandoned.hit();
+            }
+        }
+        s.check(got as usize);
+        s.check_upgradable(1 + !got as usize);
+        s.reuse();
+    });
+    timed_out.assert_reached("the timed upgrade gave up");
+    got_in.assert_reached("the timed upgrade got in");
+    reader_behind_abandoned.assert_reached(
+        "the timed upgrade gave up while the holding reader saw both bits \
+         (a reader waited behind the announced upgrade)",
+    );
+}
+
+/// Model 19: the main thread reads while a writer arrives (the
+/// `yield_now` lets it announce and sleep behind the read), then takes a
+/// recursive read (and a timed one, deadline 0, which must get in at
+/// once): both pass the waiting writer, or the main thread would wait for
+/// a writer that waits for it (loom: deadlock). Seen: the main thread saw
+/// WRITERS_WAITING before its recursive read.
+///
+/// Fails with `ReadKind::may_take` treating a recursive read as a plain
+/// one (`past_writers = slept`): deadlock (the main thread asleep behind
+/// the waiting writer).
+fn recursive_read_past_waiting_writer<const PHASED: bool>() {
+    let writer_waited = branch();
+    run_model(loom_tunables(), 2, move || {
+        let s = Arc::new(Shared::<PHASED>::new());
+        s.l.lock_shared();
+        let s1 = s.clone();
+        let h = thread::spawn(move || s1.write());
+        thread::yield_now();
+        let word = s.l.state();
+        s.l.lock_shared_recursive();
+        assert!(
+            s.l.lock_shared_recursive_until_ns(0),
+            "a recursive read beside a read lock timed out"
+        );
+        s.read_section();
+        // SAFETY: the three read locks taken above.
+        unsafe {
+            s.l.unlock_shared();
+            s.l.unlock_shared();
+            s.l.unlock_shared();
+        }
+        h.join().unwrap();
+        if word & W != 0 {
+            writer_waited.hit();
+        }
+        s.check(1);
+    });
+    writer_waited.assert_reached("WRITERS_WAITING seen before the recursive read");
+}
+
+/// Model 20: the main thread holds a read lock until the upgradable
+/// reader is done: its upgrade with deadline 0 must return `false` (the
+/// main thread stays inside), keep the upgradable read lock (the bit and a
+/// read count) and leave the lock usable: a writer that arrives meanwhile
+/// gets in after the main thread's release (it is spawned by the
+/// upgradable reader once that holds, so that the main thread's join does
+/// not wait for an upgradable reader queued behind the writer). Seen: the
+/// writer arrived after the timeout (a flag set after it), when the lock
+/// still held the WRITERS_WAITING the upgrade announced and left (nothing
+/// clears it while a reader holds): it sleeps behind that bit without
+/// announcing itself.
+///
+/// Fails with `upgrade_slow` returning `true` when the deadline has passed
+/// (the assertion on its result); with a timed-out `upgrade_slow` clearing
+/// WRITERS_WAITING before it returns: deadlock (the writer, asleep behind
+/// the bit it found set, is never woken: the last reader out sees no
+/// waiter bit).
+fn timed_upgrade_while_reader_stays<const PHASED: bool>() {
+    let after_timeout = branch();
+    run_model(loom_tunables(), 2, move || {
+        let s = Arc::new(Shared::<PHASED>::new());
+        let timed_out = Arc::new(AtomicBool::new(false));
+        s.l.lock_shared();
+        let (s1, t1) = (s.clone(), timed_out.clone());
+        let hu = thread::spawn(move || {
+            s1.l.lock_upgradable();
+            let (s2, t2) = (s1.clone(), t1.clone());
+            let hw = thread::spawn(move || {
+                // SeqCst: a test flag, not ordering the lock.
+                let after = t2.load(Ordering::SeqCst);
+                s2.write();
+                after
+            });
+            // SAFETY: the upgradable read lock taken above.
+            let got = unsafe { s1.l.upgrade_until_ns(0) };
+            assert!(!got, "an upgrade got in beside a reader");
+            // SeqCst: as above.
+            t1.store(true, Ordering::SeqCst);
+            s1.upgradable_section();
+            // SAFETY: a failed upgrade keeps the upgradable read lock.
+            unsafe { s1.l.unlock_upgradable() };
+            hw
+        });
+        let hw = hu.join().unwrap();
+        s.read_section();
+        // SAFETY: the read lock taken above.
+        unsafe { s.l.unlock_shared() };
+        if hw.join().unwrap() {
+            after_timeout.hit();
+        }
+        s.check(1);
+        s.check_upgradable(1);
+        s.reuse();
+    });
+    after_timeout.assert_reached("the writer arrived after the upgrade timed out");
+}
+
+/// Model 21: the main thread holds the upgradable read lock while a
+/// timed upgradable reader (deadline 0) and a plain reader arrive; it
+/// upgrades, writes, downgrades to an upgradable read and releases it. The
+/// timed reader gets in after the release or gives up (READERS_WAITING
+/// announced behind the bit may stay behind it: the plain reader may
+/// sleep behind that bit, and a release of the bit must wake it). Seen:
+/// the timed upgradable read gave up, and got in.
+///
+/// Fails with `read_slow` reporting success when its deadline has passed
+/// (`return true` after `wait::remaining`): concurrent `UnsafeCell`
+/// writes of `u` (a second upgradable reader inside).
+fn timed_upgradable_beside_upgrader<const PHASED: bool>() {
+    let gave_up = branch();
+    let got_in = branch();
+    run_model(loom_tunables(), 2, move || {
+        let s = Arc::new(Shared::<PHASED>::new());
+        s.l.lock_upgradable();
+        let (s1, s2) = (s.clone(), s.clone());
+        let hc = thread::spawn(move || {
+            if !s1.l.lock_upgradable_until_ns(0) {
+                return false;
+            }
+            s1.upgradable_section();
+            // SAFETY: the upgradable read lock taken above.
+            unsafe { s1.l.unlock_upgradable() };
+            true
+        });
+        let hr = thread::spawn(move || s2.read());
+        thread::yield_now();
+        s.upgradable_section();
+        // SAFETY: the upgradable read lock taken above.
+        unsafe { s.l.upgrade() };
+        s.upgraded_section();
+        // SAFETY: the upgrade returned the write lock.
+        unsafe { s.l.downgrade_to_upgradable() };
+        s.upgradable_section();
+        // SAFETY: the downgrade left the upgradable read lock.
+        unsafe { s.l.unlock_upgradable() };
+        let got = hc.join().unwrap();
+        hr.join().unwrap();
+        if got {
+            got_in.hit();
+        } else {
+            gave_up.hit();
+        }
+        s.check(1);
+        s.check_upgradable(2 + got as usize);
+        s.reuse();
+    });
+    gave_up.assert_reached("the timed upgradable read gave up");
+    got_in.assert_reached("the timed upgradable read got in");
+}
+
 /// Models 8-10 observe a turn: with turns (`PHASED`) some execution
 /// must reach `what`; on the floor none may (it has no turns, so the
 /// observation shows the turn and nothing else).
@@ -702,4 +1256,15 @@ floor_and_phased!(
     slept_reader_passes_waiting_writer,
     reservation_keeps_new_readers_out,
     slept_reader_leaves_readers_waiting,
+    upgrader_reader_writer,
+    two_upgraders,
+    upgrade_waits_for_reader,
+    upgradable_behind_unlock_upgradable,
+    upgradable_behind_downgrade_upgradable,
+    downgrade_lets_reader_in,
+    downgrade_to_upgradable_lets_reader_in,
+    timed_upgrade_beside_readers,
+    recursive_read_past_waiting_writer,
+    timed_upgrade_while_reader_stays,
+    timed_upgradable_beside_upgrader,
 );
