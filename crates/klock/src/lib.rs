@@ -86,10 +86,10 @@ pub use condvar::{Condvar, CondvarNoSpin};
 #[cfg(not(loom))]
 pub use mutex::{Mutex, MutexGuard, MutexNoQueue, MutexNoSpin};
 pub use mutex::{MutexToken, RawMutex, SpinNoQueue, SpinOff, SpinOsq, SpinPlain, SpinPolicy};
-pub use rwlock::{RawRwLock, WriteToken};
+pub use rwlock::{RawRwLock, RawRwLockBatched, WriteToken};
 #[cfg(not(loom))]
 pub use rwlock::{
-    RawRwLockRecursive, RwLock, RwLockNoSpin, RwLockReadGuard, RwLockRecursiveExt,
+    RawRwLockRecursive, RwLock, RwLockNoSpin, RwLockReadGuard, RwLockRecursiveExt, RwLockRwsem,
     RwLockUpgradableReadGuard, RwLockWriteGuard,
 };
 pub use spin::Token as SpinToken;

@@ -71,7 +71,7 @@ fn until_asleep(rw: bool, base: u64, what: String) {
 /// releases it. Returns the counter deltas.
 fn contend(policy: libc::c_int, rw: bool) -> stat::Snapshot {
     let m = klock::Mutex::new(0u64);
-    let l = klock::RwLock::new(0u64);
+    let l = klock::RwLockRwsem::new(0u64);
     let go = Barrier::new(2);
     let name = format!(
         "the {} {}",

@@ -73,12 +73,12 @@ pub const FAMILIES: &[Family] = &[
     Family {
         name: "RwLock",
         api: "klock::RwLock",
-        default: "klock_rwsem",
+        default: "klock_rwlock_batched",
         variants: &[
-            "klock_rwsem_nospin",
             "klock_rwlock_floor",
             "klock_rwlock_phased",
-            "klock_rwlock_batched",
+            "klock_rwsem",
+            "klock_rwsem_nospin",
         ],
         kind: Some(LockKind::RwLock),
         spinning_peers: false,
@@ -842,7 +842,7 @@ mod tests {
             rec("mutex", "std_rw", 8, &[50.0, 50.0, 50.0]),
             rec("mutex", "ticket", 8, &[2.5, 2.5, 2.5]),
             rec("mutex", "klock_tas_park", 8, &[3.0, 3.0, 3.1]),
-            rec("rwlock", "klock_rwsem", 4, &[5.0, 5.0, 5.0]),
+            rec("rwlock", "klock_rwlock_batched", 4, &[5.0, 5.0, 5.0]),
             rec("rwlock", "std_rw", 4, &[1.0, 1.0, 1.0]),
             rec("rwlock", "std", 4, &[50.0, 50.0, 50.0]),
         ];
@@ -875,7 +875,7 @@ mod tests {
                 r
             };
             let ss = samples(&report(vec![
-                rw("klock_rwsem", 5.0, (80.0, 100.0)),
+                rw("klock_rwlock_batched", 5.0, (80.0, 100.0)),
                 rw("std_rw", 9.0, (wmin, wavg)),
                 rw("parking_lot_rw", 6.0, (60.0, 100.0)),
             ]));
@@ -991,7 +991,12 @@ mod tests {
             [
                 ("SpinLock", "klock_tas_park", Some(LockKind::Mutex), true),
                 ("Mutex", "klock_mutex", Some(LockKind::Mutex), false),
-                ("RwLock", "klock_rwsem", Some(LockKind::RwLock), false),
+                (
+                    "RwLock",
+                    "klock_rwlock_batched",
+                    Some(LockKind::RwLock),
+                    false
+                ),
                 ("preload", "klock_preload", None, true),
             ]
         );

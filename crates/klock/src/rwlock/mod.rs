@@ -655,8 +655,12 @@ impl<S: SpinPolicy> RawRwLock<S> {
 // lock_api
 // ---------------------------------------------------------------------------
 
-/// klock's reader-writer lock (`lock_api::RwLock` over [`RawRwLock`]).
-/// Size: 16 bytes + `T` (rounded to `T`'s alignment).
+/// klock's reader-writer lock: `lock_api::RwLock` over
+/// [`RawRwLockBatched`], the floor protocol with turns and writer batches
+/// (`docs/rwsem.md`, "The default"). 16 bytes + `T` (rounded to `T`'s
+/// alignment). Upgradable, downgradable, timed, fair-unlock and recursive
+/// reads ([`RwLockRecursiveExt`]); no class waits longer than the other's
+/// turn. The seed's rwsem is [`RwLockRwsem`].
 ///
 /// ```
 /// let l = klock::RwLock::new(vec![1]);
@@ -668,15 +672,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
 /// assert_eq!(w.len(), 3);
 /// ```
 #[cfg(not(loom))]
-pub type RwLock<T> = lock_api::RwLock<RawRwLock<SpinOsq>, T>;
-/// A reader-writer lock whose writers never spin (`klock_rwsem_nospin`).
-///
-/// ```
-/// let l = klock::RwLockNoSpin::new(1);
-/// assert_eq!(*l.read(), 1);
-/// ```
-#[cfg(not(loom))]
-pub type RwLockNoSpin<T> = lock_api::RwLock<RawRwLock<SpinOff>, T>;
+pub type RwLock<T> = lock_api::RwLock<RawRwLockBatched, T>;
 /// Read guard of [`RwLock`] (a reference: 8 bytes on 64-bit).
 ///
 /// ```
@@ -685,8 +681,8 @@ pub type RwLockNoSpin<T> = lock_api::RwLock<RawRwLock<SpinOff>, T>;
 /// assert_eq!(*g, 1);
 /// ```
 #[cfg(not(loom))]
-pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock<SpinOsq>, T>;
-/// Write guard of [`RwLock`] (a reference plus the 4-byte [`WriteToken`]).
+pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLockBatched, T>;
+/// Write guard of [`RwLock`] (a reference: 8 bytes on 64-bit).
 ///
 /// ```
 /// let l = klock::RwLock::new(1);
@@ -694,7 +690,7 @@ pub type RwLockReadGuard<'a, T> = lock_api::RwLockReadGuard<'a, RawRwLock<SpinOs
 /// *g = 2;
 /// ```
 #[cfg(not(loom))]
-pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock<SpinOsq>, T>;
+pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLockBatched, T>;
 /// Upgradable read guard of [`RwLock`].
 ///
 /// ```
@@ -704,7 +700,31 @@ pub type RwLockWriteGuard<'a, T> = lock_api::RwLockWriteGuard<'a, RawRwLock<Spin
 /// ```
 #[cfg(not(loom))]
 pub type RwLockUpgradableReadGuard<'a, T> =
-    lock_api::RwLockUpgradableReadGuard<'a, RawRwLock<SpinOsq>, T>;
+    lock_api::RwLockUpgradableReadGuard<'a, RawRwLockBatched, T>;
+
+/// The seed's rwsem (`lock_api::RwLock` over [`RawRwLock`]; lockbench
+/// `klock_rwsem`): owner-aware optimistic spinning, a FIFO wait queue with
+/// hand-off, reader policies. Size: 16 bytes + `T`. A named variant; the
+/// default is [`RwLock`].
+///
+/// ```
+/// let l = klock::RwLockRwsem::new(vec![1]);
+/// l.write().push(2);
+/// let u = l.upgradable_read();
+/// let mut w = lock_api::RwLockUpgradableReadGuard::upgrade(u);
+/// w.push(3);
+/// assert_eq!(w.len(), 3);
+/// ```
+#[cfg(not(loom))]
+pub type RwLockRwsem<T> = lock_api::RwLock<RawRwLock<SpinOsq>, T>;
+/// The rwsem whose writers never spin (`klock_rwsem_nospin`).
+///
+/// ```
+/// let l = klock::RwLockNoSpin::new(1);
+/// assert_eq!(*l.read(), 1);
+/// ```
+#[cfg(not(loom))]
+pub type RwLockNoSpin<T> = lock_api::RwLock<RawRwLock<SpinOff>, T>;
 
 #[cfg(test)]
 #[cfg(not(loom))]

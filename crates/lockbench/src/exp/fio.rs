@@ -24,8 +24,7 @@ pub const BLOCK: usize = 4096;
 const WORDS: usize = BLOCK / 8;
 
 /// Default `--locks`.
-pub const DEFAULT_LOCKS: &str =
-    "klock_rwsem,klock_rwsem_nospin,std_rw,parking_lot_rw,pthread_rw,pthread_rw_wpref";
+pub const DEFAULT_LOCKS: &str = "klock_rwlock_batched,klock_rwlock_floor,klock_rwsem,klock_rwsem_nospin,std_rw,parking_lot_rw,pthread_rw,pthread_rw_wpref";
 
 /// Seed 003's fio result: (kernel, MB/s), 36 threads, xfs on a ramdisk.
 pub const SEED: &[(&str, f64)] = &[("patched 4.14", 2787.0), ("unpatched 4.14", 297.0)];
@@ -37,8 +36,9 @@ pub struct FioArgs {
     /// Comma-separated thread counts, each 1..=1024.
     #[arg(long, value_parser = parse_threads, default_value = "2,8,36")]
     pub threads: ThreadList,
-    /// Comma-separated rwlock names: klock_rwsem, klock_rwsem_nospin, std_rw,
-    /// parking_lot_rw, pthread_rw, pthread_rw_wpref.
+    /// Comma-separated rwlock names: klock_rwlock_batched (klock::RwLock),
+    /// klock_rwlock_floor, klock_rwlock_phased, klock_rwsem,
+    /// klock_rwsem_nospin, std_rw, parking_lot_rw, pthread_rw, pthread_rw_wpref.
     #[arg(long, value_delimiter = ',', default_value = DEFAULT_LOCKS)]
     pub locks: Vec<String>,
     /// Share of I/Os that are reads, percent (0..=100).
@@ -109,8 +109,15 @@ type FioFn = fn(&FioSpec, &Arc<FileBuf>) -> FioRun;
 
 /// The locks `fio` runs: name and job runner (descriptions come from the registry).
 pub fn lock_table() -> Vec<(&'static str, FioFn)> {
+    use klock::internal::rwlock::{RawRwLockBatched, RawRwLockFloor, RawRwLockPhased};
     use klock::{RawRwLock, SpinOff, SpinOsq};
     vec![
+        (
+            "klock_rwlock_batched",
+            job::<LockApiRwLock<RawRwLockBatched>>,
+        ),
+        ("klock_rwlock_floor", job::<LockApiRwLock<RawRwLockFloor>>),
+        ("klock_rwlock_phased", job::<LockApiRwLock<RawRwLockPhased>>),
         ("klock_rwsem", job::<LockApiRwLock<RawRwLock<SpinOsq>>>),
         (
             "klock_rwsem_nospin",
@@ -462,7 +469,7 @@ mod tests {
         let a = parse("").unwrap();
         assert_eq!(a.threads.0, vec![2, 8, 36]);
         assert_eq!(a.read_pct, 50);
-        assert_eq!(select(&a.locks).unwrap().len(), 6);
+        assert_eq!(select(&a.locks).unwrap().len(), 8);
         // Every fio lock is a registered rwlock (descriptions come from there).
         for (n, _) in lock_table() {
             let e = crate::locks::find(n).unwrap();

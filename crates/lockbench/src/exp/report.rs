@@ -746,7 +746,7 @@ mod tests {
         plan.fserver = parse(&format!("{fs} {tiny}"));
         let rw = "--pairs 1 --loads 1,sleep1us --locks klock_rwsem,std_rw --runs 2";
         plan.rwsem = parse(&format!("{rw} {tiny}"));
-        let fio = "--threads 2 --locks klock_rwsem,parking_lot_rw --file-mib 1 --runs 1";
+        let fio = "--threads 2 --locks klock_rwlock_batched,parking_lot_rw --file-mib 1 --runs 1";
         plan.fio = parse(&format!("{fio} {tiny}"));
         let mut m = Machine::default();
         let r = run_seeds(&plan, &mut m, &|_| {}, None).unwrap();
