@@ -14,11 +14,39 @@
 //!
 //! Setting `SCHED_FIFO` needs root or `CAP_SYS_NICE`: without it the test
 //! prints why it did not run, and fails if `KLOCK_CI=1` (set by `.ci/run`).
+//!
+//! The floor rwlock family (`klock::internal::rwlock::RawRwLockFloorOf`;
+//! `klock::RwLock` is its `RawRwLockBatched`) has no event counters; its
+//! one spin, `spin_while` (about 2 µs of read-only looks at the word before
+//! each sleep, in the read, write and upgrade slow paths), must be a single
+//! look for a real-time thread. `floor_realtime_waiters_never_spin` checks
+//! it by time, in a form chosen so that the time is decisive and not
+//! noisy: one thread calls each slow path on a lock it holds itself (the
+//! floor has no owner) with a deadline already past, so the call goes from
+//! the spin straight to the point of sleeping (the waiter bit announced,
+//! checked) and returns there, with no sleep, no system call and no other
+//! thread involved; the lock is reset between calls, outside the timed
+//! part. A spin costs at least its whole budget (`SpinBudget` ends no
+//! earlier than its length after its start, and the word does not change
+//! meanwhile), so the `SCHED_OTHER` control's median call is at least 2 µs
+//! by construction; the `SCHED_FIFO` median must be at least 1 µs below it
+//! (it is 150-200 ns on the 2-vCPU host, debug build: atomics and a clock
+//! read or two). The medians of 2 000 calls absorb interrupts and
+//! preemption. Removing `spin_while`'s real-time early return fails it
+//! (medians 2.3-2.6 µs under both policies).
 #![cfg(all(feature = "stats", not(loom)))]
 
+use klock::internal::rwlock::{
+    RW_FLOOR_READERS_WAITING, RW_FLOOR_UPGRADABLE, RW_FLOOR_WRITE_LOCKED, RW_FLOOR_WRITERS_WAITING,
+    RawRwLockBatched,
+};
 use klock::stat::{self, Event};
 use std::sync::{Barrier, Mutex as StdMutex};
 use std::time::Duration;
+
+/// The tests of this file run one at a time (the floor's is timed; the
+/// other's counters are process-wide).
+static SERIAL: StdMutex<()> = StdMutex::new(());
 
 /// The watchdog: far beyond a normal run (well under a second).
 const HANG_SECS: u64 = 120;
@@ -129,6 +157,7 @@ fn contend(policy: libc::c_int, rw: bool) -> stat::Snapshot {
 
 #[test]
 fn realtime_waiters_never_spin() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     // On a helper thread, so that a waiter that never sleeps (the holder
     // would wait for it forever) fails the test, naming it, instead of
     // hanging it.
@@ -157,11 +186,12 @@ fn realtime_waiters_never_spin() {
     }
 }
 
-fn check() {
+/// Can this thread go `SCHED_FIFO`? If not, say why `test` did not run
+/// (a failure under `.ci/run` or a CI service) and return `false`.
+fn fifo_allowed(test: &str) -> bool {
     if let Err(e) = set_policy(libc::SCHED_FIFO) {
-        let why = format!(
-            "realtime_waiters_never_spin NOT RUN: SCHED_FIFO refused (errno {e}; needs root or CAP_SYS_NICE)"
-        );
+        let why =
+            format!("{test} NOT RUN: SCHED_FIFO refused (errno {e}; needs root or CAP_SYS_NICE)");
         // Under .ci/run (KLOCK_CI=1) or a CI service this is a failure.
         assert!(
             ["KLOCK_CI", "CI"]
@@ -170,9 +200,16 @@ fn check() {
             "{why}"
         );
         eprintln!("{why}");
-        return;
+        return false;
     }
     set_policy(libc::SCHED_OTHER).unwrap();
+    true
+}
+
+fn check() {
+    if !fifo_allowed("realtime_waiters_never_spin") {
+        return;
+    }
 
     // Mutex: a SCHED_OTHER waiter spins on the owner (the check can fail) ...
     // (Every round is contended: the holder waits for the waiter's sleep.)
@@ -211,5 +248,142 @@ fn check() {
     assert!(fifo.get(Event::RwSleepWriter) >= ROUNDS as u64, "{fifo:?}");
     for e in [Event::RwSpinSuccess, Event::RwSpinFail, Event::OsqWaitNs] {
         assert_eq!(fifo.get(e), 0, "{e:?} for a SCHED_FIFO writer: {fifo:?}");
+    }
+}
+
+// ---- the floor rwlock family: no counters, so by time ---------------------------
+
+/// Timed calls per slow path and policy.
+const FLOOR_CALLS: usize = 2_000;
+
+/// The floor's spin budget (`SPIN_NS` in `rwlock/floor/mod.rs`), ns: the
+/// least a spinning call costs.
+const FLOOR_SPIN_NS: u64 = 2_000;
+
+/// The floor slow paths a waiter spins in, each called with a past deadline.
+const FLOOR_PATHS: [&str; 3] = [
+    "write (behind a read lock)",
+    "read (behind the write lock)",
+    "upgrade (beside another reader)",
+];
+
+/// The median of `v` (sorted in place).
+fn median(v: &mut [u64]) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+/// On a thread running under `policy`: each of [`FLOOR_PATHS`]
+/// [`FLOOR_CALLS`] times, returning each path's median call, ns. A call
+/// goes through the spin to the point of sleeping (checked by the waiter
+/// bit it announced) and returns `false` there (its deadline, 0, has
+/// passed); the reset between calls is not timed.
+fn floor_medians(policy: libc::c_int) -> [u64; 3] {
+    const W: u32 = RW_FLOOR_WRITERS_WAITING;
+    const R: u32 = RW_FLOOR_READERS_WAITING;
+    const U: u32 = RW_FLOOR_UPGRADABLE;
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            set_policy(policy).expect("set the measured thread's policy");
+            assert_eq!(
+                klock::internal::wait::realtime(),
+                policy == libc::SCHED_FIFO,
+                "wait::realtime() reports the policy"
+            );
+            let now = klock::internal::wait::now_ns;
+            let l = RawRwLockBatched::new();
+            let mut times = [const { Vec::new() }; 3];
+            // The write slow path, behind this thread's own read lock.
+            l.lock_shared();
+            for _ in 0..FLOOR_CALLS {
+                let t = now();
+                let got = l.lock_exclusive_until_ns(0);
+                times[0].push(now() - t);
+                assert!(!got, "a write lock beside a read lock");
+                assert_eq!(l.state(), 1 | W, "the writer announced itself");
+                // Reset: the last reader out clears the bit (no writer sleeps).
+                // SAFETY: the read lock taken above (or in the last round).
+                unsafe { l.unlock_shared() };
+                assert_eq!(l.state(), 0);
+                l.lock_shared();
+            }
+            // SAFETY: as above.
+            unsafe { l.unlock_shared() };
+            // The read slow path, behind this thread's own write lock.
+            l.lock_exclusive();
+            for _ in 0..FLOOR_CALLS {
+                let t = now();
+                let got = l.lock_shared_until_ns(0);
+                times[1].push(now() - t);
+                assert!(!got, "a read lock beside the write lock");
+                assert_eq!(
+                    l.state(),
+                    RW_FLOOR_WRITE_LOCKED | R,
+                    "the reader announced itself"
+                );
+                // Reset: the write unlock wakes the (no) readers and clears the bit.
+                // SAFETY: the write lock taken above (or in the last round).
+                unsafe { l.unlock_exclusive() };
+                assert_eq!(l.state(), 0);
+                l.lock_exclusive();
+            }
+            // SAFETY: as above.
+            unsafe { l.unlock_exclusive() };
+            // The upgrade slow path, beside this thread's own other read
+            // lock (the announced bit stays: no reset needed).
+            l.lock_upgradable();
+            l.lock_shared();
+            for _ in 0..FLOOR_CALLS {
+                let t = now();
+                // SAFETY: this thread holds the upgradable read lock.
+                let got = unsafe { l.upgrade_until_ns(0) };
+                times[2].push(now() - t);
+                assert!(!got, "an upgrade beside another reader");
+                assert_eq!(l.state(), 2 | U | W, "the upgrade announced itself");
+            }
+            // SAFETY: the plain and the upgradable read lock taken above.
+            unsafe { l.unlock_shared() };
+            // SAFETY: as above.
+            unsafe { l.unlock_upgradable() };
+            assert_eq!(l.state(), 0);
+            set_policy(libc::SCHED_OTHER).unwrap();
+            times.map(|mut v| median(&mut v))
+        })
+        .join()
+        .unwrap()
+    })
+}
+
+#[test]
+fn floor_realtime_waiters_never_spin() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    if !fifo_allowed("floor_realtime_waiters_never_spin") {
+        return;
+    }
+    // The control: a SCHED_OTHER waiter spins its budget out in each path
+    // (the word never changes), so the check could fail ...
+    let other = floor_medians(libc::SCHED_OTHER);
+    // ... a SCHED_FIFO one looks once.
+    let fifo = floor_medians(libc::SCHED_FIFO);
+    for (k, path) in FLOOR_PATHS.iter().enumerate() {
+        eprintln!(
+            "floor {path}: median call {} ns under SCHED_OTHER, {} ns under SCHED_FIFO",
+            other[k], fifo[k]
+        );
+    }
+    for (k, path) in FLOOR_PATHS.iter().enumerate() {
+        assert!(
+            other[k] >= FLOOR_SPIN_NS,
+            "control: a SCHED_OTHER waiter spins {FLOOR_SPIN_NS} ns in the floor's {path} path, \
+             but its median call took {} ns (the spin budget changed?)",
+            other[k]
+        );
+        assert!(
+            fifo[k] + FLOOR_SPIN_NS / 2 <= other[k],
+            "INV-RT-NOSPIN: a SCHED_FIFO waiter in the floor's {path} path took {} ns per call \
+             (median), a SCHED_OTHER one {} ns: the real-time one spins too",
+            fifo[k],
+            other[k]
+        );
     }
 }

@@ -672,46 +672,47 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
     /// The lock is free with waiter bits `s`: `(0,-W) -> (0,--)` and wake a
     /// writer; `(0,RW) -> (0,R-)` and wake a writer, and if none was asleep
     /// go on as for `(0,R-)`; `(0,R-) -> (0,--)` and wake every reader. A
-    /// CAS that fails means someone took the lock or changed the bits: it
-    /// is their turn to wake (their unlock sees the bits).
+    /// CAS that fails re-decides while the lock is free; once someone took
+    /// it, it is their turn to wake (their unlock sees the bits).
     #[cold]
     fn wake_writer_or_readers(&self, mut s: u32) {
         debug_assert!(is_unlocked(s));
         const W: u32 = RW_FLOOR_WRITERS_WAITING;
         const R: u32 = RW_FLOOR_READERS_WAITING;
-        // Relaxed (the three CASes): the unlock's Release RMW already
-        // published the critical section; the woken thread's Acquire CAS
-        // pairs with it.
-        if s == W {
-            match self
-                .state
-                .compare_exchange(s, 0, Ordering::Relaxed, Ordering::Relaxed)
-            {
-                Ok(_) => {
-                    self.wake_writer();
-                    return;
+        // Relaxed (the CASes): the unlock's Release RMW already published
+        // the critical section; the woken thread's Acquire CAS pairs with
+        // it. A failed CAS re-decides with the new word while the lock is
+        // free (a waiter announced itself, or an upgradable reader's
+        // release cleared READERS_WAITING); a held lock is its holder's
+        // to wake.
+        loop {
+            if !is_unlocked(s) {
+                return;
+            }
+            let r = if s == W {
+                self.state
+                    .compare_exchange(s, 0, Ordering::Relaxed, Ordering::Relaxed)
+                    .map(|_| {
+                        self.wake_writer();
+                    })
+            } else if s == R | W {
+                match self
+                    .state
+                    .compare_exchange(s, R, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    Ok(_) if self.wake_writer() => Ok(()),
+                    Ok(_) => self.wake_readers(R),
+                    Err(x) => Err(x),
                 }
+            } else if s == R {
+                self.wake_readers(s)
+            } else {
+                return;
+            };
+            match r {
+                Ok(()) => return,
                 Err(x) => s = x,
             }
-        }
-        if s == R | W {
-            if self
-                .state
-                .compare_exchange(s, R, Ordering::Relaxed, Ordering::Relaxed)
-                .is_err()
-            {
-                return;
-            }
-            if self.wake_writer() {
-                return;
-            }
-            // No writer was asleep (it may have timed out or not slept
-            // yet): wake the readers rather than leave them asleep.
-            s = R;
-        }
-        if s == R {
-            // A failed CAS: as above, their turn.
-            let _ = self.wake_readers(s);
         }
     }
 
@@ -778,8 +779,19 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
                 // The readers' turn behind a writer batch: only readers
                 // that slept may enter (WRITERS_WAITING stays set, so new
                 // readers wait); the last of them wakes the next writer.
-                match self.wake_readers(s) {
-                    Ok(()) => return,
+                match self
+                    .state
+                    .compare_exchange(s, s & !R, Ordering::Relaxed, Ordering::Relaxed)
+                {
+                    Ok(_) => {
+                        if wait::futex_wake(&self.state, u32::MAX) == 0 {
+                            // No reader was asleep (READERS_WAITING was
+                            // stale: they timed out): no last reader will
+                            // wake a writer, so the writers' turn now.
+                            self.writers_turn(s & !R);
+                        }
+                        return;
+                    }
                     Err(x) => {
                         s = x;
                         continue;

@@ -232,3 +232,27 @@ fn count_exactly<const PHASED: bool, const B: u32>() {
     // SAFETY: `raw` only reads the word; no guard is forged.
     assert_eq!(unsafe { l.raw() }.state(), 0);
 }
+
+/// The readers' turn behind a writer batch wakes nobody when the readers
+/// that set READERS_WAITING timed out: it must pass the turn on to the
+/// writers, or WRITERS_WAITING stays on a free lock that no release will
+/// see (found by the fork test; it left `(0,-W)`).
+#[test]
+fn batched_readers_turn_that_wakes_no_reader_passes_to_the_writers() {
+    let l = RawRwLockBatched::new();
+    l.state.store(X | R | W, Ordering::Relaxed);
+    let long_ago = now_us().wrapping_sub(WRITER_BATCH_US * 10);
+    l.readers_since.store(long_ago, Ordering::Relaxed);
+    // SAFETY: the state says write-locked (a unit test of the word).
+    unsafe { l.unlock_exclusive() };
+    assert_eq!(
+        l.state(),
+        0,
+        "no reader and no writer asleep: free, no bits"
+    );
+    assert_eq!(
+        l.writer_notify.load(Ordering::Relaxed),
+        1,
+        "a writer was called"
+    );
+}
