@@ -1003,8 +1003,9 @@ fn downgrade_to_upgradable_lets_reader_in<const PHASED: bool>() {
 /// sleep while the main thread is inside) and a plain reader arrives. On
 /// a timeout the upgradable read lock is still held (the UPGRADABLE bit,
 /// a read count: `upgradable_section`), it is released with
-/// `unlock_upgradable`; the abandoned WRITERS_WAITING may keep the plain
-/// reader asleep until the last release, which must wake it. Then the
+/// `unlock_upgradable`; the plain reader that slept behind the announced
+/// upgrade is woken by the upgrade's withdrawal (`withdraw_upgrade`) or by
+/// the last release. Then the
 /// main thread writes and reads again (`reuse`). Seen: a timeout, a
 /// success, and a timeout in an execution where the main thread inside
 /// saw both bits (the plain reader asleep behind the announced upgrade).
@@ -1013,7 +1014,8 @@ fn downgrade_to_upgradable_lets_reader_in<const PHASED: bool>() {
 /// "upgraded, word 0xa0000002" (the upgraded section's assertion: the bit
 /// and two readers); with `unlock_upgradable` without its
 /// `after_read_release`: deadlock (the plain reader asleep behind the
-/// abandoned WRITERS_WAITING).
+/// abandoned WRITERS_WAITING; found before `withdraw_upgrade` took the bit
+/// back).
 fn timed_upgrade_beside_readers<const PHASED: bool>() {
     let timed_out = branch();
     let got_in = branch();

@@ -156,8 +156,8 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
 
     /// [`upgrade`](Self::upgrade), sleeping at most until `deadline_ns`.
     /// `false`: the deadline passed and the upgradable read lock is still
-    /// held (WRITERS_WAITING may stay set, as a timed-out writer's does,
-    /// until the lock is next free).
+    /// held; the WRITERS_WAITING the upgrade set is taken back
+    /// (`withdraw_upgrade`).
     ///
     /// # Safety
     ///
@@ -175,6 +175,7 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
     fn upgrade_slow(&self, deadline: Option<u64>) -> bool {
         // Relaxed: the CAS is the Acquire.
         let mut s = self.state.load(Ordering::Relaxed);
+        let mut announced = false;
         loop {
             // 1. Take the write lock once this is the only reader.
             if is_alone(s) {
@@ -193,6 +194,7 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
                 s = x;
                 continue;
             }
+            announced |= !has_writers_waiting(s);
             // 3. Spin while the others may leave soon.
             s = self.spin_while(|s| !is_alone(s));
             if is_alone(s) {
@@ -208,6 +210,9 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
             }
             // 4. Sleep until the last other reader bumps `upgrade_notify`.
             let Some(timeout) = wait::remaining(deadline) else {
+                if announced {
+                    self.withdraw_upgrade();
+                }
                 return false;
             };
             chaos::point(Site::BeforeSleep);
@@ -216,6 +221,34 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
             // Relaxed: the CAS is the Acquire.
             s = self.state.load(Ordering::Relaxed);
         }
+    }
+
+    /// A timed-out upgrade takes back the WRITERS_WAITING it set, so that
+    /// the readers it kept out (its own thread's included) may enter:
+    /// `(n,U,*W) -> (n,U,*-)`, then wake one writer (a writer that slept
+    /// behind the bit meanwhile sets it again: the floor's clear-then-wake,
+    /// as in `wake_writer_or_readers`) and the readers that wait.
+    #[cold]
+    fn withdraw_upgrade(&self) {
+        // Relaxed (load and CAS): the Release bump in `wake_writer` orders
+        // the cleared bit before a writer's Acquire load of its sequence.
+        let mut s = self.state.load(Ordering::Relaxed);
+        while has_writers_waiting(s) {
+            match self.state.compare_exchange(
+                s,
+                s & !RW_FLOOR_WRITERS_WAITING,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => {
+                    s &= !RW_FLOOR_WRITERS_WAITING;
+                    break;
+                }
+                Err(x) => s = x,
+            }
+        }
+        self.wake_writer();
+        self.wake_readers_while_read(s);
     }
 
     // ---- downgrades -------------------------------------------------------------
@@ -364,6 +397,33 @@ mod tests {
         // SAFETY: the state holds the upgradable read lock.
         unsafe { l.downgrade_upgradable() };
         assert_eq!(l.state(), 1 | W);
+    }
+
+    #[test]
+    fn a_timed_out_upgrade_takes_back_its_writers_waiting() {
+        let l = RawRwLockBatched::new();
+        l.lock_upgradable();
+        l.lock_shared();
+        // SAFETY: this thread holds the upgradable read lock.
+        assert!(
+            !unsafe { l.upgrade_until_ns(0) },
+            "another reader is inside"
+        );
+        assert_eq!(l.state(), 2 | U, "(2,U,-W) -> (2,U,--)");
+        assert!(l.try_lock_shared(), "the thread's own plain read gets in");
+        // SAFETY: the three read locks taken above.
+        unsafe {
+            l.unlock_shared();
+            l.unlock_shared();
+            l.unlock_upgradable();
+        }
+        assert_eq!(l.state(), 0);
+        // A reader that slept behind the announced upgrade (READERS_WAITING)
+        // is woken too, or the thread's own plain read would still wait.
+        let l = with_state(2 | U | R);
+        // SAFETY: the state says an upgradable read is held (a unit test of the word).
+        assert!(!unsafe { l.upgrade_until_ns(0) });
+        assert_eq!(l.state(), 2 | U, "(2,U,RW) -> (2,U,--), readers woken");
     }
 
     #[test]
