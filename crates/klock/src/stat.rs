@@ -225,6 +225,10 @@ events! {
     RwTimeoutGranted = "rwsem_timeout_granted",
     /// An upgrade waited (futex) for the other readers to leave.
     RwUpgradeWait = "rwsem_upgrade_wait",
+    /// A waiter of the default RwLock (the floor family) entered its
+    /// read-only spin (in a read, write or upgrade slow path); never a
+    /// real-time thread (INV-RT-NOSPIN).
+    RwFloorSpin = "rwlock_spin",
     /// A timed condvar wait timed out.
     CondTimeout = "cond_timeout",
     /// A mutex waiter armed its node for a wake-up (SLEEPING under WLOCK):

@@ -16,24 +16,15 @@
 //! prints why it did not run, and fails if `KLOCK_CI=1` (set by `.ci/run`).
 //!
 //! The floor rwlock family (`klock::internal::rwlock::RawRwLockFloorOf`;
-//! `klock::RwLock` is its `RawRwLockBatched`) has no event counters; its
-//! one spin, `spin_while` (about 2 µs of read-only looks at the word before
-//! each sleep, in the read, write and upgrade slow paths), must be a single
-//! look for a real-time thread. `floor_realtime_waiters_never_spin` checks
-//! it by time, in a form chosen so that the time is decisive and not
-//! noisy: one thread calls each slow path on a lock it holds itself (the
-//! floor has no owner) with a deadline already past, so the call goes from
-//! the spin straight to the point of sleeping (the waiter bit announced,
-//! checked) and returns there, with no sleep, no system call and no other
-//! thread involved; the lock is reset between calls, outside the timed
-//! part. A spin costs at least its whole budget (`SpinBudget` ends no
-//! earlier than its length after its start, and the word does not change
-//! meanwhile), so the `SCHED_OTHER` control's median call is at least 2 µs
-//! by construction; the `SCHED_FIFO` median must be at least 1 µs below it
-//! (it is 150-200 ns on the 2-vCPU host, debug build: atomics and a clock
-//! read or two). The medians of 2 000 calls absorb interrupts and
-//! preemption. Removing `spin_while`'s real-time early return fails it
-//! (medians 2.3-2.6 µs under both policies).
+//! `klock::RwLock` is its `RawRwLockBatched`) has one spin, `spin_while`
+//! (about 2 µs of read-only looks at the word before each sleep, in the
+//! read, write and upgrade slow paths), counted as `rwlock_spin`.
+//! `floor_realtime_waiters_never_spin` calls each slow path on a lock the
+//! calling thread holds itself (the floor has no owner) with a deadline
+//! already past, so each call goes through the spin to the point of
+//! sleeping (the waiter bit announced, checked) and returns there: a
+//! `SCHED_OTHER` thread must enter the spin in every call, a `SCHED_FIFO`
+//! one never.
 #![cfg(all(feature = "stats", not(loom)))]
 
 use klock::internal::rwlock::{
@@ -44,8 +35,7 @@ use klock::stat::{self, Event};
 use std::sync::{Barrier, Mutex as StdMutex};
 use std::time::Duration;
 
-/// The tests of this file run one at a time (the floor's is timed; the
-/// other's counters are process-wide).
+/// The tests of this file run one at a time (the counters are process-wide).
 static SERIAL: StdMutex<()> = StdMutex::new(());
 
 /// The watchdog: far beyond a normal run (well under a second).
@@ -251,14 +241,10 @@ fn check() {
     }
 }
 
-// ---- the floor rwlock family: no counters, so by time ---------------------------
+// ---- the floor rwlock family (klock::RwLock) ---------------------------------
 
-/// Timed calls per slow path and policy.
-const FLOOR_CALLS: usize = 2_000;
-
-/// The floor's spin budget (`SPIN_NS` in `rwlock/floor/mod.rs`), ns: the
-/// least a spinning call costs.
-const FLOOR_SPIN_NS: u64 = 2_000;
+/// Calls per slow path and policy.
+const FLOOR_CALLS: u64 = 50;
 
 /// The floor slow paths a waiter spins in, each called with a past deadline.
 const FLOOR_PATHS: [&str; 3] = [
@@ -267,18 +253,18 @@ const FLOOR_PATHS: [&str; 3] = [
     "upgrade (beside another reader)",
 ];
 
-/// The median of `v` (sorted in place).
-fn median(v: &mut [u64]) -> u64 {
-    v.sort_unstable();
-    v[v.len() / 2]
+/// `rwlock_spin` now (the floor's spins entered, process-wide; the tests of
+/// this file run one at a time and only the measured thread uses a floor lock).
+fn floor_spins_now() -> u64 {
+    stat::snapshot().get(Event::RwFloorSpin)
 }
 
 /// On a thread running under `policy`: each of [`FLOOR_PATHS`]
-/// [`FLOOR_CALLS`] times, returning each path's median call, ns. A call
-/// goes through the spin to the point of sleeping (checked by the waiter
-/// bit it announced) and returns `false` there (its deadline, 0, has
-/// passed); the reset between calls is not timed.
-fn floor_medians(policy: libc::c_int) -> [u64; 3] {
+/// [`FLOOR_CALLS`] times, returning how many spins each path entered. A
+/// call goes through the spin to the point of sleeping (checked by the
+/// waiter bit it announced) and returns `false` there (its deadline, 0,
+/// has passed): every call of a thread that may spin enters the spin.
+fn floor_spins(policy: libc::c_int) -> [u64; 3] {
     const W: u32 = RW_FLOOR_WRITERS_WAITING;
     const R: u32 = RW_FLOOR_READERS_WAITING;
     const U: u32 = RW_FLOOR_UPGRADABLE;
@@ -290,64 +276,61 @@ fn floor_medians(policy: libc::c_int) -> [u64; 3] {
                 policy == libc::SCHED_FIFO,
                 "wait::realtime() reports the policy"
             );
-            let now = klock::internal::wait::now_ns;
             let l = RawRwLockBatched::new();
-            let mut times = [const { Vec::new() }; 3];
+            let mut spins = [0; 3];
             // The write slow path, behind this thread's own read lock.
             l.lock_shared();
+            let before = floor_spins_now();
             for _ in 0..FLOOR_CALLS {
-                let t = now();
-                let got = l.lock_exclusive_until_ns(0);
-                times[0].push(now() - t);
-                assert!(!got, "a write lock beside a read lock");
+                assert!(
+                    !l.lock_exclusive_until_ns(0),
+                    "a write lock beside a read lock"
+                );
                 assert_eq!(l.state(), 1 | W, "the writer announced itself");
-                // Reset: the last reader out clears the bit (no writer sleeps).
-                // SAFETY: the read lock taken above (or in the last round).
-                unsafe { l.unlock_shared() };
-                assert_eq!(l.state(), 0);
-                l.lock_shared();
             }
-            // SAFETY: as above.
+            spins[0] = floor_spins_now() - before;
+            // SAFETY: the read lock taken above.
             unsafe { l.unlock_shared() };
+            assert_eq!(l.state(), 0, "the last reader out cleared the bit");
             // The read slow path, behind this thread's own write lock.
             l.lock_exclusive();
+            let before = floor_spins_now();
             for _ in 0..FLOOR_CALLS {
-                let t = now();
-                let got = l.lock_shared_until_ns(0);
-                times[1].push(now() - t);
-                assert!(!got, "a read lock beside the write lock");
+                assert!(
+                    !l.lock_shared_until_ns(0),
+                    "a read lock beside the write lock"
+                );
                 assert_eq!(
                     l.state(),
                     RW_FLOOR_WRITE_LOCKED | R,
                     "the reader announced itself"
                 );
-                // Reset: the write unlock wakes the (no) readers and clears the bit.
-                // SAFETY: the write lock taken above (or in the last round).
-                unsafe { l.unlock_exclusive() };
-                assert_eq!(l.state(), 0);
-                l.lock_exclusive();
             }
-            // SAFETY: as above.
+            spins[1] = floor_spins_now() - before;
+            // SAFETY: the write lock taken above.
             unsafe { l.unlock_exclusive() };
+            assert_eq!(l.state(), 0);
             // The upgrade slow path, beside this thread's own other read
-            // lock (the announced bit stays: no reset needed).
+            // lock (a timed-out upgrade takes its bit back).
             l.lock_upgradable();
             l.lock_shared();
+            let before = floor_spins_now();
             for _ in 0..FLOOR_CALLS {
-                let t = now();
                 // SAFETY: this thread holds the upgradable read lock.
-                let got = unsafe { l.upgrade_until_ns(0) };
-                times[2].push(now() - t);
-                assert!(!got, "an upgrade beside another reader");
-                assert_eq!(l.state(), 2 | U | W, "the upgrade announced itself");
+                assert!(
+                    !unsafe { l.upgrade_until_ns(0) },
+                    "an upgrade beside another reader"
+                );
+                assert_eq!(l.state(), 2 | U, "the timed-out upgrade took its bit back");
             }
+            spins[2] = floor_spins_now() - before;
             // SAFETY: the plain and the upgradable read lock taken above.
             unsafe { l.unlock_shared() };
             // SAFETY: as above.
             unsafe { l.unlock_upgradable() };
             assert_eq!(l.state(), 0);
             set_policy(libc::SCHED_OTHER).unwrap();
-            times.map(|mut v| median(&mut v))
+            spins
         })
         .join()
         .unwrap()
@@ -360,30 +343,21 @@ fn floor_realtime_waiters_never_spin() {
     if !fifo_allowed("floor_realtime_waiters_never_spin") {
         return;
     }
-    // The control: a SCHED_OTHER waiter spins its budget out in each path
-    // (the word never changes), so the check could fail ...
-    let other = floor_medians(libc::SCHED_OTHER);
-    // ... a SCHED_FIFO one looks once.
-    let fifo = floor_medians(libc::SCHED_FIFO);
-    for (k, path) in FLOOR_PATHS.iter().enumerate() {
-        eprintln!(
-            "floor {path}: median call {} ns under SCHED_OTHER, {} ns under SCHED_FIFO",
-            other[k], fifo[k]
-        );
-    }
+    // The control: a SCHED_OTHER waiter enters the spin in every call of
+    // every path, so the check could fail ...
+    let other = floor_spins(libc::SCHED_OTHER);
+    // ... a SCHED_FIFO one never does.
+    let fifo = floor_spins(libc::SCHED_FIFO);
     for (k, path) in FLOOR_PATHS.iter().enumerate() {
         assert!(
-            other[k] >= FLOOR_SPIN_NS,
-            "control: a SCHED_OTHER waiter spins {FLOOR_SPIN_NS} ns in the floor's {path} path, \
-             but its median call took {} ns (the spin budget changed?)",
+            other[k] >= FLOOR_CALLS,
+            "control: a SCHED_OTHER waiter entered the spin {} times in {FLOOR_CALLS} calls \
+             of the floor's {path} path",
             other[k]
         );
-        assert!(
-            fifo[k] + FLOOR_SPIN_NS / 2 <= other[k],
-            "INV-RT-NOSPIN: a SCHED_FIFO waiter in the floor's {path} path took {} ns per call \
-             (median), a SCHED_OTHER one {} ns: the real-time one spins too",
-            fifo[k],
-            other[k]
+        assert_eq!(
+            fifo[k], 0,
+            "INV-RT-NOSPIN: a SCHED_FIFO waiter entered the spin in the floor's {path} path"
         );
     }
 }

@@ -84,6 +84,7 @@
 //! ```
 
 use crate::chaos::{self, Site};
+use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait;
 
@@ -402,6 +403,7 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
             // Relaxed: as below.
             return self.state.load(Ordering::Relaxed);
         }
+        stat::inc(Event::RwFloorSpin);
         let mut s = 0;
         wait::spin_until(&mut wait::SpinBudget::new(SPIN_NS), || {
             // Relaxed: a hint; the CAS that acts on it is the Acquire.
