@@ -76,6 +76,7 @@
 use crate::node::{self, Node, QNode, check_tag, tag};
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
+use crate::sync::{peek, publish};
 use crate::wait::{self, SpinBudget};
 
 /// A cancellable MCS queue of spinners (4 bytes: one `AtomicU32`).
@@ -93,63 +94,6 @@ pub struct Osq {
 impl Default for Osq {
     fn default() -> Self {
         Osq::new()
-    }
-}
-
-/// Spin on `cond` within the wait-lock budget, then yield, until it returns
-/// `Some`. Used for the protocol's short but unbounded waits on peers that may
-/// be preempted (never for waiting on a lock holder). Built on the one spin
-/// loop, [`wait::spin_until`].
-#[inline]
-pub(crate) fn spin_then_yield<T>(mut cond: impl FnMut() -> Option<T>) -> T {
-    let ns = crate::tune::get().waitlock_spin_ns;
-    loop {
-        let mut out = None;
-        if wait::spin_until(&mut SpinBudget::new(ns), || {
-            out = cond();
-            out.is_some()
-        }) && let Some(v) = out
-        {
-            return v;
-        }
-        wait::relinquish();
-    }
-}
-
-/// Read `a` inside a wait loop. Natively a plain load. Under loom a plain
-/// load in a loop may return the same stale value forever (real hardware makes
-/// stores visible eventually), which loom would report as a livelock; a failed
-/// `compare_exchange` reads the newest value without storing, so `peek` uses
-/// one with an expected value no klock word holds (`u32::MAX`; were it there,
-/// the "exchange" would rewrite the same value).
-#[inline(always)]
-pub(crate) fn peek(a: &AtomicU32, ord: Ordering) -> u32 {
-    #[cfg(loom)]
-    {
-        match a.compare_exchange(u32::MAX, u32::MAX, Ordering::AcqRel, ord) {
-            Ok(v) | Err(v) => v,
-        }
-    }
-    #[cfg(not(loom))]
-    {
-        a.load(ord)
-    }
-}
-
-/// Store `v` into a word another thread spins on. Natively a plain store;
-/// under loom a `swap`, because loom orders a plain store only after the
-/// stores its thread has seen (a partial modification order), so a spinner's
-/// RMW could keep reading an older value that real hardware would have
-/// overwritten; a swap reads (and so follows) the newest value.
-#[inline(always)]
-pub(crate) fn publish(a: &AtomicU32, v: u32, ord: Ordering) {
-    #[cfg(loom)]
-    {
-        a.swap(v, ord);
-    }
-    #[cfg(not(loom))]
-    {
-        a.store(v, ord);
     }
 }
 
@@ -478,7 +422,7 @@ impl Osq {
         let me = q.tail();
         let n = OsqNode::of(q.node());
         let mut prev_tail = n.prev().load(Ordering::Acquire);
-        let granted = spin_then_yield(|| {
+        let granted = wait::spin_then_yield(|| {
             let prev = OsqNode::of(node::decode(prev_tail));
             // Acquire on success: step C of an unqueueing predecessor released
             // our new `prev`; relaxed reload below.
@@ -507,7 +451,7 @@ impl Osq {
     fn wait_next(&self, q: QNode, prev_tail: u32) -> Option<u32> {
         let me = q.tail();
         let n = OsqNode::of(q.node());
-        spin_then_yield(|| {
+        wait::spin_then_yield(|| {
             // Acquire on success pairs with the swaps of later joiners (none
             // exist if the CAS succeeds; kept for symmetry with the kernel).
             if peek(&self.tail, Ordering::Relaxed) == me

@@ -28,7 +28,6 @@
 
 use crate::chaos::{self, Site};
 use crate::node;
-use crate::osq;
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait;
 
@@ -510,7 +509,9 @@ pub(crate) fn lock_bit(word: &AtomicU32, bit: u32) -> u32 {
         if o & bit == 0 {
             return o | bit;
         }
-        osq::spin_then_yield(|| (osq::peek(word, Ordering::Relaxed) & bit == 0).then_some(()));
+        crate::wait::spin_then_yield(|| {
+            (crate::sync::peek(word, Ordering::Relaxed) & bit == 0).then_some(())
+        });
     }
 }
 

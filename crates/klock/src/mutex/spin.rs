@@ -114,7 +114,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             beat,
             SpinEnd::OwnerSlow,
             |poll| {
-                let o = poll.poll(|| osq::peek(&self.owner, Ordering::Relaxed));
+                let o = poll.poll(|| crate::sync::peek(&self.owner, Ordering::Relaxed));
                 if owed_to_waiter(o) {
                     // A waiter is owed the lock (or has it): spinning is pointless;
                     // a PICKUP addressed to us is taken by the caller's trylock.
@@ -271,7 +271,7 @@ impl<S: SpinPolicy> RawMutex<S> {
                 return false;
             }
             wait::spin_until(&mut SpinBudget::new(ns), || {
-                is_free(osq::peek(&self.owner, Ordering::Relaxed))
+                is_free(crate::sync::peek(&self.owner, Ordering::Relaxed))
             });
             wait::relinquish();
         }

@@ -24,7 +24,6 @@ use super::word::{
 };
 use super::{RawMutex, SpinPolicy};
 use crate::chaos::{self, Site};
-use crate::osq;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::waitlist::{Waiter, WaiterState, fair_check_due, lock_bit};
@@ -105,8 +104,8 @@ impl<S: SpinPolicy> RawMutex<S> {
                 continue;
             }
             if list_locked(o) {
-                osq::spin_then_yield(|| {
-                    (!list_locked(osq::peek(&self.owner, Ordering::Relaxed))).then_some(())
+                crate::wait::spin_then_yield(|| {
+                    (!list_locked(crate::sync::peek(&self.owner, Ordering::Relaxed))).then_some(())
                 });
                 o = self.owner.load(Ordering::Relaxed);
                 continue;

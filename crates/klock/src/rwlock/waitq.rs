@@ -32,7 +32,6 @@ use super::word::{
 use super::{Class, Got, RawRwLock, SpinPolicy};
 use crate::chaos::{self, Site};
 use crate::node::{self, QNode};
-use crate::osq;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::wait::{self, SpinBudget, WaitOutcome};
@@ -678,8 +677,8 @@ impl<S: SpinPolicy> RawRwLock<S> {
                 continue;
             }
             if c & WLOCK != 0 {
-                osq::spin_then_yield(|| {
-                    (osq::peek(&self.count, Ordering::Relaxed) & WLOCK == 0).then_some(())
+                crate::wait::spin_then_yield(|| {
+                    (crate::sync::peek(&self.count, Ordering::Relaxed) & WLOCK == 0).then_some(())
                 });
                 c = self.count.load(Ordering::Relaxed);
                 continue;

@@ -482,6 +482,26 @@ mod tsc {
     }
 }
 
+/// Spin on `cond` within the wait-lock budget, then yield, until it returns
+/// `Some`. Used for the protocol's short but unbounded waits on peers that may
+/// be preempted (never for waiting on a lock holder). Built on the one spin
+/// loop, [`spin_until`].
+#[inline]
+pub(crate) fn spin_then_yield<T>(mut cond: impl FnMut() -> Option<T>) -> T {
+    let ns = crate::tune::get().waitlock_spin_ns;
+    loop {
+        let mut out = None;
+        if spin_until(&mut SpinBudget::new(ns), || {
+            out = cond();
+            out.is_some()
+        }) && let Some(v) = out
+        {
+            return v;
+        }
+        super::relinquish();
+    }
+}
+
 #[cfg(test)]
 #[cfg(not(loom))]
 mod tests {
