@@ -439,9 +439,15 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
     /// Take a read lock, sleeping while a writer holds or waits.
     #[inline]
     pub fn lock_shared(&self) {
-        if !self.try_lock_shared() {
-            self.read_slow(None, ReadKind::Plain);
-        }
+        self.read(ReadKind::Plain, None);
+    }
+
+    /// Take a `kind` read lock: the fast try, then the slow path until
+    /// `deadline`. The one body of every blocking and timed read entry
+    /// point. `false`: the deadline passed.
+    #[inline]
+    fn read(&self, kind: ReadKind, deadline: Option<u64>) -> bool {
+        self.try_read(kind) || self.read_slow(deadline, kind)
     }
 
     /// Take a read lock past waiting writers (not past a write-holder),
@@ -466,21 +472,19 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
     /// holds the lock (see [`try_lock_shared_recursive`](Self::try_lock_shared_recursive)).
     #[inline]
     pub fn lock_shared_recursive(&self) {
-        if !self.try_lock_shared_recursive() {
-            self.read_slow(None, ReadKind::Recursive);
-        }
+        self.read(ReadKind::Recursive, None);
     }
 
     /// [`lock_shared_recursive`](Self::lock_shared_recursive), sleeping at
     /// most until `deadline_ns`. `false`: the deadline passed.
     pub fn lock_shared_recursive_until_ns(&self, deadline_ns: u64) -> bool {
-        self.try_lock_shared_recursive() || self.read_slow(Some(deadline_ns), ReadKind::Recursive)
+        self.read(ReadKind::Recursive, Some(deadline_ns))
     }
 
     /// Take a read lock, sleeping at most until `deadline_ns`
     /// ([`wait::now_ns`] time). `false`: the deadline passed.
     pub fn lock_shared_until_ns(&self, deadline_ns: u64) -> bool {
-        self.try_lock_shared() || self.read_slow(Some(deadline_ns), ReadKind::Plain)
+        self.read(ReadKind::Plain, Some(deadline_ns))
     }
 
     /// The read slow path of every `kind`, in four steps: spin while a

@@ -81,15 +81,13 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
     /// waits or another reader holds one.
     #[inline]
     pub fn lock_upgradable(&self) {
-        if !self.try_lock_upgradable() {
-            self.read_slow(None, ReadKind::Upgradable);
-        }
+        self.read(ReadKind::Upgradable, None);
     }
 
     /// [`lock_upgradable`](Self::lock_upgradable), sleeping at most until
     /// `deadline_ns`. `false`: the deadline passed.
     pub fn lock_upgradable_until_ns(&self, deadline_ns: u64) -> bool {
-        self.try_lock_upgradable() || self.read_slow(Some(deadline_ns), ReadKind::Upgradable)
+        self.read(ReadKind::Upgradable, Some(deadline_ns))
     }
 
     /// Release an upgradable read lock: `(n,U,**) -> (n-1,-,**)`, then as a
