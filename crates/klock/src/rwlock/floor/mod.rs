@@ -80,6 +80,7 @@
 //!  (n,U=0,**) --upgradable read (as a read, U free)--> (n+1,U,**)
 //!  (1,U,**)   --upgrade: CAS--> (W,-,**)        (n>1,U,*-) --upgrade: announce W--> (n,U,*W), sleep on upgrade_notify
 //!  (2,U,*W)   --a reader leaves--> (1,U,*W): bump upgrade_notify, wake the upgrader
+//!  (n,U,*W)   --upgrade timed out (it had set W)--> (n,U,*-): one writer and the readers woken
 //!  (W,-,**)   --downgrade--> (1,-,**) / (1,U,**), waiting readers woken
 //! ```
 

@@ -52,6 +52,8 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
     /// wake re-check and sleep again.
     fn wake_readers_while_read(&self, mut s: u32) {
         while has_readers_waiting(s) && !is_write_locked(s) {
+            // The window between a release (or a downgrade) and its wake-up.
+            chaos::point(Site::AfterRelease);
             match self.wake_readers(s) {
                 Ok(()) => return,
                 Err(x) => s = x,
@@ -103,7 +105,6 @@ impl<const PHASED: bool, const READ_TURN_US: u32> RawRwLockFloorOf<PHASED, READ_
         let s = self.state.fetch_sub(D, Ordering::Release) - D;
         self.after_read_release(s);
         if has_readers_waiting(s) {
-            chaos::point(Site::AfterRelease);
             // Relaxed: a fresh look; the CAS in `wake_readers` decides.
             self.wake_readers_while_read(self.state.load(Ordering::Relaxed));
         }
