@@ -96,9 +96,24 @@ mod imp {
     static SEED: OnceLock<u64> = OnceLock::new();
     static THREADS: AtomicU64 = AtomicU64::new(0);
 
+    /// At a fork: finish the seed (see `crate::fork`).
+    static FORK_HOOKS: crate::fork::Hooks = crate::fork::Hooks {
+        finish: || {
+            let _ = seed();
+        },
+        ..crate::fork::Hooks::NONE
+    };
+
     pub(super) fn seed() -> u64 {
+        if let Some(&s) = SEED.get() {
+            return s;
+        }
+        // The tunables and the fork hooks first, outside the initialiser
+        // (see crate::fork).
+        let configured = crate::tune::get().chaos_seed;
+        crate::fork::install(crate::fork::Slot::Chaos, &FORK_HOOKS);
         *SEED.get_or_init(|| {
-            let s = match crate::tune::get().chaos_seed {
+            let s = match configured {
                 0 => crate::wait::now_ns() | 1,
                 s => s,
             };

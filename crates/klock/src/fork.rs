@@ -1,44 +1,49 @@
 //! Fork safety of klock's own global state.
 //!
 //! klock keeps a little process-wide state besides the locks themselves: the
-//! node slot registry ([`crate::node`]), the thread-id free list
-//! ([`crate::tid`]), the stats registry ([`crate::stat`], feature `stats`),
-//! the parking lot of the parked spinlock (`asym::lot`, reset by a child
-//! hook it registers: [`on_child`]),
-//! and values computed once: the tunables ([`crate::tune::get`]), the
-//! effective CPU count ([`crate::wait::effective_cpus`]) and whether a CPU
-//! quota limits the process ([`crate::wait::quota_limited`]). `fork()` copies only
-//! the calling thread, so without care a child could inherit a registry whose
-//! internal lock was held by another thread of the parent (and wait for it
-//! forever the first time it starts a thread or queues on a lock), or a
-//! once-initialised value that another thread was still computing (and wait
-//! for that forever).
+//! node slot registry (`node`), the thread-id free list (`tid`), the stats
+//! registry (`stat`, feature `stats`), the parking lot of the parked
+//! spinlock (`asym::lot`), and values computed once: the tunables (`tune`),
+//! the effective CPU count and the quota test (`wait::cpus`) and the chaos
+//! seed (`chaos`). `fork()` copies only the calling thread, so without care
+//! a child could inherit a registry whose internal lock was held by another
+//! thread of the parent (and wait for it forever the first time it starts a
+//! thread or queues on a lock), or a once-initialised value that another
+//! thread was still computing (and wait for that forever).
 //!
 //! # What klock does
 //!
-//! klock registers `pthread_atfork` handlers once per process, the first time
-//! it builds any of that state ([`register`]; idempotent, also public so a
-//! program or the interposer can do it early):
+//! This module is a leaf: it imports none of that state. Each piece
+//! registers into it from below, with [`install`]: a fixed-order table with
+//! one [`Slot`] per piece, each holding the piece's [`Hooks`]. A module
+//! installs its hooks before it first builds its state, outside every
+//! once-initialiser and holding no lock; the first install registers the
+//! `pthread_atfork` handlers ([`register`]; idempotent, also public so a
+//! program or the interposer can do it early). The handlers walk the table:
 //!
-//! * **prepare** (in the forking thread, before the fork): finish every lazy
-//!   initialisation (tunables, effective CPUs, the quota test, the chaos
-//!   seed, the global node registry), give the forking thread its id, node
-//!   slot and stats block, then take the registries' internal locks in a
-//!   fixed order: node slots, thread ids, stats. So at the fork no
-//!   once-initialiser is running and no registry is mid-update; and the
-//!   forking thread needs no registry lock until the fork is over (other libraries' prepare handlers may lock
-//!   klock mutexes, e.g. through the interposer).
+//! * **prepare** (in the forking thread, before the fork), in three phases,
+//!   each over the slots in table order: *finish* every once-initialiser
+//!   (tunables, effective CPUs and quota, chaos seed, the global node
+//!   registry); give the forking thread its own *thread* share (id, node
+//!   slot, stats block); take the registry *locks* (thread ids, node slots,
+//!   stats). So at the fork no once-initialiser is running and no registry
+//!   is mid-update; and the forking thread needs no registry lock until the
+//!   fork is over (other libraries' prepare handlers may lock klock mutexes,
+//!   e.g. through the interposer).
 //! * **parent** and **child** (after the fork): release those locks in the
 //!   reverse order. Their protected data are consistent (prepare held the
-//!   locks), so releasing is all the child needs.
+//!   locks), so releasing is all the child needs; then the child runs the
+//!   *child* steps (the parking lot empties its lists: they name only
+//!   threads of the parent).
 //!
-//! Registering happens before any of the state exists, and never inside a
-//! once-initialiser: `pthread_atfork` may wait for a fork in progress (glibc
-//! serialises the handler list), and a fork must never find an initialiser
-//! that waits for it. The registration flag is an atomic, not a
-//! `std::sync::Once`: a `Once` left "running" by a thread of the parent would
-//! make the child wait forever, while a thread that sees "registering by
-//! someone else" just carries on.
+//! A first install that races a fork could land after prepare's walk and
+//! then build state the fork copies half built. [`install`] and prepare are
+//! a Dekker pair (SeqCst): either the walk sees the slot, or the installer
+//! sees the fork in progress and waits until its handlers are done (the
+//! forking thread itself never waits: its finish steps may install). The
+//! registration flag is an atomic, not a `std::sync::Once`: a `Once` left
+//! "running" by a thread of the parent would make the child wait forever,
+//! while a thread that sees "registering by someone else" just carries on.
 //!
 //! # What the child may do
 //!
@@ -58,20 +63,21 @@
 //! locks then take their slower no-node path, still correct. With `stats`,
 //! the counter blocks of the vanished threads stay in the sums.
 //!
-//! Not covered: private [`crate::node::Registry`] instances (tests), a fork
-//! that races with klock's very first initialisation in the process (while
-//! the thread that registers the handlers is still inside `pthread_atfork`:
-//! the child then works but has no handlers for its own forks; call
-//! [`register`] before starting threads to rule this out), and `fork()` from
-//! a signal handler that interrupted klock's registry code (it deadlocks in
+//! Not covered: private `node::Registry` instances (tests), a fork that
+//! races with klock's very first initialisation in the process (while the
+//! thread that registers the handlers is still inside `pthread_atfork`: the
+//! child then works but has no handlers for its own forks), a first use that
+//! races a fork whose other prepare handlers wait for a lock that first user
+//! holds (the first user waits for the fork, see above), and `fork()` from a
+//! signal handler that interrupted klock's registry code (it deadlocks in
 //! prepare, as `fork()` from a handler that interrupted `malloc` would).
+//! `klock::register_fork_handlers()`, called before the program starts
+//! threads, builds every piece of state at once and rules out the first two.
 //!
 //! # The internal lock
 //!
-//! The registries' lock is [`crate::reglock`]'s `RegLock`, a small futex
-//! mutex with raw lock/unlock calls for these handlers; it lives in its own
-//! leaf module so that the registries below this one need nothing from it
-//! but that lock and [`register`].
+//! The registries' lock is `reglock`'s `RegLock`, a small futex mutex with
+//! raw lock/unlock calls for these handlers.
 //!
 //! ```
 //! klock::internal::fork::register(); // idempotent; klock also does it on first use
@@ -79,15 +85,111 @@
 //! ```
 
 // ---------------------------------------------------------------------------
-// atfork handlers
+// The hook table
+// ---------------------------------------------------------------------------
+
+/// The table's slots, one per piece of process-wide state, in the order the
+/// handlers visit them: every phase of `prepare` walks the table from
+/// [`Slot::Tune`] down, `parent` and `child` release in reverse. The order is
+/// the dependency order (the tunables first: every other initialiser reads
+/// them); the registry locks are never nested, so their order is only fixed,
+/// not forced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// `Chaos` and `Stat` are installed only with their features.
+#[cfg_attr(
+    any(loom, not(all(feature = "chaos", feature = "stats"))),
+    allow(dead_code)
+)]
+pub(crate) enum Slot {
+    /// `tune`: the tunables (a once-initialised value).
+    Tune,
+    /// `wait::cpus`: the effective CPU count and the quota test.
+    Cpus,
+    /// `chaos`: the injection seed.
+    Chaos,
+    /// `tid`: the thread-id free list (a registry lock).
+    Tid,
+    /// `node`: the global node registry (once-initialised, then a lock).
+    Node,
+    /// `stat`: the counter blocks (a registry lock; feature `stats`).
+    Stat,
+    /// `asym::lot`: the parking lot's lists (emptied in the child).
+    Lot,
+    /// Unit tests' own slots (fresh, so that a test can install one).
+    #[cfg(test)]
+    TestA,
+    #[cfg(test)]
+    TestB,
+}
+
+/// How many [`Slot`]s the table has.
+#[cfg(not(loom))]
+const SLOTS: usize = if cfg!(test) {
+    Slot::Lot as usize + 3
+} else {
+    Slot::Lot as usize + 1
+};
+
+/// What one piece of state does at a fork. Each field defaults to
+/// [`Hooks::NONE`]'s no-op, so a module names only the steps it needs.
+#[cfg_attr(loom, allow(dead_code))]
+pub(crate) struct Hooks {
+    /// prepare, phase 1: finish the once-initialisers (waiting for another
+    /// thread's, if one is running), so that none is running at the fork.
+    pub(crate) finish: fn(),
+    /// prepare, phase 2: build the forking thread's own share (its id, node
+    /// slot, counter block), so that it needs no registry lock until the
+    /// fork is over.
+    pub(crate) thread: fn(),
+    /// prepare, phase 3: take the registry lock.
+    pub(crate) lock: fn(),
+    /// parent and child: release what `lock` took.
+    ///
+    /// # Safety
+    ///
+    /// Called only on the thread whose `prepare` ran `lock`, once.
+    pub(crate) unlock: unsafe fn(),
+    /// child only, after every unlock: reset state that names threads of the
+    /// parent.
+    pub(crate) child: fn(),
+}
+
+impl Hooks {
+    /// No step at all: the base of every table entry.
+    pub(crate) const NONE: Hooks = Hooks {
+        finish: nop,
+        thread: nop,
+        lock: nop,
+        unlock: nop,
+        child: nop,
+    };
+}
+
+fn nop() {}
+
+/// Put `hooks` in `slot` if it is empty, registering the `pthread_atfork`
+/// handlers first if need be. Each module calls this **before it first
+/// builds the state the hooks cover, outside every once-initialiser and
+/// holding no lock**: a first install that races a fork waits until that
+/// fork's handlers are done (the fork's `prepare` may not have seen the
+/// slot), so that no fork finds the state half built. Cheap once the slot is
+/// filled (one load). Does nothing under loom.
+#[inline]
+#[cfg_attr(loom, allow(unused_variables))]
+pub(crate) fn install(slot: Slot, hooks: &'static Hooks) {
+    #[cfg(not(loom))]
+    imp::install(slot, hooks);
+}
+
+// ---------------------------------------------------------------------------
+// Registration
 // ---------------------------------------------------------------------------
 
 /// Register klock's `pthread_atfork` handlers if they are not registered yet.
-/// klock calls this itself before it first builds any of its global state;
-/// calling it early (before the program starts threads, e.g. from a library
-/// constructor) also covers a fork that races with that first use. Cheap
-/// after the first call (one atomic load). Never waits: if another thread is
-/// registering right now, this returns at once. Does nothing under loom.
+/// klock does this itself before it first builds any of its global state.
+/// Cheap after the first call (one atomic load). Never waits: if another
+/// thread is registering right now, this returns at once. Does nothing under
+/// loom.
 ///
 /// ```
 /// klock::internal::fork::register();
@@ -118,59 +220,62 @@ pub fn registered() -> bool {
     }
 }
 
-/// Run `f` in the child after every later `fork()`, after klock's own
-/// child handler: how a mechanism above this module (today `asym::lot`)
-/// resets its process-wide state without this module importing it (no
-/// import circle). Idempotent per `f`; at most [`CHILD_HOOKS`] hooks (a
-/// fixed table: registering needs no allocation and no lock). Not under
-/// loom (no fork there).
-#[cfg(not(loom))]
-pub(crate) fn on_child(f: fn()) {
-    register();
-    imp::add_child_hook(f);
-}
-
-/// How many child hooks [`on_child`] can hold.
-#[cfg(not(loom))]
-pub(crate) const CHILD_HOOKS: usize = 4;
-
 #[cfg(not(loom))]
 mod imp {
-    use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+    use super::{Hooks, SLOTS, Slot};
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, Ordering};
 
-    /// The child hooks ([`super::on_child`]): function addresses, 0 = free.
-    static HOOKS: [AtomicUsize; super::CHILD_HOOKS] =
-        [const { AtomicUsize::new(0) }; super::CHILD_HOOKS];
+    /// The table: `&'static Hooks` per slot, null = empty.
+    static TABLE: [AtomicPtr<Hooks>; SLOTS] =
+        [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
 
-    pub(super) fn add_child_hook(f: fn()) {
-        let p = f as usize;
-        for h in &HOOKS {
-            // Release: pairs with the child handler's Acquire load (the
-            // hook's own statics are initialised before it is added).
-            match h.compare_exchange(0, p, Ordering::Release, Ordering::Relaxed) {
-                Ok(_) => return,
-                Err(x) if x == p => return,
-                Err(_) => {}
-            }
-        }
-        crate::node::fatal(format_args!(
-            "klock: more than {} fork child hooks",
-            super::CHILD_HOOKS
-        ));
+    /// A fork's handlers are between `prepare`'s first step and
+    /// `parent`/`child`'s last.
+    static PREPARING: AtomicBool = AtomicBool::new(false);
+
+    /// The slots whose `lock` this prepare ran (bit = slot), so that the
+    /// release runs `unlock` for exactly those, whatever was installed
+    /// meanwhile. Written and read only by the forking thread.
+    static LOCKED: AtomicU32 = AtomicU32::new(0);
+
+    std::thread_local! {
+        /// This thread runs `prepare`: its own first installs (an
+        /// initialiser that `finish` runs) must not wait for its own fork.
+        static FORKING: Cell<bool> = const { Cell::new(false) };
     }
 
-    /// Run every child hook (in the child, after klock's own release).
-    fn run_child_hooks() {
-        for h in &HOOKS {
-            // Acquire: pairs with `add_child_hook`'s Release.
-            let p = h.load(Ordering::Acquire);
-            if p != 0 {
-                // SAFETY: `p` was stored from a `fn()` in `add_child_hook`;
-                // function pointers and usize have the same size here.
-                let f: fn() = unsafe { std::mem::transmute::<usize, fn()>(p) };
-                f();
+    #[inline]
+    pub(super) fn install(slot: Slot, hooks: &'static Hooks) {
+        // Acquire: pairs with the Release half of `install_slow`'s SeqCst
+        // store; the fast path only needs to see that the slot is filled.
+        if TABLE[slot as usize].load(Ordering::Acquire).is_null() {
+            install_slow(slot, hooks);
+        }
+    }
+
+    #[cold]
+    fn install_slow(slot: Slot, hooks: &'static Hooks) {
+        register();
+        // SeqCst (Dekker with `prepare`): either prepare's table walk, which
+        // follows its SeqCst store of PREPARING, sees this slot, or the load
+        // below sees PREPARING and this thread waits until the fork is over
+        // before it builds any state the walk missed.
+        TABLE[slot as usize].store(hooks as *const Hooks as *mut Hooks, Ordering::SeqCst);
+        if PREPARING.load(Ordering::SeqCst) && !FORKING.with(Cell::get) {
+            // The fork's parent/child handler clears the flag (the child has
+            // no copy of this thread).
+            while PREPARING.load(Ordering::SeqCst) {
+                std::thread::yield_now();
             }
         }
+    }
+
+    /// The hooks in `slot`, if installed. SeqCst: see `install_slow`.
+    fn hooks(slot: usize) -> Option<&'static Hooks> {
+        let p = TABLE[slot].load(Ordering::SeqCst);
+        // SAFETY: non-null entries were stored from `&'static Hooks`.
+        (!p.is_null()).then(|| unsafe { &*p })
     }
 
     const UNREGISTERED: u32 = 0;
@@ -216,51 +321,73 @@ mod imp {
         STATE.store(next, Ordering::Relaxed);
     }
 
-    extern "C" fn prepare() {
-        // 1. No once-initialiser may be running at the fork: finish them all
-        //    (waiting for another thread's initialiser if need be; none of
-        //    them waits for a registry lock we are about to take).
-        let _ = crate::tune::get();
-        let _ = crate::wait::effective_cpus();
-        let _ = crate::wait::quota_limited();
-        let _ = crate::chaos::seed();
-        let _ = crate::node::global_registry();
-        // 2. The forking thread's own id, node slot and stats block, so that
-        //    nothing it does until the parent/child handler (other libraries'
-        //    prepare handlers may lock klock mutexes) needs a registry lock.
-        let _ = crate::tid::current_id();
-        crate::node::with_node(|_| ());
-        crate::stat::prepare_thread();
-        // 3. The registry locks, in a fixed order (released in reverse).
-        crate::node::atfork_lock();
-        crate::tid::atfork_lock();
-        crate::stat::atfork_lock();
+    #[cfg(test)]
+    pub(super) fn installed(slot: Slot) -> bool {
+        hooks(slot as usize).is_some()
     }
 
-    fn release() {
-        // SAFETY: `prepare` took exactly these locks in this thread (the
-        // atfork protocol runs prepare, then parent in the parent or child in
-        // the child, on the forking thread), and nothing else releases them.
-        unsafe {
-            crate::stat::atfork_unlock();
-            crate::tid::atfork_unlock();
-            crate::node::atfork_unlock();
+    pub(super) extern "C" fn prepare() {
+        FORKING.with(|f| f.set(true));
+        // SeqCst: the Dekker store that `install_slow` pairs with.
+        PREPARING.store(true, Ordering::SeqCst);
+        // Each phase walks the whole table again: a finish step may install
+        // a slot of its own (this thread's installs do not wait).
+        for s in 0..SLOTS {
+            if let Some(h) = hooks(s) {
+                (h.finish)();
+            }
         }
+        for s in 0..SLOTS {
+            if let Some(h) = hooks(s) {
+                (h.thread)();
+            }
+        }
+        let mut locked = 0;
+        for s in 0..SLOTS {
+            if let Some(h) = hooks(s) {
+                (h.lock)();
+                locked |= 1 << s;
+            }
+        }
+        // Relaxed: only this thread reads it, in parent/child.
+        LOCKED.store(locked, Ordering::Relaxed);
     }
 
-    extern "C" fn parent() {
+    /// Undo `prepare`'s locks in reverse order, then let waiting installers go.
+    fn release() {
+        let locked = LOCKED.swap(0, Ordering::Relaxed);
+        for s in (0..SLOTS).rev() {
+            if locked & (1 << s) != 0 {
+                let unlock = hooks(s).expect("a locked slot stays installed").unlock;
+                // SAFETY: `prepare` ran this slot's `lock` on this thread
+                // (the atfork protocol runs prepare, then parent in the
+                // parent or child in the child, on the forking thread), and
+                // LOCKED's swap makes this the only release.
+                unsafe { unlock() };
+            }
+        }
+        // SeqCst: pairs with `install_slow`'s wait loop.
+        PREPARING.store(false, Ordering::SeqCst);
+        FORKING.with(|f| f.set(false));
+    }
+
+    pub(super) extern "C" fn parent() {
         release();
     }
 
-    extern "C" fn child() {
+    pub(super) extern "C" fn child() {
         // The child's only thread is the one that took the locks; the data
         // they guard are consistent, so releasing them is all that is needed.
         // (A contender of the parent may have left a lock word at 2; the
         // wake that causes finds nobody, harmlessly.)
         release();
-        // Mechanisms above this module reset their own state (the parking
-        // lot empties its lists: they name only threads of the parent).
-        run_child_hooks();
+        // Then the state that names threads of the parent (the parking lot
+        // empties its lists).
+        for s in 0..SLOTS {
+            if let Some(h) = hooks(s) {
+                (h.child)();
+            }
+        }
     }
 }
 
@@ -268,12 +395,45 @@ mod imp {
 #[cfg(not(loom))]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::Duration;
 
     #[test]
     fn first_use_registers_handlers() {
         let _ = crate::tune::get();
         assert!(registered());
+        assert!(imp::installed(Slot::Tune));
         register();
         assert!(registered());
+    }
+
+    /// The Dekker between `install` and `prepare`: during a fork's handlers
+    /// the forking thread's own first install returns at once (it may run
+    /// inside a finish step), another thread's waits until the release, so
+    /// that it builds no state the fork's walk missed. Fails if the wait or
+    /// the forking thread's exemption is removed.
+    #[test]
+    fn an_install_racing_a_fork_waits_for_its_handlers() {
+        static B: Hooks = Hooks::NONE;
+        static DONE: AtomicBool = AtomicBool::new(false);
+        imp::prepare();
+        install(Slot::TestA, &Hooks::NONE); // the forking thread: no wait
+        assert!(imp::installed(Slot::TestA));
+        let t = std::thread::spawn(|| {
+            install(Slot::TestB, &B);
+            DONE.store(true, Ordering::SeqCst);
+        });
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !DONE.load(Ordering::SeqCst),
+            "an install finished during prepare"
+        );
+        assert!(
+            imp::installed(Slot::TestB),
+            "the slot is filled before the wait"
+        );
+        imp::parent();
+        t.join().unwrap();
+        assert!(DONE.load(Ordering::SeqCst));
     }
 }

@@ -105,20 +105,30 @@ pub use spin::{
     TasSleepLockGuard, TicketLock, TicketLockGuard, UnfairQSpinLock, UnfairQSpinLockGuard,
 };
 
-/// Register klock's `pthread_atfork` handlers now, if they are not yet.
-/// klock registers them itself before it first builds any of its global
-/// state; a program that may `fork()` while its threads first use klock
-/// calls this early (before it starts threads) so that a fork racing with
-/// that first use is covered too (the repository's `docs/fork.md`). Cheap
-/// after the first call; never waits.
+/// Register klock's `pthread_atfork` handlers now and build all of klock's
+/// process-wide state (tunables, CPU count and quota test, chaos seed, node
+/// registry, this thread's id and counter block, the parking lot's fork
+/// hook). klock does each of these itself before first use; a program that
+/// may `fork()` while its threads first use klock calls this early (before
+/// it starts threads) so that no first use can race a fork (the
+/// repository's `docs/fork.md`). Cheap after the first call.
 ///
 /// ```
 /// klock::register_fork_handlers();
-/// klock::register_fork_handlers(); // registered once
+/// klock::register_fork_handlers(); // built once
+/// assert!(klock::internal::fork::registered());
 /// ```
-#[inline]
 pub fn register_fork_handlers() {
     fork::register();
+    let _ = tune::get();
+    let _ = wait::effective_cpus();
+    let _ = wait::quota_limited();
+    let _ = chaos::seed();
+    let _ = node::global_registry();
+    let _ = tid::current_id();
+    let _ = stat::thread_snapshot();
+    #[cfg(not(loom))]
+    asym::lot::install_fork_hook();
 }
 
 /// The README's Rust examples, compiled and run by `cargo test --doc`.

@@ -576,14 +576,30 @@ fn global() -> &'static Arc<Registry> {
 #[cfg(not(loom))]
 #[cold]
 fn init_global() -> &'static Arc<Registry> {
-    // Fork handlers first, and outside the initialiser (see crate::fork).
-    crate::fork::register();
-    GLOBAL.get_or_init(|| Registry::new(crate::tune::get().node_slots))
+    // The tunables and the fork hooks first, outside the initialiser (see
+    // crate::fork: a first install inside it could wait for a fork whose
+    // prepare waits for it).
+    let slots = crate::tune::get().node_slots;
+    crate::fork::install(crate::fork::Slot::Node, &FORK_HOOKS);
+    GLOBAL.get_or_init(|| Registry::new(slots))
 }
+
+/// At a fork: finish the registry, give the forking thread its slot, hold
+/// the registry lock across the fork (see `crate::fork`).
+#[cfg(not(loom))]
+static FORK_HOOKS: crate::fork::Hooks = crate::fork::Hooks {
+    finish: || {
+        let _ = global();
+    },
+    thread: || with_node(|_| ()),
+    lock: atfork_lock,
+    unlock: atfork_unlock,
+    ..crate::fork::Hooks::NONE
+};
 
 /// atfork prepare: take the global registry's lock (see [`crate::fork`]).
 #[cfg(not(loom))]
-pub(crate) fn atfork_lock() {
+fn atfork_lock() {
     global().free.raw_lock();
 }
 
@@ -593,7 +609,7 @@ pub(crate) fn atfork_lock() {
 ///
 /// This thread took the lock with [`atfork_lock`] and has not released it.
 #[cfg(not(loom))]
-pub(crate) unsafe fn atfork_unlock() {
+unsafe fn atfork_unlock() {
     // SAFETY: the caller's contract is `raw_unlock`'s.
     unsafe { global().free.raw_unlock() }
 }

@@ -366,26 +366,21 @@ mod imp {
         GLOBAL.lock()
     }
 
-    /// atfork prepare: this thread's block exists (so that counting needs no
-    /// registry lock until the fork is over).
+    /// At a fork (see `crate::fork`): the forking thread's block exists (so
+    /// that counting needs no registry lock until the fork is over), and the
+    /// registry lock is held across the fork.
     #[cfg(not(loom))]
-    pub(super) fn prepare_thread() {
-        let _ = LOCAL.try_with(|_| ());
-    }
-
-    #[cfg(not(loom))]
-    pub(super) fn atfork_lock() {
-        GLOBAL.raw_lock();
-    }
-
-    /// # Safety
-    ///
-    /// As [`super::atfork_unlock`].
-    #[cfg(not(loom))]
-    pub(super) unsafe fn atfork_unlock() {
-        // SAFETY: the caller's contract is `raw_unlock`'s.
-        unsafe { GLOBAL.raw_unlock() }
-    }
+    static FORK_HOOKS: crate::fork::Hooks = crate::fork::Hooks {
+        thread: || {
+            let _ = LOCAL.try_with(|_| ());
+        },
+        lock: || GLOBAL.raw_lock(),
+        // SAFETY (of the call): the fork hooks' contract, the forking thread
+        // took the lock with `lock` and has not released it, is
+        // `raw_unlock`'s.
+        unlock: || unsafe { GLOBAL.raw_unlock() },
+        ..crate::fork::Hooks::NONE
+    };
 
     pub(super) struct Local(pub(super) Arc<Block>);
 
@@ -401,11 +396,16 @@ mod imp {
 
     thread_local! {
         pub(super) static LOCAL: Local = {
-            // Fork handlers before the registry is first used (crate::fork).
-            crate::fork::register();
+            // The tunables and the fork hooks before the registry is first
+            // used, outside every initialiser (crate::fork).
+            let report = crate::tune::get().stats_report != 0;
+            #[cfg(not(loom))]
+            crate::fork::install(crate::fork::Slot::Stat, &FORK_HOOKS);
             let b = Arc::new(Block { c: std::array::from_fn(|_| AtomicU64::new(0)) });
             global().live.push(b.clone());
-            register_report();
+            if report {
+                register_report();
+            }
             Local(b)
         };
     }
@@ -455,44 +455,19 @@ mod imp {
         eprint!("{}", snapshot().report());
     }
 
+    /// Print the report at exit, registered once. A flag, not a `Once`: a
+    /// `Once` left running by a thread of the parent would hang the child
+    /// (see `crate::fork`); the loser of the swap just carries on.
     fn register_report() {
-        static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| {
-            if crate::tune::get().stats_report != 0 {
-                // SAFETY: registering a plain extern "C" fn with no captured
-                // state; it only reads the global counters.
-                unsafe { libc::atexit(report_at_exit) };
-            }
-        });
+        use std::sync::atomic::AtomicBool;
+        static DONE: AtomicBool = AtomicBool::new(false);
+        // Relaxed: the flag only elects the registering thread.
+        if !DONE.swap(true, Ordering::Relaxed) {
+            // SAFETY: registering a plain extern "C" fn with no captured
+            // state; it only reads the global counters.
+            unsafe { libc::atexit(report_at_exit) };
+        }
     }
-}
-
-/// atfork prepare: give the forking thread its counter block now.
-#[cfg(not(loom))]
-pub(crate) fn prepare_thread() {
-    #[cfg(feature = "stats")]
-    imp::prepare_thread();
-}
-
-/// atfork prepare: take the stats registry's lock (no-op without `stats`).
-#[cfg(not(loom))]
-pub(crate) fn atfork_lock() {
-    #[cfg(feature = "stats")]
-    imp::atfork_lock();
-}
-
-/// atfork parent/child: release the lock [`atfork_lock`] took.
-///
-/// # Safety
-///
-/// This thread took the lock with [`atfork_lock`] and has not released it.
-#[cfg(not(loom))]
-pub(crate) unsafe fn atfork_unlock() {
-    // SAFETY: the caller's contract is ours.
-    #[cfg(feature = "stats")]
-    unsafe {
-        imp::atfork_unlock()
-    };
 }
 
 /// Count one occurrence of `e` (no-op without the `stats` feature).

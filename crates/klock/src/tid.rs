@@ -128,8 +128,9 @@ mod slot {
 
 #[cold]
 fn assign_id() -> u32 {
-    // Fork handlers before the first id leaves the free list (crate::fork).
-    crate::fork::register();
+    // Fork hooks before the first id leaves the free list (crate::fork).
+    #[cfg(not(loom))]
+    crate::fork::install(crate::fork::Slot::Tid, &FORK_HOOKS);
     let id = alloc_id();
     // Register the recycling guard; if this thread's TLS is being torn down,
     // stay anonymous (and give the id back).
@@ -165,9 +166,21 @@ pub fn current_id() -> u32 {
     }
 }
 
+/// At a fork: give the forking thread its id, hold the free list's lock
+/// across the fork (see `crate::fork`).
+#[cfg(not(loom))]
+static FORK_HOOKS: crate::fork::Hooks = crate::fork::Hooks {
+    thread: || {
+        let _ = current_id();
+    },
+    lock: atfork_lock,
+    unlock: atfork_unlock,
+    ..crate::fork::Hooks::NONE
+};
+
 /// atfork prepare: take the free list's lock (see [`crate::fork`]).
 #[cfg(not(loom))]
-pub(crate) fn atfork_lock() {
+fn atfork_lock() {
     FREE_IDS.raw_lock();
 }
 
@@ -177,7 +190,7 @@ pub(crate) fn atfork_lock() {
 ///
 /// This thread took the lock with [`atfork_lock`] and has not released it.
 #[cfg(not(loom))]
-pub(crate) unsafe fn atfork_unlock() {
+unsafe fn atfork_unlock() {
     // SAFETY: the caller's contract is `raw_unlock`'s.
     unsafe { FREE_IDS.raw_unlock() }
 }

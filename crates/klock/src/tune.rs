@@ -667,11 +667,18 @@ pub fn get() -> &'static Tunables {
     }
 }
 
+/// At a fork: finish reading the tunables (see `crate::fork`).
+static FORK_HOOKS: crate::fork::Hooks = crate::fork::Hooks {
+    finish: || {
+        let _ = get();
+    },
+    ..crate::fork::Hooks::NONE
+};
+
 #[cold]
 fn init() -> &'static Tunables {
-    // Fork handlers first, and outside the initialiser (see crate::fork):
-    // their prepare step finishes this initialisation before a fork.
-    crate::fork::register();
+    // Fork hooks first, and outside the initialiser (see crate::fork).
+    crate::fork::install(crate::fork::Slot::Tune, &FORK_HOOKS);
     TUNABLES.get_or_init(|| {
         warn_unknown_vars();
         Tunables::from_lookup(env, |e| warn(&e.to_string()))
@@ -854,7 +861,7 @@ pub fn env(name: &str) -> Option<String> {
 /// let _ = klock::tune::set(t); // false if something already read them
 /// ```
 pub fn set(t: Tunables) -> bool {
-    crate::fork::register();
+    crate::fork::install(crate::fork::Slot::Tune, &FORK_HOOKS);
     TUNABLES.set(t).is_ok()
 }
 

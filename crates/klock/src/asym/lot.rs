@@ -227,7 +227,7 @@ fn wait_queued(
     let l = list(word);
     let w = Waiter::of(n);
     #[cfg(not(loom))]
-    fork_hook();
+    install_fork_hook();
     // 1. Queue at the back (FIFO), not yet woken (the hand-off bound
     //    starts at the first wake).
     // Relaxed stores (key, stamp, state): published to unlockers by
@@ -284,18 +284,16 @@ fn leave(l: &WaitList, t: u32) {
     unlock_list(l);
 }
 
-/// Register [`atfork_child_reset`] with `fork` the first time a waiter
-/// parks (the lists can only hold nodes after that).
+/// Install [`atfork_child_reset`] as the lot's fork hook the first time a
+/// waiter parks (the lists can only hold nodes after that).
 #[cfg(not(loom))]
 #[inline]
-fn fork_hook() {
-    use std::sync::atomic::AtomicBool;
-    static DONE: AtomicBool = AtomicBool::new(false);
-    // Relaxed: `on_child` is idempotent; the flag only saves its call.
-    if !DONE.load(Ordering::Relaxed) {
-        crate::fork::on_child(atfork_child_reset);
-        DONE.store(true, Ordering::Relaxed);
-    }
+pub(crate) fn install_fork_hook() {
+    static HOOKS: crate::fork::Hooks = crate::fork::Hooks {
+        child: atfork_child_reset,
+        ..crate::fork::Hooks::NONE
+    };
+    crate::fork::install(crate::fork::Slot::Lot, &HOOKS);
 }
 
 /// Fork safety, in the child: every node on the lists belongs to a thread
@@ -334,7 +332,7 @@ mod tests {
     fn fork_child_finds_the_lot_empty_and_unlocked() {
         let w = AtomicU32::new(1);
         let l = list(&w);
-        fork_hook();
+        install_fork_hook();
         // A parent thread in the middle of a list edit at the fork.
         lock_list(l);
         // SAFETY: the child only loads an atomic and calls `_exit`.

@@ -139,6 +139,16 @@ fn compute_effective_cpus() -> usize {
     n.max(1)
 }
 
+/// At a fork: finish both once-computed values (see `crate::fork`).
+#[cfg(not(loom))]
+static FORK_HOOKS: crate::fork::Hooks = crate::fork::Hooks {
+    finish: || {
+        let _ = effective_cpus();
+        let _ = quota_limited();
+    },
+    ..crate::fork::Hooks::NONE
+};
+
 /// Effective CPUs = min(online CPUs, CPUs in the affinity mask, cgroup v2
 /// `cpu.max` quota/period rounded up (own group and ancestors), cgroup v1 CFS
 /// quota). Computed once per process. Under loom: 2.
@@ -153,9 +163,8 @@ pub fn effective_cpus() -> usize {
         if let Some(&n) = CPUS.get() {
             return n;
         }
-        // Fork handlers first, and outside the initialiser: their prepare
-        // step finishes this computation before a fork (see crate::fork).
-        crate::fork::register();
+        // Fork hooks first, and outside the initialiser (see crate::fork).
+        crate::fork::install(crate::fork::Slot::Cpus, &FORK_HOOKS);
         *CPUS.get_or_init(compute_effective_cpus)
     }
     #[cfg(loom)]
@@ -180,10 +189,9 @@ pub fn quota_limited() -> bool {
         if let Some(&l) = LIMITED.get() {
             return l;
         }
-        // Fork handlers first, and outside the initialiser: their prepare
-        // step finishes this computation before a fork (see crate::fork), so
+        // Fork hooks first, and outside the initialiser (see crate::fork), so
         // a child never inherits it half done (every mutex slow path asks).
-        crate::fork::register();
+        crate::fork::install(crate::fork::Slot::Cpus, &FORK_HOOKS);
         *LIMITED.get_or_init(|| {
             // SAFETY: sysconf has no memory-safety preconditions.
             let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as f64;
