@@ -70,6 +70,7 @@ mod owner_spin;
 mod reglock;
 mod rwlock;
 mod spin;
+mod spin_policy;
 pub mod stat;
 mod tid;
 mod tls;

@@ -29,8 +29,8 @@
 //! the word is free or shows sleepers (2), then the `swap(2)` loop with
 //! `futex_wait(word, 2)` between tries.
 
-use super::MutexToken;
 use super::oneword::one_word_lock_api;
+use super::token::MutexToken;
 use crate::chaos::{self, Site};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait;

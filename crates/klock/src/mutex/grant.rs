@@ -41,8 +41,8 @@
 //! After its release an unlock touches only the futex address
 //! (INV-WAKE-ADDR); a grant releases nothing and wakes nobody.
 
-use super::MutexToken;
 use super::oneword::{self, Grant, SPIN_NS, one_word_lock_api, past_bound};
+use super::token::MutexToken;
 use crate::chaos::{self, Site};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{self, SpinBudget};

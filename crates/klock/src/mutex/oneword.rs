@@ -106,20 +106,20 @@ macro_rules! one_word_lock_api {
         unsafe impl lock_api::RawMutex for $ty {
             #[allow(clippy::declare_interior_mutable_const)]
             const INIT: Self = Self::new();
-            type Guard = super::MutexToken;
+            type Guard = super::token::MutexToken;
 
             #[inline]
-            fn lock(&self) -> super::MutexToken {
+            fn lock(&self) -> super::token::MutexToken {
                 <$ty>::lock(self)
             }
 
             #[inline]
-            fn try_lock(&self) -> Option<super::MutexToken> {
+            fn try_lock(&self) -> Option<super::token::MutexToken> {
                 <$ty>::try_lock(self)
             }
 
             #[inline]
-            unsafe fn unlock(&self, guard: super::MutexToken) {
+            unsafe fn unlock(&self, guard: super::token::MutexToken) {
                 // SAFETY: forwarded contract: `guard` is this mutex's live
                 // acquisition.
                 unsafe { <$ty>::unlock(self, guard) }
@@ -137,11 +137,17 @@ macro_rules! one_word_lock_api {
             type Duration = std::time::Duration;
             type Instant = std::time::Instant;
 
-            fn try_lock_for(&self, timeout: std::time::Duration) -> Option<super::MutexToken> {
+            fn try_lock_for(
+                &self,
+                timeout: std::time::Duration,
+            ) -> Option<super::token::MutexToken> {
                 self.lock_until_ns($crate::wait::deadline_after(timeout))
             }
 
-            fn try_lock_until(&self, timeout: std::time::Instant) -> Option<super::MutexToken> {
+            fn try_lock_until(
+                &self,
+                timeout: std::time::Instant,
+            ) -> Option<super::token::MutexToken> {
                 self.lock_until_ns($crate::wait::instant_to_ns(timeout))
             }
         }

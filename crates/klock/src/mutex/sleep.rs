@@ -20,12 +20,13 @@
 //! INV-WLOCK-STATE (`docs/invariants.md`): a waiter's `state` is re-armed and set
 //! only under WLOCK.
 
+use super::raw::RawMutex;
 use super::spin::SpinEnd;
 use super::word::{HANDOFF, WAITERS, WAKING, WLOCK};
 use super::word::{ask_handoff, handed_over, handoff_requested, is_free};
-use super::{RawMutex, SpinPolicy};
 use crate::chaos::{self, Site};
 use crate::node::QNode;
+use crate::spin_policy::SpinPolicy;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::wait::{self, SpinBudget, WaitOutcome};

@@ -19,11 +19,13 @@
 //! Every poll of the word is Relaxed (a hint); acquisition is always
 //! [`try_acquire`](RawMutex::try_acquire)'s Acquire CAS.
 
+use super::adapt;
+use super::raw::RawMutex;
 use super::word::{has_waiters, is_free, owed_to_waiter, owner_id};
-use super::{RawMutex, SpinPolicy, adapt};
 use crate::node;
 use crate::osq;
 use crate::owner_spin::{self, Seen};
+use crate::spin_policy::SpinPolicy;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::wait::{self, SpinBudget};

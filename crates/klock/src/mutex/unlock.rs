@@ -17,13 +17,14 @@
 //! Lifetime (module docs): after the CAS that releases the lock, only the
 //! head waiter's type-stable node is touched (`futex_wake`).
 
+use super::raw::RawMutex;
 use super::word::{RELEASE_NO_WAITERS, WAITERS, WLOCK};
 use super::word::{
     hand_to_head, handoff_requested, has_waiters, is_free, list_locked, lock_list,
     release_keep_flags, release_wake_head, unlock_needs_no_wake,
 };
-use super::{RawMutex, SpinPolicy};
 use crate::chaos::{self, Site};
+use crate::spin_policy::SpinPolicy;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::waitlist::{Waiter, WaiterState, fair_check_due, lock_bit};

@@ -14,7 +14,11 @@
 //! costs one extra (well-predicted) branch on the variant: that is the price of
 //! choosing at run time; Rust code that knows its variant uses the aliases.
 
-use super::{Native, Pv, PvBase, RawQSpinLock, RawTasLock, RawTicketLock, Token, Unfair};
+use super::policy::{Native, Pv, PvBase, Unfair, WaitPolicy};
+use super::qspinlock::RawQSpinLock;
+use super::tas::RawTasLock;
+use super::ticket::RawTicketLock;
+use super::token::Token;
 use crate::sync::atomic::AtomicU32;
 use crate::tune::SpinKind;
 
@@ -110,7 +114,7 @@ impl RawSpin {
     }
 
     #[inline]
-    fn q<P: super::WaitPolicy>(&self) -> &RawQSpinLock<P> {
+    fn q<P: WaitPolicy>(&self) -> &RawQSpinLock<P> {
         // SAFETY: RawQSpinLock<P> is repr(transparent) over one AtomicU32 (the
         // PhantomData is zero-sized), so `&self.a` is a valid reference to it
         // for the lifetime of `self`.
@@ -118,7 +122,7 @@ impl RawSpin {
     }
 
     #[inline]
-    fn t<P: super::WaitPolicy>(&self) -> &RawTicketLock<P> {
+    fn t<P: WaitPolicy>(&self) -> &RawTicketLock<P> {
         // SAFETY: RawTicketLock<P> is repr(C) { next: AtomicU32, serving:
         // AtomicU32, PhantomData } and RawSpin is repr(C) { a, b }: same size,
         // alignment and field offsets.

@@ -68,7 +68,9 @@
 //!    by `fetch_sub`), so one sees the other; the futex value check closes the
 //!    window between the CAS and the sleep.
 
-use super::{QsNode, QsState, Token, WaitPolicy};
+use super::policy::WaitPolicy;
+use super::qsnode::{QsNode, QsState};
+use super::token::Token;
 use crate::chaos::{self, Site};
 use crate::node::{self, QNode, TAIL_MASK};
 use crate::stat::{self, Event};

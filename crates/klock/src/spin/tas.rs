@@ -21,7 +21,7 @@
 //! Fully unfair: whoever runs when the word reads 0 wins; starvation is
 //! possible. Ordering: Acquire CAS/swap pairs with the Release unlock.
 
-use super::WaitPolicy;
+use super::policy::WaitPolicy;
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{Backoff, SpinBudget, futex_wait, futex_wake, spin_until};

@@ -43,7 +43,7 @@
 //! assert_eq!(*l.lock(), 2);
 //! ```
 
-use super::WaitPolicy;
+use super::policy::WaitPolicy;
 use crate::asym::{self, lot};
 use crate::chaos::{self, Site};
 use crate::stat::{self, Event};

@@ -31,7 +31,7 @@
 //! RMW are totally ordered on the same word: either the unlock sees the
 //! sleeper count, or the sleeper's re-load sees the new ticket.
 
-use super::WaitPolicy;
+use super::policy::WaitPolicy;
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{SpinBudget, futex_wait_bitset, futex_wake_bitset, spin_until};
