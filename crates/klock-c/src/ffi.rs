@@ -25,8 +25,9 @@
 #![allow(clippy::missing_safety_doc)] // one contract for all: see above
 
 use crate::core::cond::KCond;
+use crate::core::how::How;
 use crate::core::mutex::{KMutex, Kind};
-use crate::core::rwlock::KRwLock;
+use crate::core::rwlock::{KRwLock, ReadPolicy};
 use crate::core::time;
 use crate::spin::KSpin;
 use libc::{CLOCK_REALTIME, EINVAL, c_char, c_int, clockid_t, timespec};
@@ -127,21 +128,21 @@ pub unsafe extern "C" fn klock_mutex_init(m: *mut KMutex, kind: c_int) -> c_int 
     unsafe { init(m, k.map(KMutex::new)) }
 }
 
-/// `klock_mutex_lock(m)`: [`KMutex::lock`].
+/// `klock_mutex_lock(m)`: [`KMutex::lock`], blocking.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn klock_mutex_lock(m: *mut KMutex) -> c_int {
     // SAFETY: the module's contract.
-    unsafe { with(m, KMutex::lock) }
+    unsafe { with(m, |m| m.lock(How::Block)) }
 }
 
-/// `klock_mutex_trylock(m)`: [`KMutex::trylock`].
+/// `klock_mutex_trylock(m)`: [`KMutex::lock`], a try.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn klock_mutex_trylock(m: *mut KMutex) -> c_int {
     // SAFETY: the module's contract.
-    unsafe { with(m, KMutex::trylock) }
+    unsafe { with(m, |m| m.lock(How::Try)) }
 }
 
-/// `klock_mutex_timedlock(m, abstime)`: [`KMutex::timedlock`] on
+/// `klock_mutex_timedlock(m, abstime)`: [`klock_mutex_clocklock`] on
 /// CLOCK_REALTIME.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn klock_mutex_timedlock(m: *mut KMutex, abstime: *const timespec) -> c_int {
@@ -149,8 +150,9 @@ pub unsafe extern "C" fn klock_mutex_timedlock(m: *mut KMutex, abstime: *const t
     unsafe { klock_mutex_clocklock(m, CLOCK_REALTIME, abstime) }
 }
 
-/// `klock_mutex_clocklock(m, clock, abstime)`: [`KMutex::timedlock`] on
-/// `clock` (CLOCK_REALTIME or CLOCK_MONOTONIC).
+/// `klock_mutex_clocklock(m, clock, abstime)`: [`KMutex::acquire`] until
+/// `abstime` on `clock` (CLOCK_REALTIME or CLOCK_MONOTONIC); no separate
+/// uncontended try: the acquisition's own try comes first.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn klock_mutex_clocklock(
     m: *mut KMutex,
@@ -160,7 +162,7 @@ pub unsafe extern "C" fn klock_mutex_clocklock(
     // SAFETY (both): the module's contract; `abstime` is non-null (checked)
     // and readable.
     timed!(clock, abstime, unsafe {
-        with(m, |m| m.timedlock(clock, abstime))
+        with(m, |m| m.acquire(How::until(clock, abstime)))
     })
 }
 
@@ -187,21 +189,21 @@ pub unsafe extern "C" fn klock_rwlock_init(l: *mut KRwLock) -> c_int {
     unsafe { init(l, Ok(KRwLock::new())) }
 }
 
-/// `klock_rwlock_rdlock(l)`: [`KRwLock::rdlock`].
+/// `klock_rwlock_rdlock(l)`: [`KRwLock::rdlock`], blocking, fair.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn klock_rwlock_rdlock(l: *mut KRwLock) -> c_int {
     // SAFETY: the module's contract.
-    unsafe { with(l, KRwLock::rdlock) }
+    unsafe { with(l, |l| l.rdlock(How::Block, ReadPolicy::Fair)) }
 }
 
-/// `klock_rwlock_tryrdlock(l)`: [`KRwLock::tryrdlock`].
+/// `klock_rwlock_tryrdlock(l)`: [`KRwLock::rdlock`], a try, fair.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn klock_rwlock_tryrdlock(l: *mut KRwLock) -> c_int {
     // SAFETY: the module's contract.
-    unsafe { with(l, KRwLock::tryrdlock) }
+    unsafe { with(l, |l| l.rdlock(How::Try, ReadPolicy::Fair)) }
 }
 
-/// `klock_rwlock_timedrdlock(l, abstime)`: [`KRwLock::timedrdlock`] on
+/// `klock_rwlock_timedrdlock(l, abstime)`: [`klock_rwlock_clockrdlock`] on
 /// CLOCK_REALTIME.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn klock_rwlock_timedrdlock(
@@ -212,8 +214,8 @@ pub unsafe extern "C" fn klock_rwlock_timedrdlock(
     unsafe { klock_rwlock_clockrdlock(l, CLOCK_REALTIME, abstime) }
 }
 
-/// `klock_rwlock_clockrdlock(l, clock, abstime)`: [`KRwLock::timedrdlock`]
-/// on `clock`.
+/// `klock_rwlock_clockrdlock(l, clock, abstime)`: [`KRwLock::rdlock`]
+/// until `abstime` on `clock`, fair.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn klock_rwlock_clockrdlock(
     l: *mut KRwLock,
@@ -223,25 +225,27 @@ pub unsafe extern "C" fn klock_rwlock_clockrdlock(
     // SAFETY (both): the module's contract; `abstime` is non-null (checked)
     // and readable.
     timed!(clock, abstime, unsafe {
-        with(l, |l| l.timedrdlock(clock, abstime))
+        with(l, |l| {
+            l.rdlock(How::until(clock, abstime), ReadPolicy::Fair)
+        })
     })
 }
 
-/// `klock_rwlock_wrlock(l)`: [`KRwLock::wrlock`].
+/// `klock_rwlock_wrlock(l)`: [`KRwLock::wrlock`], blocking.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn klock_rwlock_wrlock(l: *mut KRwLock) -> c_int {
     // SAFETY: the module's contract.
-    unsafe { with(l, KRwLock::wrlock) }
+    unsafe { with(l, |l| l.wrlock(How::Block)) }
 }
 
-/// `klock_rwlock_trywrlock(l)`: [`KRwLock::trywrlock`].
+/// `klock_rwlock_trywrlock(l)`: [`KRwLock::wrlock`], a try.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn klock_rwlock_trywrlock(l: *mut KRwLock) -> c_int {
     // SAFETY: the module's contract.
-    unsafe { with(l, KRwLock::trywrlock) }
+    unsafe { with(l, |l| l.wrlock(How::Try)) }
 }
 
-/// `klock_rwlock_timedwrlock(l, abstime)`: [`KRwLock::timedwrlock`] on
+/// `klock_rwlock_timedwrlock(l, abstime)`: [`klock_rwlock_clockwrlock`] on
 /// CLOCK_REALTIME.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn klock_rwlock_timedwrlock(
@@ -252,8 +256,8 @@ pub unsafe extern "C" fn klock_rwlock_timedwrlock(
     unsafe { klock_rwlock_clockwrlock(l, CLOCK_REALTIME, abstime) }
 }
 
-/// `klock_rwlock_clockwrlock(l, clock, abstime)`: [`KRwLock::timedwrlock`]
-/// on `clock`.
+/// `klock_rwlock_clockwrlock(l, clock, abstime)`: [`KRwLock::wrlock`]
+/// until `abstime` on `clock`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn klock_rwlock_clockwrlock(
     l: *mut KRwLock,
@@ -263,7 +267,7 @@ pub unsafe extern "C" fn klock_rwlock_clockwrlock(
     // SAFETY (both): the module's contract; `abstime` is non-null (checked)
     // and readable.
     timed!(clock, abstime, unsafe {
-        with(l, |l| l.timedwrlock(clock, abstime))
+        with(l, |l| l.wrlock(How::until(clock, abstime)))
     })
 }
 

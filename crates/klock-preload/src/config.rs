@@ -38,6 +38,18 @@ pub enum SleepVariant {
     NoSpin,
 }
 
+/// Calls `$f::<S>(args)` with `S` the klock spin policy of `$v`, a
+/// [`SleepVariant`] (one of the configuration's, read by the caller once).
+macro_rules! by_variant {
+    ($v:expr, $f:ident ( $($a:expr),* )) => {
+        match $v {
+            $crate::config::SleepVariant::Osq => $f::<klock::SpinOsq>($($a),*),
+            $crate::config::SleepVariant::NoSpin => $f::<klock::SpinOff>($($a),*),
+        }
+    };
+}
+pub(crate) use by_variant;
+
 /// How rwlock readers treat waiting writers (`KLOCK_RWLOCK_POLICY`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RwPolicy {

@@ -19,11 +19,12 @@
 //! with such a `__kind` goes to glibc too (the kernel interprets their lock
 //! word: robust list, PI futexes; other processes use them without klock).
 
-use crate::config::{self, SleepVariant};
+use crate::config;
 use crate::real;
 use crate::stats::{self, Family};
 use crate::sys;
 use klock::{SpinOff, SpinOsq, SpinPolicy};
+use klock_c::core::how::How;
 use klock_c::core::mutex::{KMutex, Kind};
 use libc::{
     CLOCK_REALTIME, EBUSY, EINVAL, c_int, clockid_t, pthread_mutex_t, pthread_mutexattr_t, timespec,
@@ -37,10 +38,7 @@ const _: () = assert!(std::mem::align_of::<KMutex<SpinOff>>() <= 8);
 /// Calls `$f::<S>(args)` with `S` the configured mutex variant.
 macro_rules! by_mutex_variant {
     ($f:ident ( $($a:expr),* )) => {
-        match $crate::config::get().mutex {
-            $crate::config::SleepVariant::Osq => $f::<klock::SpinOsq>($($a),*),
-            $crate::config::SleepVariant::NoSpin => $f::<klock::SpinOff>($($a),*),
-        }
+        $crate::config::by_variant!($crate::config::get().mutex, $f($($a),*))
     };
 }
 pub(crate) use by_mutex_variant;
@@ -90,52 +88,36 @@ pub(crate) unsafe fn km<'a, S: SpinPolicy>(m: *mut pthread_mutex_t) -> &'a KMute
     unsafe { &*m.cast::<KMutex<S>>() }
 }
 
-/// How an acquisition waits.
-#[derive(Clone, Copy)]
-enum How {
-    Block,
-    Try,
-    Until(clockid_t, *const timespec),
-}
-
-/// One acquisition of a klock mutex, with the statistics hooks.
+/// One acquisition of a klock mutex past the entry's uncontended try:
+/// core's [`KMutex::acquire`], or with statistics on [`acquire_counted`].
+/// The gate decides, as at the entry (`config::locks_fast`): it only
+/// closes, so an open gate here means the entry asked the try.
 #[inline(always)]
 fn acquire<S: SpinPolicy>(m: *mut pthread_mutex_t, how: How) -> c_int {
     // SAFETY: the caller (an entry point) checked `m` is non-null and not
     // glibc's; pthread's contract makes it a live mutex.
     let k = unsafe { km::<S>(m) };
-    let run = |how: How| match how {
-        How::Block => k.lock(),
-        How::Try => k.trylock(),
-        // SAFETY: `abstime` comes from the program, null or a timespec
-        // (core checks null).
-        How::Until(clock, abstime) => unsafe { k.timedlock(clock, abstime) },
-    };
-    if !stats::enabled() {
-        return run(how);
+    if config::locks_fast() {
+        return k.acquire(how);
     }
-    acquire_counted(m, k, how, run)
+    acquire_counted(m, k, how)
 }
 
-/// [`acquire`] with statistics on: a first try tells contended from not,
+/// [`acquire`] with statistics on (the entry asked no uncontended try): a
+/// first try, the whole call ([`KMutex::lock`]), tells contended from not,
 /// and the wait is timed.
 #[cold]
 #[inline(never)]
-fn acquire_counted<S: SpinPolicy>(
-    m: *mut pthread_mutex_t,
-    k: &KMutex<S>,
-    how: How,
-    run: impl Fn(How) -> c_int,
-) -> c_int {
-    let first = k.trylock();
-    if first != EBUSY || matches!(how, How::Try) {
+fn acquire_counted<S: SpinPolicy>(m: *mut pthread_mutex_t, k: &KMutex<S>, how: How) -> c_int {
+    let first = k.lock(How::Try);
+    if first != EBUSY || how.is_try() {
         if first == 0 {
             stats::acquired(m as usize, Family::Mutex, false, 0);
         }
         return first;
     }
     let t0 = klock::internal::wait::now_ns();
-    let r = run(how);
+    let r = k.acquire(how);
     if r == 0 {
         stats::acquired(
             m as usize,
@@ -309,10 +291,7 @@ unsafe fn unlock_fast(m: *mut pthread_mutex_t) -> bool {
 /// `m` is non-null and points to a mutex.
 #[inline(always)]
 unsafe fn acquire_entry(m: *mut pthread_mutex_t, how: How) -> c_int {
-    match config::get().mutex {
-        SleepVariant::Osq => acquire::<SpinOsq>(m, how),
-        SleepVariant::NoSpin => acquire::<SpinOff>(m, how),
-    }
+    by_mutex_variant!(acquire(m, how))
 }
 
 /// `pthread_mutex_lock`. Normal: relocking by the holder deadlocks (as in
@@ -402,8 +381,9 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
     if unsafe { is_glibc(m) } {
         return call_real!(mutex_timedlock(m, abstime), trivially_ok = true);
     }
-    // SAFETY: checked above.
-    unsafe { acquire_entry(m, How::Until(CLOCK_REALTIME, abstime)) }
+    // SAFETY: checked above; `abstime` is the program's, null or a
+    // timespec readable for the call (the core checks null).
+    unsafe { acquire_entry(m, How::until(CLOCK_REALTIME, abstime)) }
 }
 
 /// `pthread_mutex_clocklock`: as timedlock, on `clock` (CLOCK_REALTIME or
@@ -429,8 +409,8 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
         // glibc checks the clock before anything else.
         return EINVAL;
     }
-    // SAFETY: checked above.
-    unsafe { acquire_entry(m, How::Until(clock, abstime)) }
+    // SAFETY: as in `pthread_mutex_timedlock`.
+    unsafe { acquire_entry(m, How::until(clock, abstime)) }
 }
 
 /// `pthread_mutex_unlock`: EPERM if unlocked, or (recursive, errorcheck)

@@ -34,12 +34,13 @@
 //!   every later call for an object whose `__shared` (offset 28, written by
 //!   glibc's init only) is nonzero.
 
-use crate::config::{self, RwPolicy, SleepVariant};
+use crate::config::{self, RwPolicy};
 use crate::mutex::call_real;
 use crate::real;
 use crate::stats::{self, Family};
 use crate::sys;
 use klock::{SpinOff, SpinOsq, SpinPolicy};
+use klock_c::core::how::How;
 use klock_c::core::rwlock::{KRwLock, ReadPolicy};
 use libc::{
     CLOCK_REALTIME, EBUSY, EINVAL, c_int, clockid_t, pthread_rwlock_t, pthread_rwlockattr_t,
@@ -84,15 +85,16 @@ unsafe fn kind_word<'a>(l: *const pthread_rwlock_t) -> &'a AtomicU32 {
     }
 }
 
-/// The read policy of `l`: its kind (offset 48) under
-/// `KLOCK_RWLOCK_POLICY=glibc`, fair for every kind under `fair`.
+/// The read policy of `l` under `policy` (the configuration's): its kind
+/// (offset 48) under `KLOCK_RWLOCK_POLICY=glibc`, fair for every kind
+/// under `fair`.
 ///
 /// # Safety
 ///
 /// `l` points to a live `pthread_rwlock_t`.
 #[inline]
-unsafe fn read_policy(l: *const pthread_rwlock_t) -> ReadPolicy {
-    if config::get().rwlock_policy == RwPolicy::Fair {
+unsafe fn read_policy(policy: RwPolicy, l: *const pthread_rwlock_t) -> ReadPolicy {
+    if policy == RwPolicy::Fair {
         return ReadPolicy::Fair;
     }
     // SAFETY: forwarded. Relaxed: written by init or a static initialiser,
@@ -133,66 +135,81 @@ unsafe fn fast(l: *mut pthread_rwlock_t, f: impl FnOnce(&KRwLock<SpinOsq>) -> bo
     config::locks_fast() && !unsafe { is_glibc(l) } && f(unsafe { kr::<SpinOsq>(l) })
 }
 
-/// Which side and how an acquisition waits.
+/// Which side an acquisition takes: the read side, the policy's way, or
+/// the write side. The `How` travels beside it unchanged.
 #[derive(Clone, Copy)]
-enum Op {
-    Read(How, ReadPolicy),
-    Write(How),
+enum Side {
+    Read(ReadPolicy),
+    Write,
 }
 
-#[derive(Clone, Copy)]
-enum How {
-    Block,
-    Try,
-    Until(clockid_t, *const timespec),
+impl Side {
+    /// The statistics family.
+    fn family(self) -> Family {
+        match self {
+            Side::Read(_) => Family::RwRead,
+            Side::Write => Family::RwWrite,
+        }
+    }
+
+    /// Past the entry's uncontended try: core's [`KRwLock::read`] or
+    /// [`KRwLock::write`].
+    #[inline(always)]
+    fn acquire<S: SpinPolicy>(self, k: &KRwLock<S>, how: How) -> c_int {
+        match self {
+            Side::Read(p) => k.read(how, p),
+            Side::Write => k.write(how),
+        }
+    }
+
+    /// The whole call, uncontended try first: core's [`KRwLock::rdlock`]
+    /// or [`KRwLock::wrlock`] (for [`acquire_counted`], whose entry asked
+    /// no try).
+    fn lock<S: SpinPolicy>(self, k: &KRwLock<S>, how: How) -> c_int {
+        match self {
+            Side::Read(p) => k.rdlock(how, p),
+            Side::Write => k.wrlock(how),
+        }
+    }
 }
 
+/// One acquisition past the entry's uncontended try: core's entry point
+/// for `side`, or with statistics on [`acquire_counted`]. The gate decides,
+/// as at the entry (`config::locks_fast`): it only closes, so an open gate
+/// here means the entry asked the try.
 #[inline(always)]
-fn acquire<S: SpinPolicy>(l: *mut pthread_rwlock_t, op: Op) -> c_int {
+fn acquire<S: SpinPolicy>(l: *mut pthread_rwlock_t, side: Side, how: How) -> c_int {
     // SAFETY: the entry point checked `l` non-null and klock's.
     let k = unsafe { kr::<S>(l) };
-    if !stats::enabled() {
-        return run(k, op);
+    if config::locks_fast() {
+        return side.acquire(k, how);
     }
-    acquire_counted(l, k, op)
+    acquire_counted(l, k, side, how)
 }
 
-/// One klock operation.
-#[inline(always)]
-fn run<S: SpinPolicy>(k: &KRwLock<S>, op: Op) -> c_int {
-    match op {
-        Op::Read(How::Block, p) => k.rdlock_with(p),
-        Op::Read(How::Try, p) => k.tryrdlock_with(p),
-        // SAFETY: `abstime` from the program, null or a timespec.
-        Op::Read(How::Until(c, t), p) => unsafe { k.timedrdlock_with(p, c, t) },
-        Op::Write(How::Block) => k.wrlock(),
-        Op::Write(How::Try) => k.trywrlock(),
-        // SAFETY: as above.
-        Op::Write(How::Until(c, t)) => unsafe { k.timedwrlock(c, t) },
-    }
-}
-
-/// [`acquire`] with statistics on: a first try tells contended from not,
-/// and the wait is timed.
+/// [`acquire`] with statistics on (the entry asked no uncontended try): a
+/// first try, the whole call, tells contended from not, and the wait is
+/// timed.
 #[cold]
 #[inline(never)]
-fn acquire_counted<S: SpinPolicy>(l: *mut pthread_rwlock_t, k: &KRwLock<S>, op: Op) -> c_int {
-    let (fam, try_op, is_try) = match op {
-        Op::Read(h, p) => (Family::RwRead, Op::Read(How::Try, p), matches!(h, How::Try)),
-        Op::Write(h) => (Family::RwWrite, Op::Write(How::Try), matches!(h, How::Try)),
-    };
-    let first = run(k, try_op);
-    if first != EBUSY || is_try {
+fn acquire_counted<S: SpinPolicy>(
+    l: *mut pthread_rwlock_t,
+    k: &KRwLock<S>,
+    side: Side,
+    how: How,
+) -> c_int {
+    let first = side.lock(k, How::Try);
+    if first != EBUSY || how.is_try() {
         if first == 0 {
-            stats::acquired(l as usize, fam, false, 0);
+            stats::acquired(l as usize, side.family(), false, 0);
         }
         return first;
     }
     let t0 = klock::internal::wait::now_ns();
-    let r = run(k, op);
+    let r = side.acquire(k, how);
     if r == 0 {
         let waited = klock::internal::wait::now_ns().saturating_sub(t0);
-        stats::acquired(l as usize, fam, true, waited);
+        stats::acquired(l as usize, side.family(), true, waited);
     }
     r
 }
@@ -230,16 +247,6 @@ fn init_klock<S: SpinPolicy>(l: *mut pthread_rwlock_t, kind: c_int) {
     }
 }
 
-/// Dispatch on the configured rwlock variant.
-macro_rules! by_rwlock_variant {
-    ($f:ident ( $($a:expr),* )) => {
-        match config::get().rwlock {
-            SleepVariant::Osq => $f::<SpinOsq>($($a),*),
-            SleepVariant::NoSpin => $f::<SpinOff>($($a),*),
-        }
-    };
-}
-
 /// `pthread_rwlock_init`: a klock rwlock of the attribute's kind (read with
 /// glibc's `pthread_rwlockattr_getkind_np`; see the module docs), or
 /// glibc's for a process-shared attribute.
@@ -269,7 +276,7 @@ pub unsafe extern "C" fn pthread_rwlock_init(
             return call_real!(rwlock_init(l, attr), trivially_ok = false);
         }
     }
-    by_rwlock_variant!(init_klock(l, kind));
+    config::by_variant!(config::get().rwlock, init_klock(l, kind));
     0
 }
 
@@ -288,7 +295,7 @@ pub unsafe extern "C" fn pthread_rwlock_destroy(l: *mut pthread_rwlock_t) -> c_i
     if unsafe { is_glibc(l) } {
         return call_real!(rwlock_destroy(l), trivially_ok = false);
     }
-    by_rwlock_variant!(destroy(l))
+    config::by_variant!(config::get().rwlock, destroy(l))
 }
 
 /// `pthread_rwlock_unlock`: whichever side the caller holds (EPERM if the
@@ -322,14 +329,16 @@ unsafe extern "C" fn unlock_full(l: *mut pthread_rwlock_t) -> c_int {
     if unsafe { is_glibc(l) } {
         return call_real!(rwlock_unlock(l), trivially_ok = false);
     }
-    by_rwlock_variant!(unlock(l))
+    config::by_variant!(config::get().rwlock, unlock(l))
 }
 
-/// Defines an acquisition entry point: null check, glibc route, klock op
-/// (`|l| op`: the operation, computed from the klock-served object).
+/// Defines an acquisition entry point: null check, the uncontended try
+/// ([`fast`]), then out of line: glibc route, the configuration read once
+/// (`c`: variant, read policy), the side (`|l, c| side`) and the `How`,
+/// and [`acquire`].
 macro_rules! rw_entry {
     ($(#[$doc:meta])* $name:ident ( $($p:ident : $t:ty),* ) => $real:ident,
-     |$l:ident| $op:expr $(, fast: $fast:expr)?) => {
+     $how:expr, |$l:ident, $c:ident| $side:expr, fast: $fast:expr) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -341,12 +350,10 @@ macro_rules! rw_entry {
             if l.is_null() {
                 return EINVAL;
             }
-            $(
-                // SAFETY: non-null rwlock from the program.
-                if unsafe { fast(l, $fast) } {
-                    return 0;
-                }
-            )?
+            // SAFETY: non-null rwlock from the program.
+            if unsafe { fast(l, $fast) } {
+                return 0;
+            }
             /// The entry after the fast path, out of line (`extern "C"`, so
             /// the entry can tail-call it).
             #[inline(never)]
@@ -355,12 +362,13 @@ macro_rules! rw_entry {
                 if unsafe { is_glibc(l) } {
                     return call_real!($real(l $(, $p)*), trivially_ok = false);
                 }
-                let $l = l;
+                let ($l, $c) = (l, config::get());
                 // SAFETY: `l` is a non-null, klock-served rwlock (checked
-                // above); the read entries' op reads its kind word.
+                // above; a read's side reads its kind word); a timespec is
+                // the program's, null or readable for the call.
                 #[allow(unused_unsafe)]
-                let op = unsafe { $op };
-                by_rwlock_variant!(acquire(l, op))
+                let (side, how) = unsafe { ($side, $how) };
+                config::by_variant!($c.rwlock, acquire(l, side, how))
             }
             // SAFETY: non-null rwlock from the program.
             unsafe { full(l $(, $p)*) }
@@ -371,42 +379,44 @@ macro_rules! rw_entry {
 rw_entry!(
     /// `pthread_rwlock_rdlock`: EDEADLK if the caller holds the write lock;
     /// the kind's read policy (module docs).
-    pthread_rwlock_rdlock() => rwlock_rdlock, |l| Op::Read(How::Block, read_policy(l)),
-    fast: |k| k.rdlock_fast()
+    pthread_rwlock_rdlock() => rwlock_rdlock, How::Block,
+    |l, c| Side::Read(read_policy(c.rwlock_policy, l)), fast: |k| k.rdlock_fast()
 );
 rw_entry!(
     /// `pthread_rwlock_tryrdlock`: EBUSY instead of waiting (a
     /// reader-preferring kind succeeds while the lock is read-held).
-    pthread_rwlock_tryrdlock() => rwlock_tryrdlock, |l| Op::Read(How::Try, read_policy(l)),
-    fast: |k| k.rdlock_fast()
+    pthread_rwlock_tryrdlock() => rwlock_tryrdlock, How::Try,
+    |l, c| Side::Read(read_policy(c.rwlock_policy, l)), fast: |k| k.rdlock_fast()
 );
 rw_entry!(
     /// `pthread_rwlock_timedrdlock`: until `abstime` on CLOCK_REALTIME.
     pthread_rwlock_timedrdlock(abstime: *const timespec) => rwlock_timedrdlock,
-    |l| Op::Read(How::Until(CLOCK_REALTIME, abstime), read_policy(l))
+    How::until(CLOCK_REALTIME, abstime),
+    |l, c| Side::Read(read_policy(c.rwlock_policy, l)), fast: |k| k.rdlock_fast()
 );
 rw_entry!(
     /// `pthread_rwlock_clockrdlock`: until `abstime` on `clock`.
     pthread_rwlock_clockrdlock(clock: clockid_t, abstime: *const timespec) => rwlock_clockrdlock,
-    |l| Op::Read(How::Until(clock, abstime), read_policy(l))
+    How::until(clock, abstime),
+    |l, c| Side::Read(read_policy(c.rwlock_policy, l)), fast: |k| k.rdlock_fast()
 );
 rw_entry!(
     /// `pthread_rwlock_wrlock`: EDEADLK if the caller holds the write lock.
-    pthread_rwlock_wrlock() => rwlock_wrlock, |_l| Op::Write(How::Block),
-    fast: |k| k.wrlock_fast()
+    pthread_rwlock_wrlock() => rwlock_wrlock, How::Block,
+    |_l, _c| Side::Write, fast: |k| k.wrlock_fast()
 );
 rw_entry!(
     /// `pthread_rwlock_trywrlock`: EBUSY instead of waiting.
-    pthread_rwlock_trywrlock() => rwlock_trywrlock, |_l| Op::Write(How::Try),
-    fast: |k| k.wrlock_fast()
+    pthread_rwlock_trywrlock() => rwlock_trywrlock, How::Try,
+    |_l, _c| Side::Write, fast: |k| k.wrlock_fast()
 );
 rw_entry!(
     /// `pthread_rwlock_timedwrlock`: until `abstime` on CLOCK_REALTIME.
     pthread_rwlock_timedwrlock(abstime: *const timespec) => rwlock_timedwrlock,
-    |_l| Op::Write(How::Until(CLOCK_REALTIME, abstime))
+    How::until(CLOCK_REALTIME, abstime), |_l, _c| Side::Write, fast: |k| k.wrlock_fast()
 );
 rw_entry!(
     /// `pthread_rwlock_clockwrlock`: until `abstime` on `clock`.
     pthread_rwlock_clockwrlock(clock: clockid_t, abstime: *const timespec) => rwlock_clockwrlock,
-    |_l| Op::Write(How::Until(clock, abstime))
+    How::until(clock, abstime), |_l, _c| Side::Write, fast: |k| k.wrlock_fast()
 );

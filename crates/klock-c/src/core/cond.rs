@@ -17,9 +17,9 @@
 //! fallback word, unlocking and re-locking its mutex itself.
 //!
 //! ```
-//! use klock_c::core::{cond::KCond, mutex::{KMutex, Kind}, ETIMEDOUT};
+//! use klock_c::core::{cond::KCond, how::How, mutex::{KMutex, Kind}, ETIMEDOUT};
 //! let (m, cv): (KMutex, KCond) = (KMutex::new(Kind::Normal), KCond::new());
-//! assert_eq!(m.lock(), 0);
+//! assert_eq!(m.lock(How::Block), 0);
 //! assert_eq!(cv.wait(&m, Some(klock::internal::wait::now_ns() + 1_000_000)), ETIMEDOUT);
 //! assert_eq!(m.unlock(), 0);
 //! ```
@@ -247,6 +247,7 @@ fn second_mutex() -> c_int {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::how::How;
     use crate::core::mutex::Kind;
     use libc::EPERM;
 
@@ -254,12 +255,12 @@ mod tests {
     fn stepwise_wait_is_woken_and_relocks_recursive_depth() {
         let m: KMutex = KMutex::new(Kind::Recursive);
         let cv: KCond = KCond::new();
-        assert_eq!(m.lock(), 0);
-        assert_eq!(m.lock(), 0);
+        assert_eq!(m.lock(How::Block), 0);
+        assert_eq!(m.lock(How::Block), 0);
         std::thread::scope(|s| {
             let w = cv.begin(&m).unwrap();
             s.spawn(|| {
-                assert_eq!(m.lock(), 0);
+                assert_eq!(m.lock(How::Block), 0);
                 assert_eq!(cv.signal(), 0);
                 assert_eq!(m.unlock(), 0);
             });
@@ -279,9 +280,9 @@ mod tests {
         let m2: KMutex = KMutex::new(Kind::Recursive);
         let cv: KCond = KCond::new();
         std::thread::scope(|s| {
-            assert_eq!(m1.lock(), 0);
+            assert_eq!(m1.lock(How::Block), 0);
             let waiter = s.spawn(|| {
-                assert_eq!(m1.lock(), 0);
+                assert_eq!(m1.lock(How::Block), 0);
                 let r = cv.wait(&m1, Some(klock::internal::wait::now_ns() + 10_000_000_000));
                 assert_eq!(m1.unlock(), 0);
                 r
@@ -291,14 +292,14 @@ mod tests {
             while !cv.raw.has_waiters() {
                 std::thread::yield_now();
             }
-            assert_eq!(m2.lock(), 0);
-            assert_eq!(m2.lock(), 0);
+            assert_eq!(m2.lock(How::Block), 0);
+            assert_eq!(m2.lock(How::Block), 0);
             assert_eq!(cv.wait(&m2, None), EINVAL);
             assert_eq!(cv.begin(&m2).err(), Some(EINVAL));
             assert_eq!(m2.unlock(), 0);
             assert_eq!(m2.unlock(), 0, "the recursion depth was restored");
             assert_eq!(m2.unlock(), EPERM);
-            assert_eq!(m1.lock(), 0);
+            assert_eq!(m1.lock(How::Block), 0);
             assert_eq!(cv.signal(), 0);
             assert_eq!(m1.unlock(), 0);
             assert_eq!(waiter.join().unwrap(), 0);
@@ -333,7 +334,7 @@ mod tests {
         let m: KMutex = KMutex::new(Kind::ErrorCheck);
         let cv: KCond = KCond::new();
         assert_eq!(cv.wait(&m, None), EPERM);
-        assert_eq!(m.lock(), 0);
+        assert_eq!(m.lock(How::Block), 0);
         let w = cv.begin(&m).unwrap();
         assert_eq!(cv.destroy(), EBUSY);
         assert_eq!(unsafe { cv.end(&m, w, true) }, ETIMEDOUT);

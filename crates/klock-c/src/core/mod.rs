@@ -8,6 +8,9 @@
 //! bad input (klock's `try_` forms report its refusals as values; a
 //! corrupted lock word klock detects aborts with one line, not a panic).
 //!
+//! * [`how`]: [`how::How`], how an acquisition waits (block, try, until a
+//!   deadline on a clock): the one vocabulary from the front ends' entry
+//!   points down to the cores' `acquire`, `read` and `write`.
 //! * [`time`]: `timespec` deadlines on a chosen clock -> klock deadlines.
 //! * [`mutex`]: [`mutex::KMutex`], a klock mutex plus kind and recursion
 //!   depth (normal, recursive, error-checking), 20 bytes, laid out so that
@@ -19,6 +22,7 @@
 //!   unlock, recursive read locks and EDEADLK.
 
 pub mod cond;
+pub mod how;
 pub mod mutex;
 pub mod rwlock;
 pub mod time;

@@ -21,19 +21,19 @@
 //!   non-holder (or of an unlocked mutex) is EPERM.
 //!
 //! ```
-//! use klock_c::core::{mutex::{KMutex, Kind}, EBUSY, EDEADLK, EPERM};
+//! use klock_c::core::{how::How, mutex::{KMutex, Kind}, EBUSY, EDEADLK, EPERM};
 //! let m: KMutex = KMutex::new(Kind::ErrorCheck);
-//! assert_eq!(m.lock(), 0);
-//! assert_eq!(m.lock(), EDEADLK);
+//! assert_eq!(m.lock(How::Block), 0);
+//! assert_eq!(m.lock(How::Block), EDEADLK);
 //! assert_eq!(m.destroy(), EBUSY);
 //! assert_eq!(m.unlock(), 0);
 //! assert_eq!(m.unlock(), EPERM);
 //! assert_eq!(m.destroy(), 0);
 //! ```
 
-use super::time;
+use super::how::How;
 use klock::{MutexToken, RawMutex, SpinOsq, SpinPolicy, internal::mutex::current_id};
-use libc::{EAGAIN, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT, c_int, clockid_t, timespec};
+use libc::{EAGAIN, EBUSY, EINVAL, EPERM, c_int};
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
 
 /// A mutex kind (pthread's `PTHREAD_MUTEX_*`; glibc's `__kind` values).
@@ -86,13 +86,6 @@ const _: () = assert!(std::mem::size_of::<KMutex>() == 20);
 const _: () = assert!(std::mem::align_of::<KMutex>() == 4);
 const _: () = assert!(std::mem::offset_of!(KMutex, kind) == 16);
 
-/// How an acquisition waits.
-enum How {
-    Block,
-    Try,
-    Until(clockid_t, *const timespec),
-}
-
 impl<S: SpinPolicy> KMutex<S> {
     /// An unlocked mutex of `kind`.
     pub const fn new(kind: Kind) -> Self {
@@ -115,23 +108,16 @@ impl<S: SpinPolicy> KMutex<S> {
         Kind::from_raw(self.kind.load(Ordering::Relaxed)).ok_or(EINVAL)
     }
 
-    /// Lock, blocking.
+    /// Lock `how`, the whole call: the uncontended try ([`lock_fast`](Self::lock_fast)),
+    /// then [`acquire`](Self::acquire). A try gets EBUSY if the mutex is
+    /// held (a recursive holder relocks instead; an error-checking holder
+    /// gets EBUSY, as in glibc).
     #[inline]
-    pub fn lock(&self) -> c_int {
+    pub fn lock(&self, how: How) -> c_int {
         if self.lock_fast() {
             return 0;
         }
-        self.acquire(How::Block)
-    }
-
-    /// Lock without waiting: EBUSY if it is held (a recursive holder
-    /// relocks instead; an error-checking holder gets EBUSY, as in glibc).
-    #[inline]
-    pub fn trylock(&self) -> c_int {
-        if self.lock_fast() {
-            return 0;
-        }
-        self.acquire(How::Try)
+        self.acquire(how)
     }
 
     /// The uncontended lock of every kind: a mutex klock serves that is
@@ -160,10 +146,10 @@ impl<S: SpinPolicy> KMutex<S> {
     /// changes nothing (the caller takes the full [`unlock`](Self::unlock)).
     ///
     /// ```
-    /// use klock_c::core::mutex::{KMutex, Kind};
+    /// use klock_c::core::{how::How, mutex::{KMutex, Kind}};
     /// let m: KMutex = KMutex::new(Kind::Normal);
     /// assert!(!m.unlock_fast());
-    /// assert_eq!(m.lock(), 0);
+    /// assert_eq!(m.lock(How::Block), 0);
     /// assert!(m.unlock_fast());
     /// ```
     #[inline(always)]
@@ -177,47 +163,31 @@ impl<S: SpinPolicy> KMutex<S> {
             && unsafe { self.raw.try_unlock_uncontended() }
     }
 
-    /// Lock with an absolute deadline on `clock`: ETIMEDOUT when it passes;
-    /// EINVAL for a bad `abstime` or clock, checked only when the call
-    /// would block (as glibc does).
-    ///
-    /// # Safety
-    ///
-    /// `abstime` is null or points to a readable `timespec`.
-    pub unsafe fn timedlock(&self, clock: clockid_t, abstime: *const timespec) -> c_int {
-        self.acquire(How::Until(clock, abstime))
-    }
-
+    /// Acquire `how`, past the uncontended try (a caller that asked
+    /// [`lock_fast`](Self::lock_fast) before, or, for a timed lock, none:
+    /// klock's try comes first here anyway). Reads the kind once: a holder
+    /// relocks a recursive mutex (EAGAIN past `u32::MAX` levels) and gets
+    /// [`How::own_lock_error`] from an error-checking one; everyone else
+    /// takes klock's mutex as `how` says ([`How::take`]: EBUSY, ETIMEDOUT,
+    /// EINVAL for a bad time only when it would block, as glibc).
     #[inline(never)]
-    fn acquire(&self, how: How) -> c_int {
+    pub fn acquire(&self, how: How) -> c_int {
         let kind = match self.kind() {
             Ok(k) => k,
             Err(e) => return e,
         };
         if kind != Kind::Normal && self.raw.holder() == current_id() {
-            return match (kind, how) {
-                (Kind::Recursive, _) => self.relock(),
-                (_, How::Try) => EBUSY,
-                _ => EDEADLK,
+            return if kind == Kind::Recursive {
+                self.relock()
+            } else {
+                how.own_lock_error()
             };
         }
-        let got = match how {
-            How::Block => Some(self.raw.lock()),
-            How::Try => self.raw.try_lock(),
-            How::Until(clock, abstime) => match self.raw.try_lock() {
-                Some(t) => Some(t),
-                // SAFETY: caller's contract.
-                None => match unsafe { time::deadline(clock, abstime) } {
-                    Ok(d) => self.raw.lock_until_ns(d),
-                    Err(e) => return e,
-                },
-            },
-        };
-        match (got, how) {
+        let raw = &self.raw;
+        match how.take(|| raw.try_lock(), || raw.lock(), |d| raw.lock_until_ns(d)) {
             // The token is the holder's id, recorded in the word.
-            (Some(_token), _) => 0,
-            (None, How::Try) => EBUSY,
-            (None, _) => ETIMEDOUT,
+            Ok(_token) => 0,
+            Err(e) => e,
         }
     }
 
@@ -301,10 +271,10 @@ impl<S: SpinPolicy> KMutex<S> {
     /// Returns the depth for [`relock_after_wait`](Self::relock_after_wait).
     ///
     /// ```
-    /// use klock_c::core::mutex::{KMutex, Kind};
+    /// use klock_c::core::{how::How, mutex::{KMutex, Kind}};
     /// let m: KMutex = KMutex::new(Kind::Recursive);
     /// assert_eq!(m.unlock_for_wait(), Err(libc::EPERM));
-    /// assert_eq!((m.lock(), m.lock()), (0, 0));
+    /// assert_eq!((m.lock(How::Block), m.lock(How::Block)), (0, 0));
     /// let depth = m.unlock_for_wait().unwrap();
     /// assert!(!m.raw().is_locked());
     /// m.relock_after_wait(depth);
@@ -336,16 +306,17 @@ impl<S: SpinPolicy> KMutex<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use libc::{ETIMEDOUT, timespec};
 
     #[test]
     fn recursive_counts_levels_and_rejects_strangers() {
         let m: KMutex = KMutex::new(Kind::Recursive);
-        assert_eq!(m.lock(), 0);
-        assert_eq!(m.lock(), 0);
-        assert_eq!(m.trylock(), 0);
+        assert_eq!(m.lock(How::Block), 0);
+        assert_eq!(m.lock(How::Block), 0);
+        assert_eq!(m.lock(How::Try), 0);
         std::thread::scope(|s| {
             s.spawn(|| {
-                assert_eq!(m.trylock(), EBUSY);
+                assert_eq!(m.lock(How::Try), EBUSY);
                 assert_eq!(m.unlock(), EPERM);
             });
         });
@@ -360,11 +331,11 @@ mod tests {
     #[test]
     fn normal_allows_non_owner_unlock() {
         let m: KMutex = KMutex::new(Kind::Normal);
-        assert_eq!(m.lock(), 0);
+        assert_eq!(m.lock(How::Block), 0);
         std::thread::scope(|s| {
             s.spawn(|| assert_eq!(m.unlock(), 0));
         });
-        assert_eq!(m.trylock(), 0);
+        assert_eq!(m.lock(How::Try), 0);
         assert_eq!(m.unlock(), 0);
         assert_eq!(m.unlock(), EPERM);
     }
@@ -376,16 +347,22 @@ mod tests {
             tv_sec: 0,
             tv_nsec: -1,
         };
-        assert_eq!(unsafe { m.timedlock(libc::CLOCK_REALTIME, &bad) }, 0);
+        assert_eq!(
+            m.acquire(unsafe { How::until(libc::CLOCK_REALTIME, &bad) }),
+            0
+        );
         std::thread::scope(|s| {
             s.spawn(|| {
-                assert_eq!(unsafe { m.timedlock(libc::CLOCK_REALTIME, &bad) }, EINVAL);
+                assert_eq!(
+                    m.acquire(unsafe { How::until(libc::CLOCK_REALTIME, &bad) }),
+                    EINVAL
+                );
                 let past = timespec {
                     tv_sec: 1,
                     tv_nsec: 0,
                 };
                 assert_eq!(
-                    unsafe { m.timedlock(libc::CLOCK_MONOTONIC, &past) },
+                    m.acquire(unsafe { How::until(libc::CLOCK_MONOTONIC, &past) }),
                     ETIMEDOUT
                 );
             });
@@ -397,11 +374,11 @@ mod tests {
     fn destroyed_and_foreign_kinds_are_einval() {
         let m: KMutex = KMutex::new(Kind::Normal);
         assert_eq!(m.destroy(), 0);
-        assert_eq!(m.lock(), EINVAL);
+        assert_eq!(m.lock(How::Block), EINVAL);
         assert_eq!(m.unlock(), EINVAL);
         assert_eq!(m.destroy(), EINVAL);
         // SAFETY: a test poking the kind field as glibc's initialisers do.
         m.kind.store(0x20, Ordering::Relaxed);
-        assert_eq!(m.trylock(), EINVAL);
+        assert_eq!(m.lock(How::Try), EINVAL);
     }
 }

@@ -25,22 +25,22 @@
 //! * EDEADLK when the write-holder asks for either lock again.
 //!
 //! ```
-//! use klock_c::core::{rwlock::KRwLock, EBUSY, EDEADLK};
+//! use klock_c::core::{how::How, rwlock::{KRwLock, ReadPolicy}, EBUSY, EDEADLK};
 //! let l: KRwLock = KRwLock::new();
-//! assert_eq!(l.wrlock(), 0);
-//! assert_eq!(l.rdlock(), EDEADLK);
+//! assert_eq!(l.wrlock(How::Block), 0);
+//! assert_eq!(l.rdlock(How::Block, ReadPolicy::Fair), EDEADLK);
 //! assert_eq!(l.unlock(), 0);
-//! assert_eq!(l.rdlock(), 0);
-//! assert_eq!(l.trywrlock(), EBUSY);
+//! assert_eq!(l.rdlock(How::Block, ReadPolicy::Fair), 0);
+//! assert_eq!(l.wrlock(How::Try), EBUSY);
 //! assert_eq!(l.unlock(), 0);
 //! assert_eq!(l.destroy(), 0);
 //! ```
 
-use super::time;
+use super::how::How;
 use klock::RawRwLock;
 use klock::internal::tid::current_id;
 use klock::{SpinOsq, SpinPolicy};
-use libc::{EAGAIN, EBUSY, EDEADLK, EINVAL, EPERM, ETIMEDOUT, c_int, clockid_t, timespec};
+use libc::{EAGAIN, EBUSY, EINVAL, EPERM, c_int};
 use std::sync::atomic::{AtomicI32, Ordering};
 
 /// A klock rwlock with pthread semantics (see the module docs).
@@ -108,10 +108,10 @@ fn add_reads_held(up: bool) {
 /// How a read lock treats waiting writers.
 ///
 /// ```
-/// use klock_c::core::rwlock::{KRwLock, ReadPolicy};
+/// use klock_c::core::{how::How, rwlock::{KRwLock, ReadPolicy}};
 /// let l: KRwLock = KRwLock::new();
-/// assert_eq!(l.rdlock_with(ReadPolicy::PreferReaders), 0);
-/// assert_eq!(l.tryrdlock_with(ReadPolicy::Fair), 0);
+/// assert_eq!(l.rdlock(How::Block, ReadPolicy::PreferReaders), 0);
+/// assert_eq!(l.rdlock(How::Try, ReadPolicy::Fair), 0);
 /// assert_eq!(l.unlock(), 0);
 /// assert_eq!(l.unlock(), 0);
 /// ```
@@ -124,14 +124,6 @@ pub enum ReadPolicy {
     /// `PREFER_WRITER_NP`, which glibc treats alike): a reader never waits
     /// while the lock is read-owned.
     PreferReaders,
-}
-
-/// How an acquisition waits.
-#[derive(Clone, Copy)]
-enum How {
-    Block,
-    Try,
-    Until(clockid_t, *const timespec),
 }
 
 impl<S: SpinPolicy> Default for KRwLock<S> {
@@ -163,163 +155,70 @@ impl<S: SpinPolicy> KRwLock<S> {
         }
     }
 
-    /// Read lock, blocking ([`ReadPolicy::Fair`]).
+    /// Read lock `how`, the `p` way, the whole call: the uncontended try
+    /// ([`rdlock_fast`](Self::rdlock_fast)), then [`read`](Self::read).
     #[inline]
-    pub fn rdlock(&self) -> c_int {
-        self.read(How::Block, ReadPolicy::Fair)
+    pub fn rdlock(&self, how: How, p: ReadPolicy) -> c_int {
+        if self.rdlock_fast() {
+            return 0;
+        }
+        self.read(how, p)
     }
 
-    /// Read lock without waiting (EBUSY; [`ReadPolicy::Fair`]).
-    #[inline]
-    pub fn tryrdlock(&self) -> c_int {
-        self.read(How::Try, ReadPolicy::Fair)
-    }
-
-    /// Read lock until `abstime` on `clock` (ETIMEDOUT; EINVAL for a bad
-    /// time, checked only when the call would block; [`ReadPolicy::Fair`]).
-    ///
-    /// # Safety
-    ///
-    /// `abstime` is null or points to a readable `timespec`.
-    pub unsafe fn timedrdlock(&self, clock: clockid_t, abstime: *const timespec) -> c_int {
-        self.read(How::Until(clock, abstime), ReadPolicy::Fair)
-    }
-
-    /// [`rdlock`](Self::rdlock) with the given [`ReadPolicy`].
-    #[inline]
-    pub fn rdlock_with(&self, p: ReadPolicy) -> c_int {
-        self.read(How::Block, p)
-    }
-
-    /// [`tryrdlock`](Self::tryrdlock) with the given [`ReadPolicy`]
-    /// (reader-preferring: succeeds while read-owned, whoever waits).
-    #[inline]
-    pub fn tryrdlock_with(&self, p: ReadPolicy) -> c_int {
-        self.read(How::Try, p)
-    }
-
-    /// [`timedrdlock`](Self::timedrdlock) with the given [`ReadPolicy`].
-    ///
-    /// # Safety
-    ///
-    /// `abstime` is null or points to a readable `timespec`.
-    pub unsafe fn timedrdlock_with(
-        &self,
-        p: ReadPolicy,
-        clock: clockid_t,
-        abstime: *const timespec,
-    ) -> c_int {
-        self.read(How::Until(clock, abstime), p)
-    }
-
-    /// Write lock, blocking.
-    #[inline]
-    pub fn wrlock(&self) -> c_int {
-        self.write(How::Block)
-    }
-
-    /// Write lock without waiting (EBUSY).
-    #[inline]
-    pub fn trywrlock(&self) -> c_int {
-        self.write(How::Try)
-    }
-
-    /// Write lock until `abstime` on `clock`.
-    ///
-    /// # Safety
-    ///
-    /// `abstime` is null or points to a readable `timespec`.
-    pub unsafe fn timedwrlock(&self, clock: clockid_t, abstime: *const timespec) -> c_int {
-        self.write(How::Until(clock, abstime))
-    }
-
-    #[inline]
-    fn read(&self, how: How, p: ReadPolicy) -> c_int {
+    /// Read lock `how`, the `p` way, after [`rdlock_fast`](Self::rdlock_fast)
+    /// failed (the interposer asks it before its dispatch;
+    /// [`rdlock`](Self::rdlock) for everyone else): EINVAL if destroyed,
+    /// [`How::own_lock_error`] for the write-holder, EAGAIN past the reader
+    /// limit, else the policy's read ([`read_as`](Self::read_as)), counted.
+    #[cold]
+    pub fn read(&self, how: How, p: ReadPolicy) -> c_int {
         if let Err(e) = self.check() {
             return e;
         }
-        // The plain fast path first: no thread-local lookup unless it fails
-        // (the count of read locks held is needed only then).
-        if self.raw.try_lock_shared() {
-            add_reads_held(true);
-            return 0;
-        }
-        self.read_slow(how, p)
-    }
-
-    #[cold]
-    fn read_slow(&self, how: How, p: ReadPolicy) -> c_int {
         if self.is_my_write_lock() {
-            return if matches!(how, How::Try) {
-                EBUSY
-            } else {
-                EDEADLK
-            };
+            return how.own_lock_error();
         }
         if too_many_readers(self.raw.count_word()) {
             return EAGAIN;
         }
+        match self.read_as(how, p) {
+            Ok(()) => {
+                add_reads_held(true);
+                0
+            }
+            Err(e) => e,
+        }
+    }
+
+    /// The read itself, the `p` way, as `how` says ([`How::take`]). A try
+    /// asks the policy's own question; the fair one's is the uncontended
+    /// try, which failed. klock's blocking reads ask theirs themselves.
+    fn read_as(&self, how: How, p: ReadPolicy) -> Result<(), c_int> {
         let raw = &self.raw;
+        let got = |taken: bool| taken.then_some(());
         if p == ReadPolicy::PreferReaders {
             // No recursion special case: a read-owned lock admits every
             // reader of this policy.
-            return self.read_by(
-                how,
-                || raw.try_lock_shared_prefer_readers(),
+            return how.take(
+                || got(raw.try_lock_shared_prefer_readers()),
                 || raw.lock_shared_prefer_readers(),
-                |d| raw.lock_shared_prefer_readers_until_ns(d),
+                |d| got(raw.lock_shared_prefer_readers_until_ns(d)),
             );
         }
         if reads_held() > 0 {
             // A thread holding read locks passes waiting writers (they may
             // wait for it); a timed one queues fairly once that fails.
-            return self.read_by(
-                how,
-                || raw.try_lock_shared_recursive(),
+            return how.take(
+                || got(raw.try_lock_shared_recursive()),
                 || raw.lock_shared_recursive(),
-                |d| raw.lock_shared_until_ns(d),
+                |d| got(raw.lock_shared_until_ns(d)),
             );
         }
-        // The fair try already failed in `read`.
-        self.read_by(
-            how,
-            || false,
+        how.take(
+            || None,
             || raw.lock_shared(),
-            |d| raw.lock_shared_until_ns(d),
+            |d| got(raw.lock_shared_until_ns(d)),
         )
-    }
-
-    /// One read acquisition after the fast path: `try_` first, then per
-    /// `how` nothing (EBUSY), `block`, or `until` a deadline (ETIMEDOUT; a
-    /// bad `abstime` EINVAL); a read lock taken is counted.
-    fn read_by(
-        &self,
-        how: How,
-        try_: impl FnOnce() -> bool,
-        block: impl FnOnce(),
-        until: impl FnOnce(u64) -> bool,
-    ) -> c_int {
-        let got = try_()
-            || match how {
-                How::Try => false,
-                How::Block => {
-                    block();
-                    true
-                }
-                // SAFETY: caller's contract.
-                How::Until(clock, abstime) => match unsafe { time::deadline(clock, abstime) } {
-                    Ok(d) => until(d),
-                    Err(e) => return e,
-                },
-            };
-        if got {
-            add_reads_held(true);
-            0
-        } else if matches!(how, How::Try) {
-            EBUSY
-        } else {
-            ETIMEDOUT
-        }
     }
 
     /// Does the caller hold the write lock? (The thread-id lookup only when
@@ -330,37 +229,38 @@ impl<S: SpinPolicy> KRwLock<S> {
         w != 0 && w == current_id()
     }
 
+    /// Write lock `how`, the whole call: the uncontended try
+    /// ([`wrlock_fast`](Self::wrlock_fast)), then [`write`](Self::write).
     #[inline]
-    fn write(&self, how: How) -> c_int {
+    pub fn wrlock(&self, how: How) -> c_int {
+        if self.wrlock_fast() {
+            return 0;
+        }
+        self.write(how)
+    }
+
+    /// Write lock `how` after [`wrlock_fast`](Self::wrlock_fast) failed (as
+    /// [`read`](Self::read)): EINVAL if destroyed,
+    /// [`How::own_lock_error`] for the write-holder, else klock's write
+    /// lock as `how` says. `wrlock_fast` asked klock's one write try, so a
+    /// try's answer is its no (EBUSY).
+    #[cold]
+    pub fn write(&self, how: How) -> c_int {
         if let Err(e) = self.check() {
             return e;
         }
         if self.is_my_write_lock() {
-            return if matches!(how, How::Try) {
-                EBUSY
-            } else {
-                EDEADLK
-            };
+            return how.own_lock_error();
         }
-        let token = self.raw.try_lock_exclusive().or_else(|| match how {
-            How::Try => None,
-            How::Block => Some(self.raw.lock_exclusive()),
-            // SAFETY: caller's contract.
-            How::Until(clock, abstime) => match unsafe { time::deadline(clock, abstime) } {
-                Ok(d) => self.raw.lock_exclusive_until_ns(d),
-                Err(_) => None,
-            },
-        });
-        match (token, how) {
+        let raw = &self.raw;
+        match how.take(
+            || None,
+            || raw.lock_exclusive(),
+            |d| raw.lock_exclusive_until_ns(d),
+        ) {
             // `unlock_any` finds the writer's id in the owner word.
-            (Some(_token), _) => 0,
-            (None, How::Try) => EBUSY,
-            // SAFETY: re-validated only to name the error.
-            (None, How::Until(clock, abstime)) => match unsafe { time::deadline(clock, abstime) } {
-                Err(e) => e,
-                Ok(_) => ETIMEDOUT,
-            },
-            (None, How::Block) => unreachable!("a blocking write lock always returns a token"),
+            Ok(_token) => 0,
+            Err(e) => e,
         }
     }
 
@@ -460,6 +360,7 @@ impl<S: SpinPolicy> KRwLock<S> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use libc::{ETIMEDOUT, timespec};
     use std::sync::atomic::AtomicBool;
 
     /// Past about 2^23 read locks a reader gets EAGAIN (glibc's error for
@@ -469,45 +370,52 @@ mod tests {
         let l: KRwLock = KRwLock::new();
         let mut held = 0u32;
         let r = loop {
-            match l.rdlock() {
+            match l.rdlock(How::Block, ReadPolicy::Fair) {
                 0 => held += 1,
                 e => break e,
             }
         };
         assert_eq!(r, EAGAIN);
         assert!((MAX_READERS..=1 << 23).contains(&held), "{held}");
-        assert_eq!(l.tryrdlock(), EAGAIN);
+        assert_eq!(l.rdlock(How::Try, ReadPolicy::Fair), EAGAIN);
         let past = libc::timespec {
             tv_sec: 0,
             tv_nsec: 0,
         };
         // SAFETY: a valid timespec.
         assert_eq!(
-            unsafe { l.timedrdlock(libc::CLOCK_REALTIME, &past) },
+            l.rdlock(
+                unsafe { How::until(libc::CLOCK_REALTIME, &past) },
+                ReadPolicy::Fair
+            ),
             EAGAIN
         );
         for _ in 0..held {
             assert_eq!(l.unlock(), 0);
         }
         assert_eq!(l.unlock(), EPERM);
-        assert_eq!(l.wrlock(), 0, "the count came back to 0");
+        assert_eq!(l.wrlock(How::Block), 0, "the count came back to 0");
         assert_eq!(l.unlock(), 0);
     }
 
     #[test]
     fn recursive_read_passes_a_waiting_writer() {
         let l: KRwLock = KRwLock::new();
-        assert_eq!(l.rdlock(), 0);
+        assert_eq!(l.rdlock(How::Block, ReadPolicy::Fair), 0);
         let writer_in = AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| {
-                assert_eq!(l.wrlock(), 0);
+                assert_eq!(l.wrlock(How::Block), 0);
                 writer_in.store(true, Ordering::SeqCst);
                 assert_eq!(l.unlock(), 0);
             });
             // Let the writer queue behind our read lock.
             std::thread::sleep(std::time::Duration::from_millis(20));
-            assert_eq!(l.rdlock(), 0, "a second read lock must not deadlock");
+            assert_eq!(
+                l.rdlock(How::Block, ReadPolicy::Fair),
+                0,
+                "a second read lock must not deadlock"
+            );
             assert!(!writer_in.load(Ordering::SeqCst));
             assert_eq!(l.unlock(), 0);
             assert_eq!(l.unlock(), 0);
@@ -521,11 +429,11 @@ mod tests {
     #[test]
     fn other_threads_reader_and_a_waiting_writer() {
         let l: KRwLock = KRwLock::new();
-        assert_eq!(l.rdlock(), 0);
+        assert_eq!(l.rdlock(How::Block, ReadPolicy::Fair), 0);
         let writer_in = AtomicBool::new(false);
         std::thread::scope(|s| {
             s.spawn(|| {
-                assert_eq!(l.wrlock(), 0);
+                assert_eq!(l.wrlock(How::Block), 0);
                 writer_in.store(true, Ordering::SeqCst);
                 assert_eq!(l.unlock(), 0);
             });
@@ -544,19 +452,23 @@ mod tests {
                     tv_sec: 0,
                     tv_nsec: 0,
                 };
-                assert_eq!(l.tryrdlock_with(ReadPolicy::Fair), EBUSY);
+                assert_eq!(l.rdlock(How::Try, ReadPolicy::Fair), EBUSY);
                 assert_eq!(
-                    unsafe { l.timedrdlock_with(ReadPolicy::Fair, libc::CLOCK_MONOTONIC, &soon) },
+                    l.rdlock(
+                        unsafe { How::until(libc::CLOCK_MONOTONIC, &soon) },
+                        ReadPolicy::Fair
+                    ),
                     ETIMEDOUT
                 );
-                assert_eq!(l.tryrdlock_with(ReadPolicy::PreferReaders), 0);
+                assert_eq!(l.rdlock(How::Try, ReadPolicy::PreferReaders), 0);
                 assert_eq!(
-                    unsafe {
-                        l.timedrdlock_with(ReadPolicy::PreferReaders, libc::CLOCK_MONOTONIC, &soon)
-                    },
+                    l.rdlock(
+                        unsafe { How::until(libc::CLOCK_MONOTONIC, &soon) },
+                        ReadPolicy::PreferReaders
+                    ),
                     0
                 );
-                assert_eq!(l.rdlock_with(ReadPolicy::PreferReaders), 0);
+                assert_eq!(l.rdlock(How::Block, ReadPolicy::PreferReaders), 0);
                 for _ in 0..3 {
                     assert_eq!(l.unlock(), 0);
                 }
@@ -573,7 +485,7 @@ mod tests {
     #[test]
     fn timed_write_times_out_and_checks_abstime_when_blocking() {
         let l: KRwLock = KRwLock::new();
-        assert_eq!(l.rdlock(), 0);
+        assert_eq!(l.rdlock(How::Block, ReadPolicy::Fair), 0);
         std::thread::scope(|s| {
             s.spawn(|| {
                 let past = timespec {
@@ -581,21 +493,24 @@ mod tests {
                     tv_nsec: 0,
                 };
                 assert_eq!(
-                    unsafe { l.timedwrlock(libc::CLOCK_MONOTONIC, &past) },
+                    l.wrlock(unsafe { How::until(libc::CLOCK_MONOTONIC, &past) }),
                     ETIMEDOUT
                 );
                 let bad = timespec {
                     tv_sec: 1,
                     tv_nsec: 1_000_000_000,
                 };
-                assert_eq!(unsafe { l.timedwrlock(libc::CLOCK_REALTIME, &bad) }, EINVAL);
-                assert_eq!(l.tryrdlock(), 0);
+                assert_eq!(
+                    l.wrlock(unsafe { How::until(libc::CLOCK_REALTIME, &bad) }),
+                    EINVAL
+                );
+                assert_eq!(l.rdlock(How::Try, ReadPolicy::Fair), 0);
                 assert_eq!(l.unlock(), 0);
             });
         });
         assert_eq!(l.destroy(), EBUSY);
         assert_eq!(l.unlock(), 0);
         assert_eq!(l.destroy(), 0);
-        assert_eq!(l.rdlock(), EINVAL);
+        assert_eq!(l.rdlock(How::Block, ReadPolicy::Fair), EINVAL);
     }
 }
