@@ -36,38 +36,61 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// release (or hand over) and drop WLOCK in one CAS; then wake the head.
     #[cold]
     pub(super) fn unlock_slow(&self, fair: bool) {
-        // The slow-owner hint names this owner, if any: it ends with this
-        // hold (`spin.rs`, `note_owner`).
-        if self.list.hint() != 0 {
-            self.list.set_hint(0);
-        }
+        // 1. This hold ends the slow-owner hint that names it.
+        self.end_owner_hint();
         // Relaxed: only the CASes below decide; their orderings are commented.
         let o = self.owner.load(Ordering::Relaxed);
-        // Eventual fairness (`KLOCK_MUTEX_FAIR_HANDOFF_NS`): a head that has
-        // been first for that long gets the lock handed over, even asleep.
-        // At most one such hand-off per interval and lock (the next head's
-        // clock starts when it becomes first), so the lock idles for a
-        // wake-up at a bounded rate.
-        let fair = fair || (has_waiters(o) && fair_check_due() && self.fair_due());
-        // Step 1: nobody to wake: release the id and keep the flags; else
-        // take WLOCK while still owner.
+        // 2. Hand over or release: a fair unlock, or eventual fairness due.
+        let fair = fair || self.fair_handoff_due(o);
+        // 3. Nobody to wake: release the id and keep the flags; else take
+        //    WLOCK while still owner.
         if !self.release_or_lock_list(o, fair) {
             return;
         }
-        // Step 2: we own the lock and WLOCK: mark the head WOKEN.
+        // 4. We own the lock and WLOCK: mark the head WOKEN.
+        let (head, need_wake) = self.mark_head_woken();
+        // 5. Release (or hand over to the head) and drop WLOCK in one CAS.
+        let handed = self.release_to_head(head, fair);
+        // 6. From here on only the head's type-stable node is touched.
+        Self::wake_head(head, need_wake, handed);
+    }
+
+    /// Step 1 of [`unlock_slow`](Self::unlock_slow): the slow-owner hint
+    /// names this owner, if any; it ends with this hold (`spin.rs`,
+    /// `note_owner`).
+    fn end_owner_hint(&self) {
+        if self.list.hint() != 0 {
+            self.list.set_hint(0);
+        }
+    }
+
+    /// Step 2: eventual fairness (`KLOCK_MUTEX_FAIR_HANDOFF_NS`): a head
+    /// that has been first for that long gets the lock handed over, even
+    /// asleep. At most one such hand-off per interval and lock (the next
+    /// head's clock starts when it becomes first), so the lock idles for a
+    /// wake-up at a bounded rate.
+    fn fair_handoff_due(&self, o: u32) -> bool {
+        has_waiters(o) && fair_check_due() && self.fair_due()
+    }
+
+    /// Step 4, with the lock and WLOCK held: the head, and whether it needs
+    /// a futex wake. A head still WOKEN from an earlier wake it has not
+    /// re-armed yet (re-arming needs WLOCK, which we hold) is awake and will
+    /// retry after our release: no wake. INV-WAKE-ADDR: the mark is made
+    /// under WLOCK; step 5's release CAS publishes it.
+    fn mark_head_woken(&self) -> (Option<Waiter<'static>>, bool) {
         let h = self.list.head();
         let hn = (h != 0).then(|| Waiter::decode(h));
-        // If the head is still WOKEN from an earlier wake it has not re-armed
-        // yet (re-arming needs WLOCK, which we hold): it is awake and will
-        // re-try after our release, so no futex_wake is needed.
-        // INV-WAKE-ADDR: under WLOCK; the release CAS below publishes it.
         let need_wake = hn.is_some_and(|hn| hn.wake_mark());
-        // Step 3: release (or hand over to the head) and drop WLOCK in one CAS.
-        let handed = self.release_to_head(hn, fair);
-        // Step 4: from here on only the head's type-stable node is touched.
+        (hn, need_wake)
+    }
+
+    /// Step 6, after the release: wake the head's own futex word, the only
+    /// address a releaser may touch (INV-WAKE-ADDR).
+    fn wake_head(head: Option<Waiter<'static>>, need_wake: bool, handed: bool) {
         chaos::point(Site::AfterRelease);
         stat::cond_inc(Event::MutexHandoff, handed);
-        if let Some(hn) = hn
+        if let Some(hn) = head
             && need_wake
         {
             stat::inc(Event::MutexWake);
