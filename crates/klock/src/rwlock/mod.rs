@@ -106,15 +106,17 @@
 //! * A reader wake-up grants the lock to every queued reader, up to
 //!   `KLOCK_RWSEM_WAKE_READERS`, skipping queued writers (seed 003 patch 15).
 //! * Waking a writer that is already woken is skipped (seed 003 patch 12).
-//! * A reader that fails the fast path (`KLOCK_RWSEM_READER`): 1 steals
-//!   the lock when no writer holds it, no hand-off is owed and no other
-//!   reader holds it; 4 (default) steals as 1 and then waits running, within
-//!   `KLOCK_RWSEM_READ_WAIT_NS`, for a free lock before it queues (a
-//!   sleeping reader is what let writers take 80-98 % of the ops); 2 spins
-//!   on a writer owner through the OSQ (seed 003 patch 8) unless the owner
-//!   word says NONSPINNABLE (seed 003 patch 13); 3 also joins other readers
-//!   (a queued writer then gets in through its hand-off timer,
-//!   INV-HANDOFF-TIMER); 0 queues.
+//! * A reader that fails the fast path (`KLOCK_RWSEM_READER`, named by
+//!   [`ReaderMode`](crate::tune::ReaderMode)): `Steal` (1) steals the lock
+//!   when no writer holds it, no hand-off is owed and no other reader holds
+//!   it; `StealThenWaitRunning` (4, the default) steals as 1 and then waits
+//!   running, within `KLOCK_RWSEM_READ_WAIT_NS`, for a free lock before it
+//!   queues (a sleeping reader is what let writers take 80-98 % of the
+//!   ops); `SpinOnWriter` (2) spins on a writer owner through the OSQ (seed
+//!   003 patch 8) unless the owner word says NONSPINNABLE (seed 003 patch
+//!   13); `JoinReaders` (3) also joins other readers (a queued writer then
+//!   gets in through its hand-off timer, INV-HANDOFF-TIMER); `Queue` (0)
+//!   queues.
 //! * Writers spin (policy [`SpinOsq`]) through the OSQ on a writer owner
 //!   (within `KLOCK_RWSEM_SPIN_NS` per owner, `KLOCK_RWSEM_SPIN_MAX_NS` in
 //!   all) and on a reader-owned lock for `KLOCK_RWSEM_RSPIN_NS` + 500 ns

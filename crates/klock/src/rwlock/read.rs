@@ -3,7 +3,8 @@
 //! reader-preferring reads
 //! ([`lock_shared_prefer_readers`](RawRwLock::lock_shared_prefer_readers),
 //! INV-PREFQ), the timed read, and the read slow path (`read_slow`: reader
-//! lock stealing, mode 4's running wait `steal_running`, reader spinning, or
+//! lock stealing, the running wait of
+//! [`ReaderMode::StealThenWaitRunning`] (`steal_running`), reader spinning, or
 //! the wait list), with the reader count taken back (`drop_reader_count`)
 //! and the wake-ups a reader owes (`wake_if_free`,
 //! `wake_readers_into_read_owned`).
@@ -27,6 +28,7 @@ use super::{Class, Got, RawRwLock, SpinPolicy};
 use crate::chaos::{self, Site};
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
+use crate::tune::ReaderMode;
 use crate::wait::{self, SpinBudget};
 
 impl<S: SpinPolicy> RawRwLock<S> {
@@ -291,13 +293,14 @@ impl<S: SpinPolicy> RawRwLock<S> {
         let t = crate::tune::get();
         let mode = reader_mode();
         // Reader lock stealing (kernel 5.11+): no writer, no hand-off, no
-        // upgrade under way and no other reader: a queued writer loses at
-        // most until it sets HANDOFF.
-        if mode != 0
-            && mode != 2
-            && c & (WRITER | HANDOFF | UPGRADING) == 0
-            && (readers(c) == 1 || mode == 3)
-        {
+        // upgrade under way and no other reader (but for JoinReaders): a
+        // queued writer loses at most until it sets HANDOFF.
+        let steals = match mode {
+            ReaderMode::Queue | ReaderMode::SpinOnWriter => false,
+            ReaderMode::Steal | ReaderMode::StealThenWaitRunning => readers(c) == 1,
+            ReaderMode::JoinReaders => true,
+        };
+        if steals && c & (WRITER | HANDOFF | UPGRADING) == 0 {
             self.set_reader_owned();
             stat::inc(Event::RwReadSteal);
             stat::inc(Event::RwReadSlow);
@@ -309,7 +312,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         }
         self.drop_reader_count();
         // INV-RT-NOSPIN: real-time readers neither wait running nor spin.
-        if mode == 4
+        if mode == ReaderMode::StealThenWaitRunning
             && S::SPIN
             && t.rwsem_spin != 0
             && t.rwsem_read_wait_ns != 0
@@ -319,7 +322,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             // steal_running passed the turn if anyone waits.
             return Got::Yes;
         }
-        if mode == 2
+        if mode == ReaderMode::SpinOnWriter
             && S::SPIN
             && t.rwsem_spin != 0
             && !is_nonspinnable(self.owner.load(Ordering::Relaxed))
@@ -346,7 +349,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         got
     }
 
-    /// Mode 4: wait running (within `KLOCK_RWSEM_READ_WAIT_NS`, polling with the
+    /// [`ReaderMode::StealThenWaitRunning`]: wait running (within `KLOCK_RWSEM_READ_WAIT_NS`, polling with the
     /// owner-poll backoff) for a *free* lock with no hand-off owed, and take
     /// it as a reader, instead of sleeping at once.
     fn steal_running(&self) -> bool {
@@ -417,10 +420,10 @@ impl<S: SpinPolicy> RawRwLock<S> {
 
 /// `KLOCK_RWSEM_READER` (unit tests may override it per thread).
 #[inline]
-fn reader_mode() -> u32 {
+fn reader_mode() -> ReaderMode {
     #[cfg(all(test, not(loom)))]
     if let Some(m) = super::tests::MODE.with(|c| c.get()) {
         return m;
     }
-    crate::tune::get().rwsem_reader
+    crate::tune::get().rwsem_reader_mode()
 }

@@ -110,14 +110,20 @@ fn timed_write_times_out_and_leaves_clean() {
 }
 
 thread_local! {
-    pub(super) static MODE: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+    pub(super) static MODE: std::cell::Cell<Option<crate::tune::ReaderMode>> =
+        const { std::cell::Cell::new(None) };
 }
 
 fn hammer<S: SpinPolicy>(readers: usize, writers: usize, iters: u64) {
     hammer_mode::<S>(readers, writers, iters, None)
 }
 
-fn hammer_mode<S: SpinPolicy>(readers: usize, writers: usize, iters: u64, mode: Option<u32>) {
+fn hammer_mode<S: SpinPolicy>(
+    readers: usize,
+    writers: usize,
+    iters: u64,
+    mode: Option<crate::tune::ReaderMode>,
+) {
     let l: Arc<lock_api::RwLock<RawRwLock<S>, (u64, u64)>> =
         Arc::new(lock_api::RwLock::new((0, 0)));
     let reads = Arc::new(AtomicU64::new(0));
@@ -725,7 +731,7 @@ fn contended_both_policies() {
 
 #[test]
 fn every_reader_mode() {
-    for mode in 0..=4 {
+    for mode in crate::tune::ReaderMode::ALL {
         hammer_mode::<SpinOsq>(3, 3, 10_000, Some(mode));
     }
 }
