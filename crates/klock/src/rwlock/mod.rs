@@ -147,11 +147,17 @@
 //! * `rwlock/write.rs`: the timed write lock and the write slow path;
 //! * `rwlock/spin.rs`: optimistic spinning (`optimistic_spin`, `spin_loop`,
 //!   `spin_on_owner`, `mark_nonspinnable`);
-//! * `rwlock/waitq.rs`: the wait list: the `RwWaiter` view and `WakeQ`,
-//!   queueing and waiting (`wait`, `wait_queued`, `wait_granted`,
-//!   `wait_retry`, `take_queued`, `leave`, and the unqueued fallback
-//!   `wait_unqueued`), passing the turn (`grant_readers`, `hand_on`,
-//!   `unlink`) and the release slow path (`release_share`);
+//! * `rwlock/queue.rs`: the wait-list node both sides use (the `RwWaiter`
+//!   view, its `Class`), a contender's WLOCK (`wlock`, `wunlock`) and
+//!   `unlink`;
+//! * `rwlock/sleep.rs`: the waiter side: queueing and waiting (`wait`,
+//!   `wait_queued`, `wait_granted`, `wait_retry`, `take_queued`,
+//!   `await_grant`, the timed-out waiter's `leave`) and the no-node
+//!   fallback `wait_unqueued`;
+//! * `rwlock/wake.rs`: the waker side: the release slow path
+//!   (`release_share`, in named steps), passing the turn under WLOCK
+//!   (`pass_turn_and_wunlock`, `hand_on`, `grant_readers`) and the wake-up
+//!   queue `WakeQ`;
 //! * `rwlock/upgrade.rs`: downgrades, upgradable reads and upgrades;
 //! * `rwlock/api.rs`: the `lock_api` trait impls and [`RwLockRecursiveExt`];
 //! * `rwlock/tests.rs`: the unit tests.
@@ -172,10 +178,12 @@
 
 mod api;
 mod floor;
+mod queue;
 mod read;
+mod sleep;
 mod spin;
 mod upgrade;
-mod waitq;
+mod wake;
 mod word;
 mod write;
 
