@@ -397,6 +397,8 @@ impl<S: SpinPolicy> RawRwLock<S> {
                 continue;
             }
             if list_locked(c) {
+                // Relaxed (both loads): they only wait for WLOCK to clear;
+                // the CAS below takes it (its Acquire is commented there).
                 crate::wait::spin_then_yield(|| {
                     (!list_locked(crate::sync::peek(&self.count, Ordering::Relaxed))).then_some(())
                 });
