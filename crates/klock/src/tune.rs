@@ -570,7 +570,9 @@ tunables! {
     /// writer holds it and no hand-off is owed (kernel 5.11+), 2 = spin on a
     /// writer owner through the OSQ (seed 003, patch 8), 3 = steal even
     /// beside other readers (no writer, no hand-off; a queued writer gets in
-    /// through its hand-off timer, INV-HANDOFF-TIMER in `rwlock`).
+    /// through its hand-off timer, INV-HANDOFF-TIMER in `rwlock`), 4 =
+    /// steal as 1, then wait running for a free lock before queueing. Named
+    /// by [`ReaderMode`] ([`Tunables::rwsem_reader_mode`]).
     rwsem_reader: u32 = 4, "KLOCK_RWSEM_READER", 0..=4;
     /// `KLOCK_RWSEM_WAKE_READERS`: rwsem: most readers one wake-up grants the
     /// lock to (seed 003 patch 15 wakes them all; the kernel caps it at 256).
@@ -649,6 +651,66 @@ tunables! {
     /// `KLOCK_CHAOS_SEED`: feature `chaos` only: the seed of the injected
     /// delays (0 = take one from the clock; the seed used is printed).
     chaos_seed: u64 = 0, "KLOCK_CHAOS_SEED", 0..=18_446_744_073_709_551_615;
+}
+
+/// `KLOCK_RWSEM_READER` by name: what a rwsem reader that fails the fast
+/// path does before it queues. The environment keeps the integer (parsed
+/// and range-checked as every tunable, [`Tunables::rwsem_reader`]); the
+/// rwsem reads it through [`Tunables::rwsem_reader_mode`].
+///
+/// ```
+/// use klock::tune::{ReaderMode, Tunables};
+/// assert_eq!(Tunables::DEFAULT.rwsem_reader_mode(), ReaderMode::StealThenWaitRunning);
+/// assert_eq!(ReaderMode::try_from(2), Ok(ReaderMode::SpinOnWriter));
+/// assert_eq!(ReaderMode::try_from(5), Err(5));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReaderMode {
+    /// 0: queue at once.
+    Queue = 0,
+    /// 1: steal the lock when no writer holds it, no hand-off is owed, no
+    /// upgrade is under way and no other reader holds it (kernel 5.11+).
+    Steal = 1,
+    /// 2: spin on a writer owner through the OSQ (seed 003, patch 8),
+    /// unless the owner word says NONSPINNABLE (patch 13).
+    SpinOnWriter = 2,
+    /// 3: steal as 1, even beside other readers (a queued writer gets in
+    /// through its hand-off timer, INV-HANDOFF-TIMER).
+    JoinReaders = 3,
+    /// 4 (the default): steal as 1, then wait running, within
+    /// `KLOCK_RWSEM_READ_WAIT_NS`, for a free lock before queueing.
+    StealThenWaitRunning = 4,
+}
+
+impl ReaderMode {
+    /// Every mode, in the order of its integer.
+    pub const ALL: [ReaderMode; 5] = [
+        ReaderMode::Queue,
+        ReaderMode::Steal,
+        ReaderMode::SpinOnWriter,
+        ReaderMode::JoinReaders,
+        ReaderMode::StealThenWaitRunning,
+    ];
+}
+
+impl TryFrom<u32> for ReaderMode {
+    /// The integer, outside `0..=4`.
+    type Error = u32;
+
+    fn try_from(v: u32) -> Result<Self, u32> {
+        ReaderMode::ALL.get(v as usize).copied().ok_or(v)
+    }
+}
+
+impl Tunables {
+    /// [`rwsem_reader`](Tunables::rwsem_reader) as a [`ReaderMode`]. Outside
+    /// `0..=4` (only in a `Tunables` built by hand: the parser rejects it)
+    /// it is [`ReaderMode::Steal`], which is what the rwsem made of such an
+    /// integer.
+    #[inline]
+    pub fn rwsem_reader_mode(&self) -> ReaderMode {
+        ReaderMode::try_from(self.rwsem_reader).unwrap_or(ReaderMode::Steal)
+    }
 }
 
 static TUNABLES: OnceLock<Tunables> = OnceLock::new();

@@ -106,15 +106,17 @@
 //! * A reader wake-up grants the lock to every queued reader, up to
 //!   `KLOCK_RWSEM_WAKE_READERS`, skipping queued writers (seed 003 patch 15).
 //! * Waking a writer that is already woken is skipped (seed 003 patch 12).
-//! * A reader that fails the fast path (`KLOCK_RWSEM_READER`): 1 steals
-//!   the lock when no writer holds it, no hand-off is owed and no other
-//!   reader holds it; 4 (default) steals as 1 and then waits running, within
-//!   `KLOCK_RWSEM_READ_WAIT_NS`, for a free lock before it queues (a
-//!   sleeping reader is what let writers take 80-98 % of the ops); 2 spins
-//!   on a writer owner through the OSQ (seed 003 patch 8) unless the owner
-//!   word says NONSPINNABLE (seed 003 patch 13); 3 also joins other readers
-//!   (a queued writer then gets in through its hand-off timer,
-//!   INV-HANDOFF-TIMER); 0 queues.
+//! * A reader that fails the fast path (`KLOCK_RWSEM_READER`, named by
+//!   [`ReaderMode`](crate::tune::ReaderMode)): `Steal` (1) steals the lock
+//!   when no writer holds it, no hand-off is owed and no other reader holds
+//!   it; `StealThenWaitRunning` (4, the default) steals as 1 and then waits
+//!   running, within `KLOCK_RWSEM_READ_WAIT_NS`, for a free lock before it
+//!   queues (a sleeping reader is what let writers take 80-98 % of the
+//!   ops); `SpinOnWriter` (2) spins on a writer owner through the OSQ (seed
+//!   003 patch 8) unless the owner word says NONSPINNABLE (seed 003 patch
+//!   13); `JoinReaders` (3) also joins other readers (a queued writer then
+//!   gets in through its hand-off timer, INV-HANDOFF-TIMER); `Queue` (0)
+//!   queues.
 //! * Writers spin (policy [`SpinOsq`]) through the OSQ on a writer owner
 //!   (within `KLOCK_RWSEM_SPIN_NS` per owner, `KLOCK_RWSEM_SPIN_MAX_NS` in
 //!   all) and on a reader-owned lock for `KLOCK_RWSEM_RSPIN_NS` + 500 ns
@@ -135,24 +137,31 @@
 //!   owner hint, the inline fast paths (`lock_shared`, `try_lock_shared`,
 //!   `unlock_shared`, `unlock_any`, `lock_exclusive`, `try_lock_exclusive`,
 //!   `try_unlock_uncontended`, `unlock_exclusive`), the shared `add_while`
-//!   and `try_take`, and the `lock_api` type aliases ([`RwLock`], ...);
+//!   and `try_take`, the `lock_api` impls, [`RwLockRecursiveExt`] and the
+//!   type aliases ([`RwLock`], ...), and the unit tests of the whole lock;
 //! * `rwlock/word.rs`: the count and owner words' encoding (constants,
-//!   predicates, the waiters' `Class`, transitions);
+//!   predicates, the waiters' `Class`, transitions), with its unit tests;
 //! * `rwlock/read.rs`: recursive, reader-preferring and timed reads, the
 //!   read slow path (stealing, the running wait, spinning or queueing) and
 //!   the reader wake-ups (`drop_reader_count`, `wake_if_free`,
-//!   `wake_readers_into_read_owned`);
+//!   `wake_readers_into_read_owned`), with the unit tests of the
+//!   reader-preferring and recursive reads;
 //! * `rwlock/write.rs`: the timed write lock and the write slow path;
 //! * `rwlock/spin.rs`: optimistic spinning (`optimistic_spin`, `spin_loop`,
 //!   `spin_on_owner`, `mark_nonspinnable`);
-//! * `rwlock/waitq.rs`: the wait list: the `RwWaiter` view and `WakeQ`,
-//!   queueing and waiting (`wait`, `wait_queued`, `wait_granted`,
-//!   `wait_retry`, `take_queued`, `leave`, and the unqueued fallback
-//!   `wait_unqueued`), passing the turn (`grant_readers`, `hand_on`,
-//!   `unlink`) and the release slow path (`release_share`);
-//! * `rwlock/upgrade.rs`: downgrades, upgradable reads and upgrades;
-//! * `rwlock/api.rs`: the `lock_api` trait impls and [`RwLockRecursiveExt`];
-//! * `rwlock/tests.rs`: the unit tests.
+//! * `rwlock/queue.rs`: the wait-list node both sides use (the `RwWaiter`
+//!   view, its `Class`), a contender's WLOCK (`wlock`, `wunlock`) and
+//!   `unlink`;
+//! * `rwlock/sleep.rs`: the waiter side: queueing and waiting (`wait`,
+//!   `wait_queued`, `wait_granted`, `wait_retry`, `take_queued`,
+//!   `await_grant`, the timed-out waiter's `leave`) and the no-node
+//!   fallback `wait_unqueued`;
+//! * `rwlock/wake.rs`: the waker side: the release slow path
+//!   (`release_share`, in named steps), passing the turn under WLOCK
+//!   (`pass_turn_and_wunlock`, `hand_on`, `grant_readers`) and the wake-up
+//!   queue `WakeQ`;
+//! * `rwlock/upgrade.rs`: downgrades, upgradable reads and upgrades, with
+//!   their unit tests.
 //!
 //! The wait list itself and the `Waiter` view it builds on live in
 //! [`crate::waitlist`].
@@ -168,18 +177,17 @@
 //! assert_eq!(*l.read(), 6);
 //! ```
 
-mod api;
 mod floor;
+mod queue;
 mod read;
+mod sleep;
 mod spin;
 mod upgrade;
-mod waitq;
+mod wake;
 mod word;
 mod write;
 
 pub use crate::mutex::{SpinOff, SpinOsq, SpinPolicy};
-#[cfg(not(loom))]
-pub use api::{RawRwLockRecursive, RwLockRecursiveExt};
 pub use floor::{
     RW_FLOOR_MASK, RW_FLOOR_MAX_READERS, RW_FLOOR_READERS_WAITING, RW_FLOOR_UPGRADABLE,
     RW_FLOOR_WRITE_LOCKED, RW_FLOOR_WRITERS_WAITING, RawRwLockBatched, RawRwLockFloor,
@@ -196,6 +204,8 @@ pub use word::{
 use crate::osq::Osq;
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
+#[cfg(not(loom))]
+use crate::wait;
 use crate::waitlist::WaitList;
 use std::marker::PhantomData;
 use word::{
@@ -655,6 +665,309 @@ impl<S: SpinPolicy> RawRwLock<S> {
 // lock_api
 // ---------------------------------------------------------------------------
 
+#[cfg(not(loom))]
+// SAFETY: a writer holds WRITER, set only by a CAS from a free count (or
+// passed to it in the releasing CAS of a hand-off); readers hold a count
+// added only while no WRITER is set (the fast path keeps its add only if
+// the old value allowed it); Acquire on every acquisition, Release on every
+// release.
+unsafe impl<S: SpinPolicy> lock_api::RawRwLock for RawRwLock<S> {
+    #[allow(clippy::declare_interior_mutable_const)]
+    const INIT: Self = Self::new();
+    type SharedGuard = lock_api::GuardSend;
+    type ExclusiveGuard = WriteToken;
+
+    #[inline]
+    fn lock_shared(&self) -> lock_api::GuardSend {
+        RawRwLock::lock_shared(self);
+        lock_api::GuardSend::new()
+    }
+    #[inline]
+    fn try_lock_shared(&self) -> Option<lock_api::GuardSend> {
+        RawRwLock::try_lock_shared(self).then(lock_api::GuardSend::new)
+    }
+    #[inline]
+    unsafe fn unlock_shared(&self, _: lock_api::GuardSend) {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::unlock_shared(self) }
+    }
+    #[inline]
+    fn lock_exclusive(&self) -> WriteToken {
+        RawRwLock::lock_exclusive(self)
+    }
+    #[inline]
+    fn try_lock_exclusive(&self) -> Option<WriteToken> {
+        RawRwLock::try_lock_exclusive(self)
+    }
+    #[inline]
+    unsafe fn unlock_exclusive(&self, t: WriteToken) {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::unlock_exclusive(self, t) }
+    }
+    fn is_locked(&self) -> bool {
+        RawRwLock::is_locked(self)
+    }
+    fn is_locked_exclusive(&self) -> bool {
+        RawRwLock::is_locked_exclusive(self)
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: a fair unlock releases exactly like a plain one, except that a
+// writer at the head is granted the lock in the releasing CAS.
+unsafe impl<S: SpinPolicy> lock_api::RawRwLockFair for RawRwLock<S> {
+    unsafe fn unlock_shared_fair(&self, _: lock_api::GuardSend) {
+        // SAFETY: forwarded.
+        unsafe { self.release_share(READER_BIAS, 0, true) }
+    }
+    unsafe fn unlock_exclusive_fair(&self, t: WriteToken) {
+        let _ = t;
+        // Relaxed: a hint, cleared before the release.
+        self.owner.store(0, Ordering::Relaxed);
+        // SAFETY: forwarded.
+        unsafe { self.release_share(WRITER, 0, true) }
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: see `RawRwLock::downgrade`: WRITER becomes one reader count in one RMW.
+unsafe impl<S: SpinPolicy> lock_api::RawRwLockDowngrade for RawRwLock<S> {
+    unsafe fn downgrade(&self, t: WriteToken) -> lock_api::GuardSend {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::downgrade(self, t) };
+        lock_api::GuardSend::new()
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: timed acquisitions return a guard only when the lock was taken.
+unsafe impl<S: SpinPolicy> lock_api::RawRwLockTimed for RawRwLock<S> {
+    type Duration = std::time::Duration;
+    type Instant = std::time::Instant;
+
+    fn try_lock_shared_for(&self, t: Self::Duration) -> Option<lock_api::GuardSend> {
+        self.lock_shared_until_ns(wait::deadline_after(t))
+            .then(lock_api::GuardSend::new)
+    }
+    fn try_lock_shared_until(&self, t: Self::Instant) -> Option<lock_api::GuardSend> {
+        self.lock_shared_until_ns(wait::instant_to_ns(t))
+            .then(lock_api::GuardSend::new)
+    }
+    fn try_lock_exclusive_for(&self, t: Self::Duration) -> Option<WriteToken> {
+        self.lock_exclusive_until_ns(wait::deadline_after(t))
+    }
+    fn try_lock_exclusive_until(&self, t: Self::Instant) -> Option<WriteToken> {
+        self.lock_exclusive_until_ns(wait::instant_to_ns(t))
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: UPGRADE is held with one reader count and excludes writers and
+// other upgraders; upgrade turns it into WRITER only when it is the last
+// reader (one CAS).
+unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgrade for RawRwLock<S> {
+    type UpgradableGuard = lock_api::GuardSend;
+
+    fn lock_upgradable(&self) -> lock_api::GuardSend {
+        RawRwLock::lock_upgradable(self);
+        lock_api::GuardSend::new()
+    }
+    fn try_lock_upgradable(&self) -> Option<lock_api::GuardSend> {
+        RawRwLock::try_lock_upgradable(self).then(lock_api::GuardSend::new)
+    }
+    unsafe fn unlock_upgradable(&self, _: lock_api::GuardSend) {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::unlock_upgradable(self) }
+    }
+    unsafe fn upgrade(&self, _: lock_api::GuardSend) -> WriteToken {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::upgrade(self) }
+    }
+    unsafe fn try_upgrade(
+        &self,
+        g: lock_api::GuardSend,
+    ) -> Result<WriteToken, lock_api::GuardSend> {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::try_upgrade(self) }.ok_or(g)
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: a fair upgradable unlock releases exactly like a plain one (one
+// reader count and UPGRADE), except that a writer at the head is granted the
+// lock in the releasing CAS; the bump holds the lock again on return (or
+// aborts).
+unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgradeFair for RawRwLock<S> {
+    unsafe fn unlock_upgradable_fair(&self, _: lock_api::GuardSend) {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::unlock_upgradable_fair(self) }
+    }
+    unsafe fn bump_upgradable(&self, _: &mut lock_api::GuardSend) {
+        // SAFETY: forwarded; the guard state (a marker) stays valid.
+        unsafe { RawRwLock::bump_upgradable(self) }
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: both downgrades change the mode in one RMW on the count word that
+// keeps a reader count throughout (no writer can get in between):
+// `(n,U) -> (n,-)` and `(0,X) -> (1,U)`; the second releases (Release) the
+// writer's critical section to later acquisitions.
+unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgradeDowngrade for RawRwLock<S> {
+    unsafe fn downgrade_upgradable(&self, _: lock_api::GuardSend) -> lock_api::GuardSend {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::downgrade_upgradable(self) };
+        lock_api::GuardSend::new()
+    }
+    unsafe fn downgrade_to_upgradable(&self, t: WriteToken) -> lock_api::GuardSend {
+        // SAFETY: forwarded.
+        unsafe { RawRwLock::downgrade_to_upgradable(self, t) };
+        lock_api::GuardSend::new()
+    }
+}
+
+#[cfg(not(loom))]
+// SAFETY: a timed upgradable read returns a guard only when the lock was
+// taken; a timed upgrade returns the write token only when it holds WRITER,
+// and otherwise hands back the upgradable guard still held (the give-up
+// keeps the reader count and UPGRADE).
+unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgradeTimed for RawRwLock<S> {
+    fn try_lock_upgradable_for(&self, t: Self::Duration) -> Option<lock_api::GuardSend> {
+        self.lock_upgradable_until_ns(wait::deadline_after(t))
+            .then(lock_api::GuardSend::new)
+    }
+    fn try_lock_upgradable_until(&self, t: Self::Instant) -> Option<lock_api::GuardSend> {
+        self.lock_upgradable_until_ns(wait::instant_to_ns(t))
+            .then(lock_api::GuardSend::new)
+    }
+    unsafe fn try_upgrade_for(
+        &self,
+        g: lock_api::GuardSend,
+        t: Self::Duration,
+    ) -> Result<WriteToken, lock_api::GuardSend> {
+        // SAFETY: forwarded.
+        unsafe { self.upgrade_until_ns(wait::deadline_after(t)) }.ok_or(g)
+    }
+    unsafe fn try_upgrade_until(
+        &self,
+        g: lock_api::GuardSend,
+        t: Self::Instant,
+    ) -> Result<WriteToken, lock_api::GuardSend> {
+        // SAFETY: forwarded.
+        unsafe { self.upgrade_until_ns(wait::instant_to_ns(t)) }.ok_or(g)
+    }
+}
+
+/// The recursive reads of a klock raw rwlock: a read admitted past waiting
+/// writers (never past a write-holder), for a thread that may already hold
+/// a read lock. Implemented by [`RawRwLock`] (the rwsem) and the floor
+/// family (`klock::internal::rwlock::RawRwLockFloorOf`); used through
+/// [`RwLockRecursiveExt`].
+#[cfg(not(loom))]
+pub trait RawRwLockRecursive: lock_api::RawRwLock<SharedGuard = lock_api::GuardSend> {
+    /// Take a read lock past waiting writers, waiting only while a writer
+    /// holds the lock.
+    fn lock_shared_recursive(&self);
+    /// [`lock_shared_recursive`](Self::lock_shared_recursive) without waiting.
+    fn try_lock_shared_recursive(&self) -> bool;
+    /// [`lock_shared_recursive`](Self::lock_shared_recursive) until
+    /// `deadline_ns` ([`wait::now_ns`] time). `false`: it passed.
+    fn lock_shared_recursive_until_ns(&self, deadline_ns: u64) -> bool;
+}
+
+#[cfg(not(loom))]
+impl<S: SpinPolicy> RawRwLockRecursive for RawRwLock<S> {
+    fn lock_shared_recursive(&self) {
+        RawRwLock::lock_shared_recursive(self)
+    }
+    fn try_lock_shared_recursive(&self) -> bool {
+        RawRwLock::try_lock_shared_recursive(self)
+    }
+    fn lock_shared_recursive_until_ns(&self, deadline_ns: u64) -> bool {
+        RawRwLock::lock_shared_recursive_until_ns(self, deadline_ns)
+    }
+}
+
+/// Recursive reads on a [`RwLock`] (or any `lock_api::RwLock` over
+/// a [`RawRwLockRecursive`]): parking_lot's `read_recursive`, `try_read_recursive`,
+/// `try_read_recursive_for` and `try_read_recursive_until`. lock_api 0.5
+/// dropped its `RawRwLockRecursive` and `RawRwLockRecursiveTimed` traits
+/// (parking_lot 0.13 offers a separate `RecursiveRwLock` type instead), so
+/// klock provides the methods through this extension trait: code written
+/// for the older parking_lot API compiles with `use
+/// klock::RwLockRecursiveExt;`. A recursive read is admitted past
+/// waiting writers and past an upgrade under way, whenever no writer holds
+/// the lock.
+///
+/// ```
+/// use klock::RwLockRecursiveExt;
+/// let l = klock::RwLock::new(1);
+/// let a = l.read();
+/// let b = l.read_recursive();
+/// assert_eq!(*a + *b, 2);
+/// drop((a, b));
+/// let w = l.write();
+/// assert!(l.try_read_recursive().is_none());
+/// assert!(l.try_read_recursive_for(std::time::Duration::from_millis(1)).is_none());
+/// drop(w);
+/// ```
+#[cfg(not(loom))]
+pub trait RwLockRecursiveExt<R: RawRwLockRecursive, T: ?Sized> {
+    /// A read lock past waiting writers (blocks only while a writer holds
+    /// it). See [`RawRwLockRecursive::lock_shared_recursive`].
+    fn read_recursive(&self) -> lock_api::RwLockReadGuard<'_, R, T>;
+    /// [`read_recursive`](Self::read_recursive) without waiting.
+    fn try_read_recursive(&self) -> Option<lock_api::RwLockReadGuard<'_, R, T>>;
+    /// [`read_recursive`](Self::read_recursive) for at most `timeout`.
+    fn try_read_recursive_for(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Option<lock_api::RwLockReadGuard<'_, R, T>>;
+    /// [`read_recursive`](Self::read_recursive) until `deadline`.
+    fn try_read_recursive_until(
+        &self,
+        deadline: std::time::Instant,
+    ) -> Option<lock_api::RwLockReadGuard<'_, R, T>>;
+}
+
+#[cfg(not(loom))]
+impl<R: RawRwLockRecursive, T: ?Sized> RwLockRecursiveExt<R, T> for lock_api::RwLock<R, T> {
+    fn read_recursive(&self) -> lock_api::RwLockReadGuard<'_, R, T> {
+        // SAFETY: `raw` is only used to take a read lock, which no live
+        // guard or reference conflicts with; the guard made below releases it.
+        unsafe { self.raw() }.lock_shared_recursive();
+        // SAFETY: we hold a read lock on this lock; the guard state is a
+        // marker.
+        unsafe { self.make_read_guard_unchecked(lock_api::GuardSend::new()) }
+    }
+    fn try_read_recursive(&self) -> Option<lock_api::RwLockReadGuard<'_, R, T>> {
+        // SAFETY: as in `read_recursive` (`raw` only takes a read lock).
+        let got = unsafe { self.raw() }.try_lock_shared_recursive();
+        // SAFETY: as in `read_recursive`, when `got`.
+        got.then(|| unsafe { self.make_read_guard_unchecked(lock_api::GuardSend::new()) })
+    }
+    fn try_read_recursive_for(
+        &self,
+        timeout: std::time::Duration,
+    ) -> Option<lock_api::RwLockReadGuard<'_, R, T>> {
+        // SAFETY: as in `read_recursive` (`raw` only takes a read lock).
+        let got =
+            unsafe { self.raw() }.lock_shared_recursive_until_ns(wait::deadline_after(timeout));
+        // SAFETY: as in `read_recursive`, when `got`.
+        got.then(|| unsafe { self.make_read_guard_unchecked(lock_api::GuardSend::new()) })
+    }
+    fn try_read_recursive_until(
+        &self,
+        deadline: std::time::Instant,
+    ) -> Option<lock_api::RwLockReadGuard<'_, R, T>> {
+        // SAFETY: as in `read_recursive` (`raw` only takes a read lock).
+        let got =
+            unsafe { self.raw() }.lock_shared_recursive_until_ns(wait::instant_to_ns(deadline));
+        // SAFETY: as in `read_recursive`, when `got`.
+        got.then(|| unsafe { self.make_read_guard_unchecked(lock_api::GuardSend::new()) })
+    }
+}
+
 /// klock's reader-writer lock: `lock_api::RwLock` over
 /// [`RawRwLockBatched`], the floor protocol with turns and writer batches
 /// (`docs/rwsem.md`, "The default"). 16 bytes + `T` (rounded to `T`'s
@@ -728,4 +1041,340 @@ pub type RwLockNoSpin<T> = lock_api::RwLock<RawRwLock<SpinOff>, T>;
 
 #[cfg(test)]
 #[cfg(not(loom))]
-mod tests;
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn try_unlock_uncontended_leaves_a_transient_reader_count_alone() {
+        // `(0,X)` plus a reader's optimistic add (about to be taken back):
+        // the writer's fast unlock must not take that count as its own.
+        let l = RawRwLock::<SpinOff>::new();
+        let _held = l.try_lock_exclusive().unwrap();
+        l.count.fetch_add(READER_BIAS, Ordering::Relaxed);
+        assert_eq!(unsafe { l.try_unlock_uncontended() }, None);
+        assert_eq!(l.count.load(Ordering::Relaxed), WRITER | READER_BIAS);
+        l.count.fetch_sub(READER_BIAS, Ordering::Relaxed);
+        assert_eq!(unsafe { l.try_unlock_uncontended() }, Some(true));
+        assert!(!l.is_locked());
+        // A free lock is nobody's to release.
+        assert_eq!(unsafe { l.try_unlock_uncontended() }, None);
+        // Two readers: each release is one plain CAS.
+        assert!(l.try_lock_shared() && l.try_lock_shared());
+        assert_eq!(unsafe { l.try_unlock_uncontended() }, Some(false));
+        assert_eq!(unsafe { l.try_unlock_uncontended() }, Some(false));
+        assert!(!l.is_locked());
+    }
+
+    #[test]
+    fn sizes_and_zero_init() {
+        assert_eq!(std::mem::size_of::<RawRwLock>(), 16);
+        assert_eq!(std::mem::size_of::<RawRwLock<SpinOff>>(), 16);
+        assert_eq!(std::mem::size_of::<WriteToken>(), 4);
+        let l: RawRwLock = RawRwLock::new();
+        assert_eq!(l.count_word(), 0);
+    }
+
+    #[test]
+    fn fast_path_words() {
+        let l: RawRwLock = RawRwLock::new();
+        l.lock_shared();
+        l.lock_shared();
+        assert_eq!(l.count_word(), 2 * READER_BIAS);
+        unsafe { l.unlock_shared() };
+        unsafe { l.unlock_shared() };
+        assert_eq!(l.count_word(), 0);
+        let t = l.lock_exclusive();
+        assert_eq!(l.count_word(), WRITER);
+        assert_eq!(owner_id(l.owner.load(Ordering::Relaxed)), t.id());
+        unsafe { l.unlock_exclusive(t) };
+        assert_eq!(l.count_word(), 0);
+        l.lock_upgradable();
+        assert_eq!(l.count_word(), READER_BIAS | UPGRADE);
+        let t = unsafe { l.upgrade() };
+        assert_eq!(l.count_word(), WRITER);
+        unsafe { l.downgrade(t) };
+        assert_eq!(l.count_word(), READER_BIAS);
+        unsafe { l.unlock_shared() };
+        assert_eq!(l.count_word(), 0);
+    }
+
+    #[test]
+    fn predicates() {
+        assert!(is_read_lockable(0));
+        assert!(!is_read_lockable(WRITER));
+        assert!(!is_read_lockable(UPGRADING));
+        assert!(is_read_lockable(UPGRADE | READER_BIAS));
+        assert!(is_lockable_by(WAITERS, Class::Writer, false));
+        assert!(!is_lockable_by(WAITERS | HANDOFF, Class::Writer, false));
+        assert!(is_lockable_by(WAITERS | HANDOFF, Class::Writer, true));
+        assert!(is_lockable_by(READER_BIAS, Class::Upgrader, false));
+        assert!(!is_lockable_by(
+            READER_BIAS | UPGRADE,
+            Class::Upgrader,
+            false
+        ));
+        assert_eq!(readers(READFAIL), 1 << 23);
+    }
+
+    #[test]
+    fn reader_count_overflow_panics_and_leaves_count_intact() {
+        let l: RawRwLock<SpinOff> = RawRwLock::new();
+        // Simulate 2^23 - 1 leaked read guards.
+        l.count.store(READFAIL - READER_BIAS, Ordering::Relaxed);
+        l.lock_shared(); // the 2^23-th reader: count reaches READFAIL
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| l.lock_shared()));
+        assert!(r.is_err());
+        assert_eq!(l.count_word(), READFAIL);
+        assert!(!l.try_lock_shared());
+    }
+
+    #[test]
+    fn timed_write_times_out_and_leaves_clean() {
+        use lock_api::RawRwLockTimed;
+        let l: Arc<RawRwLock> = Arc::new(RawRwLock::new());
+        l.lock_shared();
+        let l2 = l.clone();
+        let h = std::thread::spawn(move || {
+            l2.try_lock_exclusive_for(std::time::Duration::from_millis(20))
+                .is_some()
+        });
+        assert!(!h.join().unwrap());
+        unsafe { l.unlock_shared() };
+        assert_eq!(l.count_word(), 0);
+        let l3 = l.clone();
+        let t = l.lock_exclusive();
+        let h = std::thread::spawn(move || {
+            l3.try_lock_shared_for(std::time::Duration::from_millis(20))
+        });
+        assert!(h.join().unwrap().is_none());
+        unsafe { l.unlock_exclusive(t) };
+        assert_eq!(l.count_word(), 0);
+    }
+
+    fn hammer<S: SpinPolicy>(readers: usize, writers: usize, iters: u64) {
+        hammer_mode::<S>(readers, writers, iters, None)
+    }
+
+    fn hammer_mode<S: SpinPolicy>(
+        readers: usize,
+        writers: usize,
+        iters: u64,
+        mode: Option<crate::tune::ReaderMode>,
+    ) {
+        let l: Arc<lock_api::RwLock<RawRwLock<S>, (u64, u64)>> =
+            Arc::new(lock_api::RwLock::new((0, 0)));
+        let reads = Arc::new(AtomicU64::new(0));
+        let mut hs = Vec::new();
+        for i in 0..readers + writers {
+            let l = l.clone();
+            let reads = reads.clone();
+            hs.push(std::thread::spawn(move || {
+                super::read::MODE.with(|c| c.set(mode));
+                for k in 0..iters {
+                    if i < readers {
+                        let g = l.read();
+                        assert_eq!(g.0, g.1, "torn read");
+                        reads.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    } else if k % 7 == 0 {
+                        let u = l.upgradable_read();
+                        let mut w = lock_api::RwLockUpgradableReadGuard::upgrade(u);
+                        w.0 += 1;
+                        w.1 += 1;
+                    } else {
+                        let mut g = l.write();
+                        g.0 += 1;
+                        g.1 += 1;
+                    }
+                }
+            }));
+        }
+        for h in hs {
+            h.join().unwrap();
+        }
+        let g = l.read();
+        assert_eq!(g.0, writers as u64 * iters);
+        assert_eq!(
+            reads.load(std::sync::atomic::Ordering::Relaxed),
+            readers as u64 * iters
+        );
+        drop(g);
+        assert_eq!(unsafe { l.raw() }.count_word(), 0);
+    }
+
+    /// Wait until `f` holds (the event a test waits for: a thread queued, let
+    /// in, ...). The watchdog (120 s, far beyond the microseconds these events
+    /// take) only turns a hang into a failure naming the event.
+    pub(super) fn eventually(what: &str, f: impl Fn() -> bool) {
+        const HANG: std::time::Duration = std::time::Duration::from_secs(120);
+        let t0 = std::time::Instant::now();
+        while !f() {
+            assert!(
+                t0.elapsed() < HANG,
+                "watchdog: after {HANG:?} still waiting: {what}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// Code written for parking_lot's RwLock compiles and behaves against
+    /// klock's: the lock_api methods these traits enable, on the guards.
+    #[test]
+    fn parking_lot_style_api() {
+        parking_lot_style_api_on::<RawRwLock>();
+    }
+
+    /// The same on the default ([`crate::RwLock`], the floor with batches).
+    #[test]
+    fn parking_lot_style_api_on_the_default() {
+        parking_lot_style_api_on::<super::RawRwLockBatched>();
+    }
+
+    fn parking_lot_style_api_on<R>()
+    where
+        R: lock_api::RawRwLockUpgradeTimed<
+                Duration = std::time::Duration,
+                Instant = std::time::Instant,
+            > + lock_api::RawRwLockUpgradeDowngrade
+            + lock_api::RawRwLockUpgradeFair
+            + super::RawRwLockRecursive,
+    {
+        use lock_api::{RwLockUpgradableReadGuard as U, RwLockWriteGuard as W};
+        use std::time::Duration;
+        let l = lock_api::RwLock::<R, u32>::new(0u32);
+        let mut u = l.upgradable_read();
+        u.with_upgraded(|v| *v += 1);
+        assert_eq!(*u, 1);
+        let r = l.read();
+        assert!(
+            u.try_with_upgraded_for(Duration::from_millis(5), |v| *v += 1)
+                .is_none()
+        );
+        let u = match U::try_upgrade_for(u, Duration::from_millis(5)) {
+            Ok(_) => panic!("upgraded past a reader"),
+            Err(u) => u,
+        };
+        drop(r);
+        let mut w = U::try_upgrade_until(u, std::time::Instant::now() + Duration::from_secs(1))
+            .ok()
+            .unwrap();
+        *w += 1;
+        let u = W::downgrade_to_upgradable(w);
+        assert!(
+            l.try_upgradable_read_for(Duration::from_millis(5))
+                .is_none()
+        );
+        let r = U::downgrade(u);
+        let u2 = l
+            .try_upgradable_read_until(std::time::Instant::now() + Duration::from_secs(1))
+            .unwrap();
+        let mut u2 = u2;
+        U::bump(&mut u2);
+        U::unlock_fair(u2);
+        assert_eq!(*r, 2);
+        let rr = l.read_recursive();
+        assert_eq!(*rr, 2);
+        assert!(l.try_read_recursive_for(Duration::from_millis(1)).is_some());
+        assert!(l.try_read_recursive().is_some());
+        drop((r, rr));
+        assert!(!l.is_locked());
+    }
+
+    /// Every new transition under contention: recursive and timed reads,
+    /// timed upgradable reads and upgrades, both downgrades, fair unlocks
+    /// and bumps against writers: no torn read, no lost update, clean word.
+    #[test]
+    fn upgrade_api_contended() {
+        hammer_upgrade_api::<SpinOff>(3, 3, 3_000);
+        hammer_upgrade_api::<SpinOsq>(3, 3, 3_000);
+    }
+
+    fn hammer_upgrade_api<S: SpinPolicy>(readers: usize, writers: usize, iters: u64) {
+        use lock_api::{RwLockUpgradableReadGuard as U, RwLockWriteGuard as W};
+        use std::time::Duration;
+        let l: Arc<lock_api::RwLock<RawRwLock<S>, (u64, u64)>> =
+            Arc::new(lock_api::RwLock::new((0, 0)));
+        let wrote = Arc::new(AtomicU64::new(0));
+        let hs: Vec<_> = (0..readers + writers)
+            .map(|i| {
+                let (l, wrote) = (l.clone(), wrote.clone());
+                std::thread::spawn(move || {
+                    let short = Duration::from_micros(200);
+                    for k in 0..iters {
+                        if i < readers {
+                            let g = match k % 3 {
+                                0 => Some(l.read_recursive()),
+                                1 => l.try_read_recursive_for(short),
+                                _ => l.try_read_recursive(),
+                            };
+                            if let Some(g) = g {
+                                assert_eq!(g.0, g.1, "torn read");
+                            }
+                            continue;
+                        }
+                        let mut n = 0;
+                        match k % 4 {
+                            0 => {
+                                if let Some(mut u) = l.try_upgradable_read_for(short) {
+                                    assert_eq!(u.0, u.1, "torn read");
+                                    u.with_upgraded(|v| {
+                                        v.0 += 1;
+                                        v.1 += 1;
+                                    });
+                                    n += 1;
+                                    U::bump(&mut u);
+                                    if k % 8 == 0 {
+                                        U::unlock_fair(u);
+                                    } else {
+                                        let r = U::downgrade(u);
+                                        assert_eq!(r.0, r.1, "torn read");
+                                    }
+                                }
+                            }
+                            1 => {
+                                let u = l.upgradable_read();
+                                if let Ok(mut w) = U::try_upgrade_for(u, short) {
+                                    w.0 += 1;
+                                    w.1 += 1;
+                                    n += 1;
+                                }
+                            }
+                            _ => {
+                                let mut w = l.write();
+                                w.0 += 1;
+                                w.1 += 1;
+                                n += 1;
+                                let u = W::downgrade_to_upgradable(w);
+                                if let Ok(mut w) = U::try_upgrade(u) {
+                                    w.0 += 1;
+                                    w.1 += 1;
+                                    n += 1;
+                                }
+                            }
+                        }
+                        wrote.fetch_add(n, Ordering::Relaxed);
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(l.read().0, wrote.load(Ordering::Relaxed));
+        assert_eq!(unsafe { l.raw() }.count_word(), 0);
+    }
+
+    #[test]
+    fn contended_both_policies() {
+        hammer::<SpinOsq>(4, 4, 20_000);
+        hammer::<SpinOff>(4, 4, 20_000);
+    }
+
+    #[test]
+    fn every_reader_mode() {
+        for mode in crate::tune::ReaderMode::ALL {
+            hammer_mode::<SpinOsq>(3, 3, 10_000, Some(mode));
+        }
+    }
+}

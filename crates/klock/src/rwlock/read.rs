@@ -3,7 +3,8 @@
 //! reader-preferring reads
 //! ([`lock_shared_prefer_readers`](RawRwLock::lock_shared_prefer_readers),
 //! INV-PREFQ), the timed read, and the read slow path (`read_slow`: reader
-//! lock stealing, mode 4's running wait `steal_running`, reader spinning, or
+//! lock stealing, the running wait of
+//! [`ReaderMode::StealThenWaitRunning`] (`steal_running`), reader spinning, or
 //! the wait list), with the reader count taken back (`drop_reader_count`)
 //! and the wake-ups a reader owes (`wake_if_free`,
 //! `wake_readers_into_read_owned`).
@@ -12,7 +13,7 @@
 //!
 //! ```text
 //!  (0,-) --read: fetch_add--> (1,-) --read: fetch_add--> (n+1,-)      (mod.rs; a failed add comes here)
-//!  (x,X|..) or (n,W) --failed reader queues under WLOCK--> (..,W)     (waitq.rs)
+//!  (x,X|..) or (n,W) --failed reader queues under WLOCK--> (..,W)     (sleep.rs)
 //!  (n,W[|H]), n>0 --reader-preferring read: CAS--> (n+1,W[|H])    joins past a waiting writer
 //!  (n,W|F), n>0, writer at the head --hand_on: grant queued reader-preferring readers--> (n+k,W[|F])
 //!  (n,W[|H][|U|G]), n>0 --recursive read: fetch_add kept--> (n+1,W[|H][|U|G])  past waiters and an upgrade
@@ -27,6 +28,7 @@ use super::{Class, Got, RawRwLock, SpinPolicy};
 use crate::chaos::{self, Site};
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
+use crate::tune::ReaderMode;
 use crate::wait::{self, SpinBudget};
 
 impl<S: SpinPolicy> RawRwLock<S> {
@@ -291,13 +293,14 @@ impl<S: SpinPolicy> RawRwLock<S> {
         let t = crate::tune::get();
         let mode = reader_mode();
         // Reader lock stealing (kernel 5.11+): no writer, no hand-off, no
-        // upgrade under way and no other reader: a queued writer loses at
-        // most until it sets HANDOFF.
-        if mode != 0
-            && mode != 2
-            && c & (WRITER | HANDOFF | UPGRADING) == 0
-            && (readers(c) == 1 || mode == 3)
-        {
+        // upgrade under way and no other reader (but for JoinReaders): a
+        // queued writer loses at most until it sets HANDOFF.
+        let steals = match mode {
+            ReaderMode::Queue | ReaderMode::SpinOnWriter => false,
+            ReaderMode::Steal | ReaderMode::StealThenWaitRunning => readers(c) == 1,
+            ReaderMode::JoinReaders => true,
+        };
+        if steals && c & (WRITER | HANDOFF | UPGRADING) == 0 {
             self.set_reader_owned();
             stat::inc(Event::RwReadSteal);
             stat::inc(Event::RwReadSlow);
@@ -309,7 +312,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         }
         self.drop_reader_count();
         // INV-RT-NOSPIN: real-time readers neither wait running nor spin.
-        if mode == 4
+        if mode == ReaderMode::StealThenWaitRunning
             && S::SPIN
             && t.rwsem_spin != 0
             && t.rwsem_read_wait_ns != 0
@@ -319,7 +322,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             // steal_running passed the turn if anyone waits.
             return Got::Yes;
         }
-        if mode == 2
+        if mode == ReaderMode::SpinOnWriter
             && S::SPIN
             && t.rwsem_spin != 0
             && !is_nonspinnable(self.owner.load(Ordering::Relaxed))
@@ -346,7 +349,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         got
     }
 
-    /// Mode 4: wait running (within `KLOCK_RWSEM_READ_WAIT_NS`, polling with the
+    /// [`ReaderMode::StealThenWaitRunning`]: wait running (within `KLOCK_RWSEM_READ_WAIT_NS`, polling with the
     /// owner-poll backoff) for a *free* lock with no hand-off owed, and take
     /// it as a reader, instead of sleeping at once.
     fn steal_running(&self) -> bool {
@@ -415,12 +418,233 @@ impl<S: SpinPolicy> RawRwLock<S> {
     }
 }
 
-/// `KLOCK_RWSEM_READER` (unit tests may override it per thread).
+/// `KLOCK_RWSEM_READER` (unit tests may override it per thread: [`MODE`]).
 #[inline]
-fn reader_mode() -> u32 {
+fn reader_mode() -> ReaderMode {
     #[cfg(all(test, not(loom)))]
-    if let Some(m) = super::tests::MODE.with(|c| c.get()) {
+    if let Some(m) = MODE.with(|c| c.get()) {
         return m;
     }
-    crate::tune::get().rwsem_reader
+    crate::tune::get().rwsem_reader_mode()
+}
+
+#[cfg(all(test, not(loom)))]
+thread_local! {
+    /// This thread's reader mode in unit tests (`None`: the tunable's).
+    pub(super) static MODE: std::cell::Cell<Option<ReaderMode>> =
+        const { std::cell::Cell::new(None) };
+}
+
+#[cfg(test)]
+#[cfg(not(loom))]
+mod tests {
+    use super::super::tests::eventually;
+    use super::super::*;
+    use crate::wait;
+    use std::sync::Arc;
+
+    #[test]
+    fn pref_reads_pass_a_waiting_writer() {
+        let l: Arc<RawRwLock> = Arc::new(RawRwLock::new());
+        l.lock_shared();
+        let l2 = l.clone();
+        let w = std::thread::spawn(move || {
+            let t = l2.lock_exclusive();
+            unsafe { l2.unlock_exclusive(t) };
+        });
+        eventually("writer queued", || l.count_word() & WAITERS != 0);
+        let l3 = l.clone();
+        std::thread::spawn(move || {
+            // The fair read queues behind the writer; the reader-preferring
+            // ones get in (the lock is read-held).
+            assert!(!l3.try_lock_shared());
+            assert!(l3.try_lock_shared_prefer_readers());
+            assert!(l3.lock_shared_prefer_readers_until_ns(wait::now_ns() + 1_000_000));
+            l3.lock_shared_prefer_readers();
+            assert_eq!(readers(l3.count_word()), 4);
+            for _ in 0..3 {
+                unsafe { l3.unlock_shared() };
+            }
+        })
+        .join()
+        .unwrap();
+        assert!(!w.is_finished());
+        unsafe { l.unlock_shared() };
+        w.join().unwrap();
+        assert_eq!(l.count_word(), 0);
+    }
+
+    #[test]
+    fn pref_reads_never_join_a_writer() {
+        let l: Arc<RawRwLock> = Arc::new(RawRwLock::new());
+        let t = l.lock_exclusive();
+        assert!(!l.try_lock_shared_prefer_readers());
+        assert!(!l.lock_shared_prefer_readers_until_ns(wait::now_ns() + 2_000_000));
+        assert_eq!(l.count_word(), WRITER);
+        // Free, but a hand-off is owed to a waiter: no.
+        assert!(!is_pref_read_lockable(WAITERS | HANDOFF));
+        let l2 = l.clone();
+        let r = std::thread::spawn(move || {
+            l2.lock_shared_prefer_readers();
+            unsafe { l2.unlock_shared() };
+        });
+        eventually("reader queued", || l.count_word() & PREFQ != 0);
+        unsafe { l.unlock_exclusive(t) };
+        r.join().unwrap();
+        assert_eq!(l.count_word(), 0, "PREFQ and WAITERS cleared");
+    }
+
+    /// INV-PREFQ: a reader-preferring reader queued behind a writer at the
+    /// head gets in once another reader holds the lock.
+    #[test]
+    fn pref_reader_queued_behind_writer_is_granted_when_read_owned() {
+        let l: Arc<RawRwLock> = Arc::new(RawRwLock::new());
+        let t = l.lock_exclusive();
+        let l2 = l.clone();
+        let w = std::thread::spawn(move || {
+            let t = l2.lock_exclusive();
+            unsafe { l2.unlock_exclusive(t) };
+        });
+        eventually("writer queued", || l.count_word() & WAITERS != 0);
+        let inside = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (l3, in3) = (l.clone(), inside.clone());
+        let r = std::thread::spawn(move || {
+            l3.lock_shared_prefer_readers();
+            in3.store(true, Ordering::SeqCst);
+            unsafe { l3.unlock_shared() };
+        });
+        eventually("reader queued", || l.count_word() & PREFQ != 0);
+        unsafe { l.unlock_exclusive(t) };
+        // The writer may win first; either way, once we read-hold the lock
+        // the queued reader must get in beside us.
+        l.lock_shared_prefer_readers();
+        eventually("queued reader admitted beside a reader", || {
+            inside.load(Ordering::SeqCst)
+        });
+        unsafe { l.unlock_shared() };
+        r.join().unwrap();
+        w.join().unwrap();
+        assert_eq!(l.count_word(), 0);
+    }
+
+    /// Reader-preferring readers (blocking, try, timed) against writers:
+    /// no torn read, no lost update, a clean word at the end.
+    #[test]
+    fn pref_readers_and_writers_contended() {
+        for spin in [false, true] {
+            if spin {
+                hammer_pref::<SpinOsq>(4, 3, 5_000);
+            } else {
+                hammer_pref::<SpinOff>(4, 3, 5_000);
+            }
+        }
+    }
+
+    fn hammer_pref<S: SpinPolicy>(readers: usize, writers: usize, iters: u64) {
+        let l: Arc<lock_api::RwLock<RawRwLock<S>, (u64, u64)>> =
+            Arc::new(lock_api::RwLock::new((0, 0)));
+        let hs: Vec<_> = (0..readers + writers)
+            .map(|i| {
+                let l = l.clone();
+                std::thread::spawn(move || {
+                    let raw = unsafe { l.raw() };
+                    for k in 0..iters {
+                        if i < readers {
+                            let got = match k % 3 {
+                                0 => {
+                                    raw.lock_shared_prefer_readers();
+                                    true
+                                }
+                                1 => raw.try_lock_shared_prefer_readers(),
+                                _ => raw
+                                    .lock_shared_prefer_readers_until_ns(wait::now_ns() + 100_000),
+                            };
+                            if got {
+                                let g = unsafe { &*l.data_ptr() };
+                                assert_eq!(g.0, g.1, "torn read");
+                                unsafe { raw.unlock_shared() };
+                            }
+                        } else {
+                            let mut g = l.write();
+                            g.0 += 1;
+                            g.1 += 1;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for h in hs {
+            h.join().unwrap();
+        }
+        assert_eq!(l.read().0, writers as u64 * iters);
+        assert_eq!(unsafe { l.raw() }.count_word(), 0);
+    }
+
+    /// A recursive read gets in while a writer waits, where a plain read
+    /// (fast path or try) would queue; it does not get in while a writer
+    /// holds the lock.
+    #[test]
+    fn recursive_read_passes_waiting_writer() {
+        let l: Arc<RawRwLock<SpinOff>> = Arc::new(RawRwLock::new());
+        l.lock_shared();
+        let l2 = l.clone();
+        let w = std::thread::spawn(move || {
+            let t = l2.lock_exclusive();
+            unsafe { l2.unlock_exclusive(t) };
+        });
+        eventually("writer queued", || l.count_word() & WAITERS != 0);
+        assert!(
+            !l.try_lock_shared(),
+            "a plain read must queue behind the writer"
+        );
+        assert!(l.try_lock_shared_recursive());
+        l.lock_shared_recursive();
+        assert!(l.lock_shared_recursive_until_ns(wait::now_ns() + 1_000_000));
+        assert_eq!(readers(l.count_word()), 4);
+        for _ in 0..4 {
+            assert!(!w.is_finished());
+            unsafe { l.unlock_shared() };
+        }
+        w.join().unwrap();
+        assert_eq!(l.count_word(), 0);
+        // A writer holds it: the recursive reads fail or time out, cleanly.
+        let t = l.lock_exclusive();
+        assert!(!l.try_lock_shared_recursive());
+        let l3 = l.clone();
+        let timed = std::thread::spawn(move || {
+            l3.lock_shared_recursive_until_ns(wait::now_ns() + 20_000_000)
+        });
+        assert!(!timed.join().unwrap());
+        assert_eq!(l.count_word(), WRITER);
+        unsafe { l.unlock_exclusive(t) };
+        assert_eq!(l.count_word(), 0);
+    }
+
+    /// A reader that holds the lock and reads again while an upgrade waits
+    /// for the readers to leave: a plain read would queue behind UPGRADING
+    /// (deadlock: the upgrader waits for us); the recursive read gets in.
+    #[test]
+    fn recursive_read_passes_an_upgrade_under_way() {
+        let l: Arc<RawRwLock<SpinOff>> = Arc::new(RawRwLock::new());
+        l.lock_shared();
+        let l2 = l.clone();
+        let u = std::thread::spawn(move || {
+            l2.lock_upgradable();
+            let t = unsafe { l2.upgrade() };
+            unsafe { l2.unlock_exclusive(t) };
+        });
+        eventually("upgrade under way", || l.count_word() & UPGRADING != 0);
+        assert!(
+            !l.try_lock_shared(),
+            "a plain read must wait for the upgrade"
+        );
+        assert!(l.try_lock_shared_recursive());
+        l.lock_shared_recursive();
+        unsafe { l.unlock_shared() };
+        unsafe { l.unlock_shared() };
+        assert!(!u.is_finished());
+        unsafe { l.unlock_shared() };
+        u.join().unwrap();
+        assert_eq!(l.count_word(), 0);
+    }
 }

@@ -3,9 +3,9 @@
 //! holds the lock (`spin_on_owner`, within `KLOCK_RWSEM_SPIN_NS` per owner
 //! and `KLOCK_RWSEM_SPIN_MAX_NS` in all); writers also spin on a
 //! reader-owned lock for `KLOCK_RWSEM_RSPIN_NS` + 500 ns per reader and then
-//! mark the owner NONSPINNABLE (`mark_nonspinnable`). Readers (mode 2) spin
-//! on writers only. Every acquisition is `try_take`'s CAS (`mod.rs`); the
-//! owner word is a hint.
+//! mark the owner NONSPINNABLE (`mark_nonspinnable`). Readers
+//! (`ReaderMode::SpinOnWriter`) spin on writers only. Every acquisition is
+//! `try_take`'s CAS (`mod.rs`); the owner word is a hint.
 
 use super::word::nonspinnable;
 use super::word::{OWNER_READER, WRITER, handoff_owed, is_nonspinnable, owner_id, readers};

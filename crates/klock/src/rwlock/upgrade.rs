@@ -423,3 +423,206 @@ impl<S: SpinPolicy> RawRwLock<S> {
         None
     }
 }
+
+#[cfg(test)]
+#[cfg(not(loom))]
+mod tests {
+    use super::super::tests::eventually;
+    use super::super::*;
+    use crate::wait;
+    use std::sync::Arc;
+
+    /// `downgrade_to_upgradable`: `(0,X) -> (1,U)`; readers get in (a
+    /// queued one is granted), another upgrader or a writer does not.
+    #[test]
+    fn downgrade_to_upgradable_lets_readers_in_only() {
+        let l: Arc<RawRwLock<SpinOff>> = Arc::new(RawRwLock::new());
+        let t = l.lock_exclusive();
+        let l2 = l.clone();
+        let r = std::thread::spawn(move || {
+            l2.lock_shared();
+            unsafe { l2.unlock_shared() };
+        });
+        eventually("reader queued", || l.count_word() & WAITERS != 0);
+        unsafe { l.downgrade_to_upgradable(t) };
+        // The queued reader is granted while we hold the upgradable lock.
+        r.join().unwrap();
+        assert_eq!(l.count_word(), READER_BIAS | UPGRADE);
+        assert!(l.try_lock_shared());
+        assert!(!l.try_lock_upgradable());
+        assert!(l.try_lock_exclusive().is_none());
+        let l3 = l.clone();
+        let timed = std::thread::spawn(move || {
+            let up = l3.lock_upgradable_until_ns(wait::now_ns() + 10_000_000);
+            let wr = l3.lock_exclusive_until_ns(wait::now_ns() + 10_000_000);
+            (up, wr.is_some())
+        });
+        assert_eq!(timed.join().unwrap(), (false, false));
+        assert_eq!(l.count_word(), (2 * READER_BIAS) | UPGRADE);
+        unsafe { l.unlock_shared() };
+        // Still upgradable: the upgrade needs no wait now.
+        let t = unsafe { l.try_upgrade() }.expect("alone: upgrade at once");
+        unsafe { l.unlock_exclusive(t) };
+        assert_eq!(l.count_word(), 0);
+    }
+
+    /// `downgrade_upgradable`: `(n,U) -> (n,-)`; a queued upgrader gets in
+    /// beside our read lock, a writer still does not.
+    #[test]
+    fn downgrade_upgradable_lets_an_upgrader_in() {
+        let l: Arc<RawRwLock<SpinOff>> = Arc::new(RawRwLock::new());
+        l.lock_upgradable();
+        let l2 = l.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let u = std::thread::spawn(move || {
+            l2.lock_upgradable();
+            rx.recv().unwrap();
+            unsafe { l2.unlock_upgradable() };
+        });
+        eventually("upgrader queued", || l.count_word() & WAITERS != 0);
+        unsafe { l.downgrade_upgradable() };
+        eventually("upgrader admitted", || {
+            l.count_word() == (2 * READER_BIAS) | UPGRADE
+        });
+        assert!(l.try_lock_exclusive().is_none());
+        tx.send(()).unwrap();
+        u.join().unwrap();
+        assert_eq!(l.count_word(), READER_BIAS);
+        unsafe { l.unlock_shared() };
+        assert_eq!(l.count_word(), 0);
+    }
+
+    /// A timed upgrade times out while a reader holds the lock; a reader
+    /// that queued because of UPGRADING meanwhile is granted when it gives
+    /// up; the lock is then fully usable (upgrade, write, read).
+    #[test]
+    fn timed_upgrade_times_out_while_a_reader_holds() {
+        let l: Arc<RawRwLock<SpinOff>> = Arc::new(RawRwLock::new());
+        l.lock_upgradable();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let l1 = l.clone();
+        let held = std::thread::spawn(move || {
+            l1.lock_shared();
+            rx.recv().unwrap();
+            unsafe { l1.unlock_shared() };
+        });
+        eventually("reader inside", || readers(l.count_word()) == 2);
+        let inside = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (l2, in2) = (l.clone(), inside.clone());
+        let late = std::thread::spawn(move || {
+            eventually("upgrade under way", || l2.count_word() & UPGRADING != 0);
+            l2.lock_shared();
+            in2.store(true, Ordering::SeqCst);
+            unsafe { l2.unlock_shared() };
+        });
+        assert!(unsafe { l.upgrade_until_ns(wait::now_ns() + 200_000_000) }.is_none());
+        // As if we had never tried: no UPGRADING, still upgradable.
+        assert_eq!(l.count_word() & (UPGRADING | WRITER | UPGRADE), UPGRADE);
+        eventually("the reader queued behind UPGRADING got in", || {
+            inside.load(Ordering::SeqCst)
+        });
+        late.join().unwrap();
+        assert_eq!(l.count_word(), (2 * READER_BIAS) | UPGRADE);
+        assert!(
+            unsafe { l.upgrade_until_ns(0) }.is_none(),
+            "deadline passed"
+        );
+        assert_eq!(l.count_word(), (2 * READER_BIAS) | UPGRADE);
+        tx.send(()).unwrap();
+        held.join().unwrap();
+        let t = unsafe { l.upgrade_until_ns(wait::now_ns() + 1_000_000_000) }.unwrap();
+        assert_eq!(l.count_word(), WRITER);
+        unsafe { l.unlock_exclusive(t) };
+        l.lock_shared();
+        unsafe { l.unlock_shared() };
+        assert_eq!(l.count_word(), 0);
+    }
+
+    /// A timed upgradable read queues behind another upgradable reader, gives
+    /// up, and leaves the word clean (no WAITERS, WAKING or HANDOFF left);
+    /// one that is let in before its deadline gets the lock.
+    #[test]
+    fn timed_upgradable_read_times_out_and_leaves_clean() {
+        let l: Arc<RawRwLock<SpinOff>> = Arc::new(RawRwLock::new());
+        l.lock_upgradable();
+        let l2 = l.clone();
+        let h =
+            std::thread::spawn(move || l2.lock_upgradable_until_ns(wait::now_ns() + 20_000_000));
+        assert!(!h.join().unwrap());
+        assert_eq!(l.count_word(), READER_BIAS | UPGRADE);
+        let l3 = l.clone();
+        let h = std::thread::spawn(move || {
+            let got = l3.lock_upgradable_until_ns(wait::now_ns() + 5_000_000_000);
+            if got {
+                unsafe { l3.unlock_upgradable() };
+            }
+            got
+        });
+        eventually("upgrader queued", || l.count_word() & WAITERS != 0);
+        unsafe { l.unlock_upgradable() };
+        assert!(h.join().unwrap());
+        assert_eq!(l.count_word(), 0);
+        // Behind a writer too.
+        let t = l.lock_exclusive();
+        let l4 = l.clone();
+        let h =
+            std::thread::spawn(move || l4.lock_upgradable_until_ns(wait::now_ns() + 20_000_000));
+        assert!(!h.join().unwrap());
+        assert_eq!(l.count_word(), WRITER);
+        unsafe { l.unlock_exclusive(t) };
+        assert_eq!(l.count_word(), 0);
+    }
+
+    /// `unlock_upgradable_fair` passes the lock to a queued writer in the
+    /// releasing CAS (WRITER is set before the writer even runs);
+    /// `bump_upgradable` lets it in and returns holding the upgradable lock
+    /// again, and without waiters changes nothing.
+    #[test]
+    fn fair_upgradable_unlock_and_bump() {
+        let l: Arc<RawRwLock<SpinOff>> = Arc::new(RawRwLock::new());
+        l.lock_upgradable();
+        let l2 = l.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<()>();
+        let w = std::thread::spawn(move || {
+            let t = l2.lock_exclusive();
+            rx.recv().unwrap();
+            unsafe { l2.unlock_exclusive(t) };
+        });
+        eventually("writer queued", || l.count_word() & WAITERS != 0);
+        unsafe { l.unlock_upgradable_fair() };
+        assert_eq!(
+            l.count_word() & (WRITER | READER_MASK),
+            WRITER,
+            "handed over"
+        );
+        assert!(!l.try_lock_upgradable());
+        tx.send(()).unwrap();
+        w.join().unwrap();
+        assert_eq!(l.count_word(), 0);
+
+        l.lock_upgradable();
+        unsafe { l.bump_upgradable() };
+        assert_eq!(
+            l.count_word(),
+            READER_BIAS | UPGRADE,
+            "no waiter: unchanged"
+        );
+        let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (l3, d3) = (l.clone(), done.clone());
+        let w = std::thread::spawn(move || {
+            let t = l3.lock_exclusive();
+            d3.store(true, Ordering::SeqCst);
+            unsafe { l3.unlock_exclusive(t) };
+        });
+        eventually("writer queued", || l.count_word() & WAITERS != 0);
+        unsafe { l.bump_upgradable() };
+        assert!(
+            done.load(Ordering::SeqCst),
+            "the bump let the writer in first"
+        );
+        assert_eq!(l.count_word() & !WAITERS, READER_BIAS | UPGRADE);
+        w.join().unwrap();
+        unsafe { l.unlock_upgradable() };
+        assert_eq!(l.count_word(), 0);
+    }
+}

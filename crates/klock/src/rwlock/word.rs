@@ -156,6 +156,33 @@ pub(crate) const fn is_plain_read_release(c: u32) -> bool {
     c & UPGRADING == 0 && (!has_waiters(c) || readers(c) > 1)
 }
 
+/// Does the read unlock `(2,U|G|f) -> (1,U|G|f)` leave the upgrader, which
+/// waits with UPGRADING set for the other readers to leave, the only
+/// reader? Then the release wakes it on the count word (an address), with
+/// no WLOCK and no turn given.
+#[inline]
+pub(crate) const fn read_release_wakes_upgrader(c: u32) -> bool {
+    c & UPGRADING != 0 && readers(c) == 2
+}
+
+/// May a release of `c` be one CAS, `(x,f) -> (x,f) - sub + add`, with no
+/// WLOCK and no turn given? Yes with nobody waiting (`f` without W); for a
+/// read unlock (`read`) that is not the last reader, `(n,W|f) ->
+/// (n-1,W|f)`, n > 1 (it cannot let a waiter in); and, unless the release
+/// is `fair`, while a woken head has not re-tried and no hand-off is owed,
+/// `(x,W|K|f) -> (x,W|K|f) - sub + add`, `f` without H (INV-WAKING: the
+/// head re-tries after this release).
+#[inline]
+pub(crate) const fn release_needs_no_turn(c: u32, read: bool, fair: bool) -> bool {
+    !has_waiters(c) || (read && readers(c) > 1) || (c & WAKING != 0 && !handoff_owed(c) && !fair)
+}
+
+/// `(x,f|L)`: someone holds the wait-list lock.
+#[inline]
+pub(crate) const fn list_locked(c: u32) -> bool {
+    c & WLOCK != 0
+}
+
 /// Could a waiter of `class` take the lock in state `c`? A writer needs it
 /// free; an upgradable reader needs no writer, upgradable holder, upgrade
 /// under way or READFAIL; a reader needs no writer, upgrade under way or
@@ -500,6 +527,39 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn release_predicates_match_their_docs() {
+        for n in NS {
+            for f in flags() {
+                let c = w(n, f);
+                // (2,U|G|f): the read unlock leaves the upgrader alone.
+                assert_eq!(
+                    read_release_wakes_upgrader(c),
+                    has(f, G) && n == 2,
+                    "read_release_wakes_upgrader {c:#x}"
+                );
+                for read in [false, true] {
+                    for fair in [false, true] {
+                        // No W; a reader not the last; a woken head, no H, not fair.
+                        assert_eq!(
+                            release_needs_no_turn(c, read, fair),
+                            !has(f, W) || (read && n > 1) || (has(f, K) && !has(f, H) && !fair),
+                            "release_needs_no_turn {c:#x} read {read} fair {fair}"
+                        );
+                    }
+                }
+                assert_eq!(list_locked(c), has(f, L), "list_locked {c:#x}");
+            }
+        }
+        // The docs' transitions.
+        assert_eq!(release(w(2, U | G), READER_BIAS, 0), w(1, U | G));
+        assert!(release_needs_no_turn(w(3, W), true, true));
+        assert!(!release_needs_no_turn(w(1, W), true, false));
+        assert!(release_needs_no_turn(w(0, X | W | K), false, false));
+        assert!(!release_needs_no_turn(w(0, X | W | K | H), false, false));
+        assert!(!release_needs_no_turn(w(0, X | W | K), false, true));
     }
 
     #[test]

@@ -1,13 +1,13 @@
 //! The write side past the fast paths in `mod.rs`: the timed write lock
 //! and the write slow path (`write_slow`: an unqueued try, optimistic
 //! spinning (`spin.rs`) unless the policy, the owner hint or real-time
-//! scheduling rules it out, then the wait list (`waitq.rs`)).
+//! scheduling rules it out, then the wait list (`sleep.rs`)).
 //!
 //! Its part of the state diagram (module docs):
 //!
 //! ```text
 //!  (0,-) --write: CAS--> (0,X)                                   (mod.rs; a failed CAS comes here)
-//!  (x,X|..) or (n,W) --failed writer queues under WLOCK--> (..,W)  (waitq.rs)
+//!  (x,X|..) or (n,W) --failed writer queues under WLOCK--> (..,W)  (sleep.rs)
 //! ```
 
 use super::word::is_nonspinnable;
