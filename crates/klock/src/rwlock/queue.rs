@@ -7,9 +7,11 @@
 //! head's first-since clock). The list itself is
 //! [`WaitList`](crate::waitlist::WaitList).
 
+use super::raw::RawRwLock;
+use super::word::Class;
 use super::word::WLOCK;
-use super::{Class, RawRwLock, SpinPolicy};
 use crate::node;
+use crate::spin_policy::SpinPolicy;
 use crate::sync::atomic::Ordering;
 use crate::waitlist::{Waiter, lock_bit};
 

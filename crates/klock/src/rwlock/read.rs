@@ -19,13 +19,15 @@
 //!  (n,W[|H][|U|G]), n>0 --recursive read: fetch_add kept--> (n+1,W[|H][|U|G])  past waiters and an upgrade
 //! ```
 
+use super::raw::{Got, RawRwLock};
+use super::word::Class;
 use super::word::{
     HANDOFF, PREFQ, READER_BIAS, READFAIL, UPGRADING, WRITER, has_waiters, is_free,
     is_nonspinnable, is_pref_read_lockable, is_recursive_read_lockable, readers,
 };
 use super::word::{add_reader, add_reader_wrapping, drop_reader, drop_reader_wrapping};
-use super::{Class, Got, RawRwLock, SpinPolicy};
 use crate::chaos::{self, Site};
+use crate::spin_policy::SpinPolicy;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::tune::ReaderMode;
@@ -440,6 +442,8 @@ thread_local! {
 mod tests {
     use super::super::tests::eventually;
     use super::super::*;
+    use crate::rwlock::word::*;
+    use crate::sync::atomic::Ordering;
     use crate::wait;
     use std::sync::Arc;
 

@@ -20,10 +20,12 @@
 //! only under WLOCK.
 
 use super::queue::RwWaiter;
+use super::raw::{Got, RawRwLock};
+use super::word::Class;
 use super::word::{HANDOFF, PREFQ, WAITERS, WAKING, handoff_owed, is_lockable_by, take_from_list};
-use super::{Class, Got, RawRwLock, SpinPolicy};
 use crate::chaos::{self, Site};
 use crate::node::{self, QNode};
+use crate::spin_policy::SpinPolicy;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::wait::{self, SpinBudget, WaitOutcome};

@@ -7,12 +7,14 @@
 //! (`ReaderMode::SpinOnWriter`) spin on writers only. Every acquisition is
 //! `try_take`'s CAS (`mod.rs`); the owner word is a hint.
 
+use super::raw::RawRwLock;
+use super::word::Class;
 use super::word::nonspinnable;
 use super::word::{OWNER_READER, WRITER, handoff_owed, is_nonspinnable, owner_id, readers};
-use super::{Class, RawRwLock, SpinPolicy};
 use crate::node::{self, QNode};
 use crate::osq;
 use crate::owner_spin::{self, Seen};
+use crate::spin_policy::SpinPolicy;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::wait::{self, SpinBudget};

@@ -17,13 +17,15 @@
 //!  (0,X)   --downgrade_to_upgradable--> (1,U) (and queued readers granted)
 //! ```
 
+use super::raw::{Got, RawRwLock, WriteToken};
+use super::word::Class;
 use super::word::{
     OWNER_READER, READER_BIAS, UPGRADE, UPGRADING, WAITERS, WRITER, has_waiters, is_lockable_by,
     readers,
 };
 use super::word::{cancel_upgrading, start_upgrading, upgrade_after_wait, upgrade_at_once};
-use super::{Class, Got, RawRwLock, SpinPolicy, WriteToken};
 use crate::chaos::{self, Site};
+use crate::spin_policy::SpinPolicy;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::wait::{self, WaitOutcome};
@@ -429,6 +431,8 @@ impl<S: SpinPolicy> RawRwLock<S> {
 mod tests {
     use super::super::tests::eventually;
     use super::super::*;
+    use crate::rwlock::word::*;
+    use crate::sync::atomic::Ordering;
     use crate::wait;
     use std::sync::Arc;
 

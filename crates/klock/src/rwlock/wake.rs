@@ -25,6 +25,8 @@
 //! upgrader, on the count word.
 
 use super::queue::RwWaiter;
+use super::raw::RawRwLock;
+use super::word::Class;
 use super::word::{
     OWNER_NONSPINNABLE, OWNER_READER, PREFQ, READER_BIAS, UPGRADING, WRITER, handoff_owed,
     has_waiters, is_lockable_by, list_locked, read_release_wakes_upgrader, readers,
@@ -33,8 +35,8 @@ use super::word::{
 use super::word::{
     grant_queued_readers, hand_to_writer, lock_list, mark_woken, release, unlock_list,
 };
-use super::{Class, RawRwLock, SpinPolicy};
 use crate::chaos::{self, Site};
+use crate::spin_policy::SpinPolicy;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::wait;

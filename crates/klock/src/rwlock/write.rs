@@ -10,8 +10,10 @@
 //!  (x,X|..) or (n,W) --failed writer queues under WLOCK--> (..,W)  (sleep.rs)
 //! ```
 
+use super::raw::{Got, RawRwLock, WriteToken};
+use super::word::Class;
 use super::word::is_nonspinnable;
-use super::{Class, Got, RawRwLock, SpinPolicy, WriteToken};
+use crate::spin_policy::SpinPolicy;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::wait;
