@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use super::proc::run_captured;
+use super::proc::{check_loads, exe_dir, find_lib, run_captured};
 use super::{CliError, Schedule, Step, interleave};
 use crate::gate::GateConfig;
 use crate::progress::Progress;
@@ -63,11 +63,7 @@ pub fn build(dir: &Path) -> Result<PathBuf, CliError> {
 /// Where the C program is built: `lockbench-c/` next to the lockbench binary, or
 /// the temporary directory.
 pub fn build_dir() -> PathBuf {
-    let exe = std::env::current_exe().ok();
-    let dir = exe
-        .as_deref()
-        .and_then(Path::parent)
-        .map(|d| d.join("lockbench-c"));
+    let dir = exe_dir().map(|d| d.join("lockbench-c"));
     dir.filter(|d| std::fs::create_dir_all(d).is_ok())
         .unwrap_or_else(|| std::env::temp_dir().join(format!("lockbench-c-{}", std::process::id())))
 }
@@ -256,8 +252,8 @@ pub fn run(a: &Settings) -> Result<i32, CliError> {
             "--preload takes the median of at least {MIN_PASSES} passes: allowed --runs {MIN_PASSES}..=100"
         )));
     }
-    let lib = super::preload::find_lib(a.lib.as_deref())?;
-    super::preload::check_loads(&lib)?;
+    let lib = find_lib(a.lib.as_deref())?;
+    check_loads(&lib)?;
     let bin = build(&build_dir())?;
     let mut gate = GateConfig::from_env();
     gate.enabled &= !a.no_idle_gate;
@@ -283,7 +279,7 @@ mod tests {
     /// operation in both process kinds, both sides positive.
     #[test]
     fn preload_uncontended_measures_both_sides() {
-        let Ok(lib) = super::super::preload::find_lib(None) else {
+        let Ok(lib) = find_lib(None) else {
             eprintln!(
                 "skipped: libklock_preload.so not found (cargo build --release -p klock-preload)"
             );

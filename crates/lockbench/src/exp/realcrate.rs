@@ -15,7 +15,7 @@ use std::time::Duration;
 use crate::record::{Latency, Params, Record, Report};
 use crate::stats::{fairness, median, min_avg_max, min_share, spread};
 
-use super::proc::{Finished, run_captured};
+use super::proc::{Finished, cargo as cargo_command, repo_root, run_captured};
 use super::{CliError, RunArgs, Schedule, Step, ThreadList, interleave, parse_threads};
 
 /// Arguments of `lockbench realcrate`.
@@ -42,15 +42,10 @@ pub struct RealCrateArgs {
 /// The two builds: record lock name, and whether the patch is applied.
 const SIDES: [(&str, bool); 2] = [("parking_lot", false), ("klock_parking_lot", true)];
 
-/// The repository root (lockbench's sources are in its `crates/lockbench`).
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 /// `cargo` with the patch (or none) for `manifest`, its own target dir, and none of
 /// the caller's build settings (a `--cfg loom` RUSTFLAGS must not reach r2d2).
 fn cargo(args: &[&str], manifest: &Path, patched: bool) -> Command {
-    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    let mut c = cargo_command();
     c.args(args).arg("--manifest-path").arg(manifest);
     if patched {
         let compat = repo_root().join("crates/klock-parking-lot");

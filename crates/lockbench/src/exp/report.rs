@@ -406,7 +406,7 @@ pub fn seeds_from_json(seed: &serde_json::Value) -> SeedResults {
     if let Ok(recs) = from_value::<Vec<Record>>(seed["preload"].clone())
         && !recs.is_empty()
     {
-        out.push((preload::section(&recs, ""), samples_of(&recs)));
+        out.push((preload::results::section(&recs, ""), samples_of(&recs)));
     }
     out
 }
@@ -429,9 +429,9 @@ fn run_preload(plan: &SeedPlan, dir: &std::path::Path) -> (Section, Vec<Record>)
         )
     };
     let a = &plan.preload;
-    let check = super::preload::select(&a.workloads)
-        .and_then(|ws| super::preload::check_programs(&ws))
-        .and_then(|_| super::preload::find_lib(a.lib.as_deref()).map(|_| ()));
+    let check = preload::workloads::select(&a.workloads)
+        .and_then(|ws| preload::workloads::check_programs(&ws))
+        .and_then(|_| super::proc::find_lib(a.lib.as_deref()).map(|_| ()));
     if let Err(e) = check {
         return skip(e.0);
     }
@@ -451,7 +451,7 @@ fn run_preload(plan: &SeedPlan, dir: &std::path::Path) -> (Section, Vec<Record>)
         "The full output of `lockbench preload` is in {}.",
         txt.display()
     );
-    (super::preload::section(&recs, &note), recs)
+    (preload::results::section(&recs, &note), recs)
 }
 
 /// The quota of the full report's quota row, in CPUs.
