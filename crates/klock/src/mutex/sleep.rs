@@ -250,8 +250,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             return false;
         }
         let t = crate::tune::get();
-        let mut poll =
-            wait::PollBackoff::new(crate::tune::fixed::POLL_GRACE_NS, t.mutex_poll_max_ns);
+        let mut poll = wait::PollBackoff::new(t.mutex_poll_max_ns);
         wait::spin_until(&mut SpinBudget::new(t.mutex_spin_ns), || {
             if self.try_acquire(id, true) {
                 return true;

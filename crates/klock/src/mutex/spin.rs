@@ -107,8 +107,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         let mut cur = owner_id(self.owner.load(Ordering::Relaxed));
         // Delay between polls while the same owner keeps re-taking the lock
         // (the `hot` case): see `wait::PollBackoff`.
-        let mut poll =
-            wait::PollBackoff::new(crate::tune::fixed::POLL_GRACE_NS, t.mutex_poll_max_ns);
+        let mut poll = wait::PollBackoff::new(t.mutex_poll_max_ns);
         owner_spin::spin_on_owner(
             total,
             t.mutex_spin_ns,

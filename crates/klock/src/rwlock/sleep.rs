@@ -163,8 +163,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             if handoff && S::SPIN && t.rwsem_spin != 0 && !wait::realtime() {
                 // Seed 003 patch 14: the lock is ours the moment it is free (the unlock
                 // grants it to us): wait for that running, not asleep.
-                let mut poll =
-                    wait::PollBackoff::new(crate::tune::fixed::POLL_GRACE_NS, t.rwsem_poll_max_ns);
+                let mut poll = wait::PollBackoff::new(t.rwsem_poll_max_ns);
                 wait::spin_until(&mut SpinBudget::new(t.rwsem_spin_ns), || {
                     w.w.is_selected() || {
                         poll.pause();

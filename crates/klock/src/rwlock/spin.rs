@@ -59,8 +59,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         let t = crate::tune::get();
         let mut prev = OwnerState::Null;
         let mut rspin = SpinBudget::new(0);
-        let mut poll =
-            wait::PollBackoff::new(crate::tune::fixed::POLL_GRACE_NS, t.rwsem_poll_max_ns);
+        let mut poll = wait::PollBackoff::new(t.rwsem_poll_max_ns);
         loop {
             let st = self.spin_on_owner(total, &mut poll, q);
             if st == OwnerState::NonSpinnable {

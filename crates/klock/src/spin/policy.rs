@@ -69,21 +69,17 @@ pub trait WaitPolicy: Send + Sync + 'static {
     fn steal_threshold_ns() -> u64 {
         tune::get().steal_threshold_ns
     }
-    /// Unfair lock: waiters' poll backoff (grace, first delay, cap) in ns,
-    /// see [`crate::wait::PollBackoff`].
+    /// Unfair lock: waiters' poll backoff (first delay, cap) in ns, see
+    /// [`crate::wait::PollBackoff`].
     ///
     /// ```
     /// use klock::{Unfair, WaitPolicy};
-    /// let (grace, min, cap) = Unfair::poll_backoff_ns();
-    /// assert!(grace <= 100_000 && min <= 100_000 && cap <= 100_000);
+    /// let (min, cap) = Unfair::poll_backoff_ns();
+    /// assert!(min <= 100_000 && cap <= 100_000);
     /// ```
-    fn poll_backoff_ns() -> (u64, u64, u64) {
+    fn poll_backoff_ns() -> (u64, u64) {
         let t = tune::get();
-        (
-            tune::fixed::POLL_GRACE_NS,
-            t.spin_poll_min_ns,
-            t.spin_poll_max_ns,
-        )
+        (t.spin_poll_min_ns, t.spin_poll_max_ns)
     }
     /// TAS backoff bounds (ns).
     ///

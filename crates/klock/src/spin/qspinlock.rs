@@ -415,8 +415,8 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     /// The unfair waiters' poll backoff (see [`crate::wait::PollBackoff`]).
     #[inline]
     fn poll_backoff() -> PollBackoff {
-        let (grace, min, cap) = P::poll_backoff_ns();
-        PollBackoff::with_min(grace, min, cap)
+        let (min, cap) = P::poll_backoff_ns();
+        PollBackoff::with_min(min, cap)
     }
 
     /// No node (slots exhausted, nesting > 4): take the lock without queueing.

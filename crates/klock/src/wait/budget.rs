@@ -285,22 +285,24 @@ impl Backoff {
     }
 }
 
-/// Polling a lock word whose owner keeps it: poll continuously for a grace
-/// period, then wait between polls with a delay that doubles from
+/// Polling a lock word whose owner keeps it: wait between polls with a
+/// delay that doubles from
 /// `max_ns / POLL_BACKOFF_MIN_DIVISOR` up to `max_ns`. Each poll pulls the
 /// word's cache line away from an owner that re-takes the lock at once (a
 /// hot lock), so the longer one owner keeps it the less often a waiter
 /// looks. [`restart`](PollBackoff::restart) when the owner changes or the
 /// lock was seen free. `max_ns == 0` (and loom) polls continuously. Used by
-/// the mutex's owner spinning and the unfair spinlock's waiters.
+/// the mutex's owner spinning and the unfair spinlock's waiters. No grace
+/// period of continuous polling first: the cache-miss-timed poll makes a
+/// hit cost the owner nothing, and a grace measured slower
+/// (`docs/results/2026-11-25-no-starvation.md`).
 ///
 /// ```
-/// let mut p = klock::internal::wait::PollBackoff::new(0, 0);
+/// let mut p = klock::internal::wait::PollBackoff::new(0);
 /// assert!(!p.pause()); // cap 0: never delays
 /// ```
 #[derive(Clone, Debug)]
 pub struct PollBackoff {
-    grace: SpinBudget,
     backoff: Backoff,
     min: u64,
     max: u64,
@@ -310,15 +312,14 @@ pub struct PollBackoff {
 }
 
 impl PollBackoff {
-    /// Continuous polling for `grace_ns`, then delays up to `max_ns`.
+    /// Delays up to `max_ns`, the first `max_ns / POLL_BACKOFF_MIN_DIVISOR`.
     ///
     /// ```
-    /// let _ = klock::internal::wait::PollBackoff::new(400, 16_000);
+    /// let _ = klock::internal::wait::PollBackoff::new(16_000);
     /// ```
     #[inline]
-    pub fn new(grace_ns: u64, max_ns: u64) -> PollBackoff {
+    pub fn new(max_ns: u64) -> PollBackoff {
         Self::with_min(
-            grace_ns,
             max_ns / crate::tune::fixed::POLL_BACKOFF_MIN_DIVISOR,
             max_ns,
         )
@@ -328,15 +329,14 @@ impl PollBackoff {
     /// `max_ns / POLL_BACKOFF_MIN_DIVISOR`.
     ///
     /// ```
-    /// let mut p = klock::internal::wait::PollBackoff::with_min(0, 50, 1000);
+    /// let mut p = klock::internal::wait::PollBackoff::with_min(50, 1000);
     /// assert!(p.pause());
     /// ```
     #[inline]
-    pub fn with_min(grace_ns: u64, min_ns: u64, max_ns: u64) -> PollBackoff {
+    pub fn with_min(min_ns: u64, max_ns: u64) -> PollBackoff {
         let max = if cfg!(loom) { 0 } else { max_ns };
         let min = min_ns.clamp(1, max.max(1));
         PollBackoff {
-            grace: SpinBudget::new(grace_ns),
             backoff: Backoff::new(min, max),
             min,
             max,
@@ -347,12 +347,11 @@ impl PollBackoff {
     /// Start over: the owner changed (or the lock was free).
     ///
     /// ```
-    /// let mut p = klock::internal::wait::PollBackoff::new(0, 1000);
+    /// let mut p = klock::internal::wait::PollBackoff::new(1000);
     /// p.restart();
     /// ```
     #[inline]
     pub fn restart(&mut self) {
-        self.grace.restart();
         self.backoff = Backoff::new(self.min, self.max);
     }
 
@@ -365,7 +364,7 @@ impl PollBackoff {
     ///
     /// ```
     /// let w = std::sync::atomic::AtomicU32::new(3);
-    /// let mut p = klock::internal::wait::PollBackoff::new(0, 1000);
+    /// let mut p = klock::internal::wait::PollBackoff::new(1000);
     /// assert_eq!(p.poll(|| w.load(std::sync::atomic::Ordering::Relaxed)), 3);
     /// ```
     #[inline]
@@ -376,17 +375,17 @@ impl PollBackoff {
     }
 
     /// Called after a poll that found the lock still held (by the same
-    /// owner): past the grace period, and unless the last
+    /// owner): unless the last
     /// [`poll`](PollBackoff::poll) hit the cache, wait the current delay and
     /// double it. Returns whether it waited.
     ///
     /// ```
-    /// let mut p = klock::internal::wait::PollBackoff::new(0, 1000);
+    /// let mut p = klock::internal::wait::PollBackoff::new(1000);
     /// assert!(p.pause());
     /// ```
     #[inline]
     pub fn pause(&mut self) -> bool {
-        if self.max == 0 || !self.grace.expired() {
+        if self.max == 0 {
             return false;
         }
         if !self.missed {
@@ -517,7 +516,7 @@ mod tests {
     #[test]
     fn poll_hit_skips_the_pause_miss_does_not() {
         let w = std::sync::atomic::AtomicU32::new(5);
-        let mut p = PollBackoff::new(0, 1_000);
+        let mut p = PollBackoff::new(1_000);
         assert!(p.pause(), "before any poll, a pause waits");
         if !cfg!(target_arch = "x86_64") || crate::tune::get().poll_miss_ticks == 0 {
             return;
@@ -548,7 +547,7 @@ mod tests {
                 }
             })
         };
-        let mut p = PollBackoff::new(0, 100);
+        let mut p = PollBackoff::new(100);
         // Until the first miss (the event); the watchdog only ends a search
         // that never finds one.
         let deadline = std::time::Instant::now() + HANG;
