@@ -128,18 +128,18 @@ pub unsafe extern "C" fn klock_mutex_init(m: *mut KMutex, kind: c_int) -> c_int 
     unsafe { init(m, k.map(KMutex::new)) }
 }
 
-/// `klock_mutex_lock(m)`: [`KMutex::lock`], blocking.
+/// `klock_mutex_lock(m)`: [`KMutex::lock_then`], blocking.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn klock_mutex_lock(m: *mut KMutex) -> c_int {
     // SAFETY: the module's contract.
-    unsafe { with(m, |m| m.lock(How::Block)) }
+    unsafe { with(m, |m| m.lock_then(|| How::Block)) }
 }
 
-/// `klock_mutex_trylock(m)`: [`KMutex::lock`], a try.
+/// `klock_mutex_trylock(m)`: [`KMutex::lock_then`], a try.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn klock_mutex_trylock(m: *mut KMutex) -> c_int {
     // SAFETY: the module's contract.
-    unsafe { with(m, |m| m.lock(How::Try)) }
+    unsafe { with(m, |m| m.lock_then(|| How::Try)) }
 }
 
 /// `klock_mutex_timedlock(m, abstime)`: [`klock_mutex_clocklock`] on

@@ -163,8 +163,9 @@ impl Side {
     }
 
     /// The whole call, uncontended try first: core's [`KRwLock::rdlock`]
-    /// or [`KRwLock::wrlock`] (for [`acquire_counted`], whose entry asked
-    /// no try).
+    /// or [`KRwLock::wrlock`] (for an entry that asked no try, and for
+    /// [`acquire_counted`]).
+    #[inline(always)]
     fn lock<S: SpinPolicy>(self, k: &KRwLock<S>, how: How) -> c_int {
         match self {
             Side::Read(p) => k.rdlock(how, p),
@@ -173,18 +174,23 @@ impl Side {
     }
 }
 
-/// One acquisition past the entry's uncontended try: core's entry point
-/// for `side`, or with statistics on [`acquire_counted`]. The gate decides,
-/// as at the entry (`config::locks_fast`): it only closes, so an open gate
-/// here means the entry asked the try.
+/// One acquisition: core's entry point for `side` (the contended one if
+/// the entry `asked` the uncontended try, else the whole call, try first),
+/// or with statistics on [`acquire_counted`]. The gate decides, as at the
+/// entry (`config::locks_fast`): it only closes, so an open gate here
+/// means an entry that has a try asked it.
 #[inline(always)]
-fn acquire<S: SpinPolicy>(l: *mut pthread_rwlock_t, side: Side, how: How) -> c_int {
+fn acquire<S: SpinPolicy>(l: *mut pthread_rwlock_t, side: Side, how: How, asked: bool) -> c_int {
     // SAFETY: the entry point checked `l` non-null and klock's.
     let k = unsafe { kr::<S>(l) };
-    if config::locks_fast() {
-        return side.acquire(k, how);
+    if !config::locks_fast() {
+        return acquire_counted(l, k, side, how);
     }
-    acquire_counted(l, k, side, how)
+    if asked {
+        side.acquire(k, how)
+    } else {
+        side.lock(k, how)
+    }
 }
 
 /// [`acquire`] with statistics on (the entry asked no uncontended try): a
@@ -333,12 +339,15 @@ unsafe extern "C" fn unlock_full(l: *mut pthread_rwlock_t) -> c_int {
 }
 
 /// Defines an acquisition entry point: null check, the uncontended try
-/// ([`fast`]), then out of line: glibc route, the configuration read once
+/// ([`fast`]) if it has one (the timed entries have none: they are a tail
+/// call), then out of line: glibc route, the configuration read once
 /// (`c`: variant, read policy), the side (`|l, c| side`) and the `How`,
-/// and [`acquire`].
+/// and [`acquire`] (told whether the entry asked the try).
 macro_rules! rw_entry {
+    (@asked) => { false };
+    (@asked $fast:expr) => { true };
     ($(#[$doc:meta])* $name:ident ( $($p:ident : $t:ty),* ) => $real:ident,
-     $how:expr, |$l:ident, $c:ident| $side:expr, fast: $fast:expr) => {
+     $how:expr, |$l:ident, $c:ident| $side:expr $(, fast: $fast:expr)?) => {
         $(#[$doc])*
         ///
         /// # Safety
@@ -350,10 +359,12 @@ macro_rules! rw_entry {
             if l.is_null() {
                 return EINVAL;
             }
-            // SAFETY: non-null rwlock from the program.
-            if unsafe { fast(l, $fast) } {
-                return 0;
-            }
+            $(
+                // SAFETY: non-null rwlock from the program.
+                if unsafe { fast(l, $fast) } {
+                    return 0;
+                }
+            )?
             /// The entry after the fast path, out of line (`extern "C"`, so
             /// the entry can tail-call it).
             #[inline(never)]
@@ -368,7 +379,8 @@ macro_rules! rw_entry {
                 // the program's, null or readable for the call.
                 #[allow(unused_unsafe)]
                 let (side, how) = unsafe { ($side, $how) };
-                config::by_variant!($c.rwlock, acquire(l, side, how))
+                let asked = rw_entry!(@asked $($fast)?);
+                config::by_variant!($c.rwlock, acquire(l, side, how, asked))
             }
             // SAFETY: non-null rwlock from the program.
             unsafe { full(l $(, $p)*) }
@@ -392,13 +404,13 @@ rw_entry!(
     /// `pthread_rwlock_timedrdlock`: until `abstime` on CLOCK_REALTIME.
     pthread_rwlock_timedrdlock(abstime: *const timespec) => rwlock_timedrdlock,
     How::until(CLOCK_REALTIME, abstime),
-    |l, c| Side::Read(read_policy(c.rwlock_policy, l)), fast: |k| k.rdlock_fast()
+    |l, c| Side::Read(read_policy(c.rwlock_policy, l))
 );
 rw_entry!(
     /// `pthread_rwlock_clockrdlock`: until `abstime` on `clock`.
     pthread_rwlock_clockrdlock(clock: clockid_t, abstime: *const timespec) => rwlock_clockrdlock,
     How::until(clock, abstime),
-    |l, c| Side::Read(read_policy(c.rwlock_policy, l)), fast: |k| k.rdlock_fast()
+    |l, c| Side::Read(read_policy(c.rwlock_policy, l))
 );
 rw_entry!(
     /// `pthread_rwlock_wrlock`: EDEADLK if the caller holds the write lock.
@@ -413,10 +425,10 @@ rw_entry!(
 rw_entry!(
     /// `pthread_rwlock_timedwrlock`: until `abstime` on CLOCK_REALTIME.
     pthread_rwlock_timedwrlock(abstime: *const timespec) => rwlock_timedwrlock,
-    How::until(CLOCK_REALTIME, abstime), |_l, _c| Side::Write, fast: |k| k.wrlock_fast()
+    How::until(CLOCK_REALTIME, abstime), |_l, _c| Side::Write
 );
 rw_entry!(
     /// `pthread_rwlock_clockwrlock`: until `abstime` on `clock`.
     pthread_rwlock_clockwrlock(clock: clockid_t, abstime: *const timespec) => rwlock_clockwrlock,
-    How::until(clock, abstime), |_l, _c| Side::Write, fast: |k| k.wrlock_fast()
+    How::until(clock, abstime), |_l, _c| Side::Write
 );

@@ -114,10 +114,26 @@ impl<S: SpinPolicy> KMutex<S> {
     /// gets EBUSY, as in glibc).
     #[inline]
     pub fn lock(&self, how: How) -> c_int {
+        self.lock_then(|| how)
+    }
+
+    /// [`lock`](Self::lock) with the `How` built only past the uncontended
+    /// try (`how()`): the `klock_mutex_*` fast paths store no `How` (one
+    /// built before the try is stored before it, even if never used).
+    ///
+    /// ```
+    /// use klock_c::core::{how::How, mutex::{KMutex, Kind}, EBUSY};
+    /// let m: KMutex = KMutex::new(Kind::Normal);
+    /// assert_eq!(m.lock_then(|| How::Try), 0);
+    /// assert_eq!(m.lock_then(|| How::Try), EBUSY);
+    /// # assert_eq!(m.unlock(), 0);
+    /// ```
+    #[inline(always)]
+    pub fn lock_then(&self, how: impl FnOnce() -> How) -> c_int {
         if self.lock_fast() {
             return 0;
         }
-        self.acquire(how)
+        self.acquire(how())
     }
 
     /// The uncontended lock of every kind: a mutex klock serves that is

@@ -231,7 +231,12 @@ impl<S: SpinPolicy> KRwLock<S> {
 
     /// Write lock `how`, the whole call: the uncontended try
     /// ([`wrlock_fast`](Self::wrlock_fast)), then [`write`](Self::write).
-    #[inline]
+    /// Out of line, as the whole write lock was before `How` was shared:
+    /// a `klock_rwlock_*wrlock` is the pointer check and one direct call
+    /// (the interposer inlines `wrlock_fast` itself and calls `write`).
+    /// `#[cold]` keeps it out of line and crate-local; an `#[inline(never)]`
+    /// generic is called through the GOT (a different instruction).
+    #[cold]
     pub fn wrlock(&self, how: How) -> c_int {
         if self.wrlock_fast() {
             return 0;
