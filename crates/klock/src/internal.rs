@@ -53,6 +53,9 @@ pub mod rwlock {
 
 /// The spinlocks' internals: the queued spinlock's node states.
 pub mod spin {
+    /// The seal of [`WaitPolicy`](crate::WaitPolicy): klock's own tests
+    /// implement it for their small-budget policies.
+    pub use crate::spin::WaitPolicySeal as Seal;
     pub use crate::spin::*;
 }
 
@@ -63,7 +66,7 @@ pub mod tid {
 
 /// Per-thread words in the initial-exec TLS model.
 pub mod tls {
-    pub use crate::thread_word;
+    pub use crate::__klock_thread_word as thread_word;
 }
 
 /// Asymmetric sleeper announcement: plain-store unlocks, barrier-paying sleepers.

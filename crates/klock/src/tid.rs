@@ -88,13 +88,13 @@ loom::thread_local! {
 
 // The calling thread's id slot (0 = not assigned yet): the one value every
 // lock fast path reads. On x86-64 Linux an initial-exec thread-local
-// ([`crate::thread_word!`]): one `%fs`-relative load, also inside a shared
+// (`klock::internal::tls::thread_word!`): one `%fs`-relative load, also inside a shared
 // object (the C library, the interposer), where `thread_local!` would be a
 // general-dynamic access through `__tls_get_addr` (about 3 ns per call).
 // Static TLS is accessible on the thread also while its destructors run,
 // so the slot needs no `try_with`.
 #[cfg(all(not(loom), target_arch = "x86_64", target_os = "linux"))]
-crate::thread_word!(mod slot = "klock_tid_slot_v1");
+crate::__klock_thread_word!(mod slot = "klock_tid_slot_v1");
 
 /// The slot elsewhere: a const-initialised `thread_local!` without a
 /// destructor (after the thread's TLS is gone, reads give [`ANON_ID`]).

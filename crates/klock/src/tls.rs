@@ -1,4 +1,7 @@
-//! Per-thread words in the **initial-exec** TLS model: [`thread_word!`].
+//! Per-thread words in the **initial-exec** TLS model: `thread_word!`
+//! (exported under the hidden name `__klock_thread_word` because a
+//! `macro_rules!` macro can only be exported at the crate root; use it as
+//! `klock::internal::tls::thread_word!`).
 //!
 //! A `thread_local!` in a shared object (the C library, the interposer) is
 //! a general-dynamic access, a call to `__tls_get_addr` (about 3 ns), and
@@ -29,7 +32,7 @@
 /// ```
 #[doc(hidden)]
 #[macro_export]
-macro_rules! thread_word {
+macro_rules! __klock_thread_word {
     (mod $name:ident = $sym:literal) => {
         #[allow(dead_code)]
         mod $name {

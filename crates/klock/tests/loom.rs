@@ -44,6 +44,7 @@ macro_rules! policy {
     ($name:ident, sleep = $s:expr, patched = $p:expr, unfair = $u:expr, spin = $spin:expr,
      kick = $k:expr, steal = $steal:expr, pending = $pend:expr) => {
         struct $name;
+        impl klock::internal::spin::Seal for $name {}
         impl WaitPolicy for $name {
             const NAME: &'static str = stringify!($name);
             const PENDING_PATH: bool = $pend;

@@ -533,6 +533,7 @@ fn condvar_no_node_beside_queued_waiter() {
 macro_rules! sleeping_policy {
     ($name:ident, unfair = $u:expr) => {
         struct $name;
+        impl klock::internal::spin::Seal for $name {}
         impl WaitPolicy for $name {
             const NAME: &'static str = stringify!($name);
             const PENDING_PATH: bool = false;

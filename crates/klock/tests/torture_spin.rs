@@ -229,6 +229,7 @@ fn torture_pv_tas() {
 
 /// The patched PV lock with kick-ahead on (off by default).
 struct PvKickAhead;
+impl klock::internal::spin::Seal for PvKickAhead {}
 impl klock::WaitPolicy for PvKickAhead {
     const NAME: &'static str = "pv_kick2";
     const SLEEP: bool = true;
@@ -249,6 +250,7 @@ fn torture_pvqspin_kick_ahead() {
 
 /// A short spin so that waiters sleep often (the announce/barrier path).
 struct ShortSpin;
+impl klock::internal::spin::Seal for ShortSpin {}
 impl klock::WaitPolicy for ShortSpin {
     const NAME: &'static str = "short_spin";
     const SLEEP: bool = true;
@@ -274,6 +276,8 @@ fn torture_tas_park() {
 /// No spin at all: a waiter announces itself and sleeps at once.
 #[cfg(feature = "chaos")]
 struct NoSpin;
+#[cfg(feature = "chaos")]
+impl klock::internal::spin::Seal for NoSpin {}
 #[cfg(feature = "chaos")]
 impl klock::WaitPolicy for NoSpin {
     const NAME: &'static str = "no_spin";

@@ -39,6 +39,7 @@ mod ticket;
 mod token;
 
 pub use dynamic::RawSpin;
+pub use policy::seal::Seal as WaitPolicySeal;
 pub use policy::{Native, Pv, PvBase, Unfair, WaitPolicy};
 #[cfg(all(test, not(loom)))]
 pub(crate) use qsnode::QsNode; // node.rs tests a tagged view on it

@@ -4,15 +4,27 @@
 
 use crate::tune;
 
-/// How a lock's waiters wait. Implemented by the marker types [`Native`],
-/// [`Pv`], [`PvBase`] and [`Unfair`]; tests (loom models) implement it with
-/// small budgets. All `const`s are compile-time switches: no runtime branch.
+/// The seal of [`WaitPolicy`]: a public trait in a private module, so only
+/// klock (and its tests, through `klock::internal::spin::Seal`) can name it.
+pub(super) mod seal {
+    /// Implemented by every [`WaitPolicy`](super::WaitPolicy).
+    pub trait Seal {}
+    impl Seal for super::Native {}
+    impl Seal for super::Pv {}
+    impl Seal for super::PvBase {}
+    impl Seal for super::Unfair {}
+}
+
+/// How a lock's waiters wait. Sealed: implemented by the marker types
+/// [`Native`], [`Pv`], [`PvBase`] and [`Unfair`] (klock's own tests add
+/// small-budget policies through the hidden `klock::internal::spin::Seal`).
+/// All `const`s are compile-time switches: no runtime branch.
 ///
 /// ```
 /// use klock::{WaitPolicy, Pv};
 /// assert!(Pv::SLEEP && Pv::PATCHED && !Pv::UNFAIR);
 /// ```
-pub trait WaitPolicy: Send + Sync + 'static {
+pub trait WaitPolicy: seal::Seal + Send + Sync + 'static {
     /// Short name (used by benchmarks and reports).
     const NAME: &'static str;
     /// Waiters may sleep on a futex after their spin budget (PV).

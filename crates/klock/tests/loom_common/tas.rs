@@ -11,6 +11,7 @@ use loom::thread;
 
 /// No spin: a contended waiter announces itself and sleeps at once.
 struct NoSpin;
+impl klock::internal::spin::Seal for NoSpin {}
 impl klock::WaitPolicy for NoSpin {
     const NAME: &'static str = "no_spin";
     const SLEEP: bool = true;
