@@ -39,6 +39,7 @@ use crate::mutex::call_real;
 use crate::real;
 use crate::stats::{self, Family};
 use crate::sys;
+use klock::internal::rwlock::RawRwLockInternals as _;
 use klock::{SpinOff, SpinOsq, SpinPolicy};
 use klock_c::core::how::How;
 use klock_c::core::rwlock::{KRwLock, ReadPolicy};

@@ -30,6 +30,7 @@
 
 use crate::config::{self, SpinVariant};
 use crate::stats::{self, Family};
+use klock::internal::spin::RawQSpinLockInternals as _;
 use klock::internal::wait::{Backoff, SpinBudget, spin_until, yield_now};
 use klock::{Native, Pv, PvBase, RawQSpinLock, SpinToken as Token, Unfair, WaitPolicy};
 use libc::{EBUSY, EINVAL, EPERM, c_int, pthread_spinlock_t};

@@ -2,6 +2,7 @@
 //! lock to a first waiter that has been first for the interval, even while
 //! it sleeps. Its own process, so that it can set its own tunables.
 
+use klock::internal::mutex::RawMutexInternals as _;
 use klock::{
     RawMutex, SpinOff,
     internal::mutex::{ID_SHIFT, WAITERS, current_id},

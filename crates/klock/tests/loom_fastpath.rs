@@ -92,6 +92,8 @@
 //! start ([`SlotGate`]).
 #![cfg(loom)]
 
+use klock::internal::mutex::RawMutexInternals as _;
+use klock::internal::rwlock::RawRwLockInternals as _;
 use klock::{RawMutex, internal::mutex::SpinOff as MutexSpinOff};
 use klock::{RawRwLock, SpinOff};
 use loom::cell::UnsafeCell;

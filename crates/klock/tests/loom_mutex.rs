@@ -22,6 +22,8 @@
 #![cfg(loom)]
 
 use klock::RawCondvar;
+use klock::internal::condvar::RawCondvarInternals as _;
+use klock::internal::mutex::RawMutexInternals as _;
 use klock::internal::osq::Osq;
 use klock::stat::{Event, Snapshot, thread_snapshot};
 use klock::{RawMutex, SpinOff, SpinOsq, internal::mutex::HANDOFF};

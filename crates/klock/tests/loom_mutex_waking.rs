@@ -19,6 +19,7 @@
 //! unlock with waiters released without a wake-up).
 #![cfg(loom)]
 
+use klock::internal::mutex::RawMutexInternals as _;
 use klock::stat::{Event, Snapshot, thread_snapshot};
 use klock::{SpinOff, SpinOsq};
 use loom::sync::Arc;

@@ -24,6 +24,7 @@
 #![cfg(loom)]
 
 use klock::SpinOsq;
+use klock::internal::mutex::RawMutexInternals as _;
 use klock::internal::osq::Osq;
 use klock::stat::{Event, thread_snapshot};
 use loom::sync::Arc;

@@ -67,6 +67,7 @@
 //! contender's grant now acquires the last owner's release.
 #![cfg(loom)]
 
+use klock::internal::rwlock::RawRwLockInternals as _;
 use klock::stat::Event;
 use klock::{
     RawRwLock, SpinOff, SpinOsq, SpinPolicy,

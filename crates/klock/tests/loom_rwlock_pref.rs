@@ -24,6 +24,7 @@
 //! takes a reader-preferring read.
 #![cfg(loom)]
 
+use klock::internal::rwlock::RawRwLockInternals as _;
 use klock::stat::Event;
 use klock::{RawRwLock, SpinOff};
 use loom::cell::UnsafeCell;

@@ -29,6 +29,9 @@
 #![cfg(loom)]
 
 use klock::RawCondvar;
+use klock::internal::condvar::RawCondvarInternals as _;
+use klock::internal::mutex::RawMutexInternals as _;
+use klock::internal::spin::RawQSpinLockInternals as _;
 use klock::{RawMutex, SpinOff};
 use klock::{RawQSpinLock, SpinToken as Token, WaitPolicy};
 use loom::cell::UnsafeCell;

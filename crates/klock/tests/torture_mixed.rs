@@ -46,6 +46,7 @@
 #![cfg(not(loom))]
 
 mod torture_common;
+use klock::internal::mutex::RawMutexInternals as _;
 use torture_common::{Rng, env_u64, work};
 
 use klock::{Condvar, Mutex, RwLock};

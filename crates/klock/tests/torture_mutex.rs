@@ -8,6 +8,7 @@
 #![cfg(not(loom))]
 
 mod torture_common;
+use klock::internal::mutex::RawMutexInternals as _;
 use torture_common::Rng;
 
 use klock::{Condvar, RawCondvar};

@@ -21,6 +21,7 @@
 #![cfg(not(loom))]
 
 mod torture_common;
+use klock::internal::mutex::RawMutexInternals as _;
 use torture_common::{Rng, work};
 
 use klock::stat::Event;

@@ -45,6 +45,7 @@
 #![cfg(not(loom))]
 
 mod torture_common;
+use klock::internal::rwlock::RawRwLockInternals as _;
 use torture_common::{Rng, env_u64, work};
 
 use klock::{RawRwLock, RwLockRecursiveExt, SpinOff, SpinOsq, SpinPolicy, WriteToken};

@@ -26,6 +26,7 @@
 
 use super::mutex::KMutex;
 use super::time;
+use klock::internal::condvar::RawCondvarInternals as _;
 use klock::{RawCondvar, internal::condvar::WaitTicket};
 use klock::{SpinOsq, SpinPolicy};
 use libc::{CLOCK_REALTIME, EBUSY, EINVAL, ETIMEDOUT, c_int, clockid_t, timespec};

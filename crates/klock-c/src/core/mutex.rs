@@ -32,6 +32,8 @@
 //! ```
 
 use super::how::How;
+use klock::internal::mutex::MutexTokenInternals as _;
+use klock::internal::mutex::RawMutexInternals as _;
 use klock::{MutexToken, RawMutex, SpinOsq, SpinPolicy, internal::mutex::current_id};
 use libc::{EAGAIN, EBUSY, EINVAL, EPERM, c_int};
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};

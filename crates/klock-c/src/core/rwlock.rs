@@ -38,6 +38,7 @@
 
 use super::how::How;
 use klock::RawRwLock;
+use klock::internal::rwlock::RawRwLockInternals as _;
 use klock::internal::tid::current_id;
 use klock::{SpinOsq, SpinPolicy};
 use libc::{EAGAIN, EBUSY, EINVAL, EPERM, c_int};

@@ -443,6 +443,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// The caller holds `mutex` with `token`.
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// use klock::{RawCondvar, RawMutex, SpinOsq};
     /// let (m, cv) = (RawMutex::<SpinOsq>::new(), RawCondvar::<SpinOsq>::new());
     /// let mut t = m.lock();
@@ -450,8 +451,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// assert!(unsafe { cv.wait_until_ns(&m, &mut t, Some(d)) });
     /// unsafe { m.unlock(t) };
     /// ```
-    #[doc(hidden)]
-    pub unsafe fn wait_until_ns(
+    pub(crate) unsafe fn wait_until_ns(
         &self,
         mutex: &RawMutex<S>,
         token: &mut MutexToken,
@@ -474,6 +474,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// The caller holds `mutex` with `token`.
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// use klock::{RawCondvar, RawMutex, SpinOsq};
     /// let (m, cv) = (RawMutex::<SpinOsq>::new(), RawCondvar::<SpinOsq>::new());
     /// let mut t = m.lock();
@@ -481,8 +482,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// assert_eq!(unsafe { cv.try_wait_until_ns(&m, &mut t, Some(d)) }, Some(true));
     /// unsafe { m.unlock(t) };
     /// ```
-    #[doc(hidden)]
-    pub unsafe fn try_wait_until_ns(
+    pub(crate) unsafe fn try_wait_until_ns(
         &self,
         mutex: &RawMutex<S>,
         token: &mut MutexToken,
@@ -541,6 +541,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// The caller holds `mutex` with `token`.
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// use klock::{RawCondvar, RawMutex, SpinOsq};
     /// let (m, cv) = (RawMutex::<SpinOsq>::new(), RawCondvar::<SpinOsq>::new());
     /// let t = m.lock();
@@ -551,8 +552,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// assert!(timed_out);
     /// unsafe { m.unlock(t) };
     /// ```
-    #[doc(hidden)]
-    pub unsafe fn begin_wait(&self, mutex: &RawMutex<S>, token: MutexToken) -> WaitTicket {
+    pub(crate) unsafe fn begin_wait(&self, mutex: &RawMutex<S>, token: MutexToken) -> WaitTicket {
         // SAFETY: forwarded contract.
         match unsafe { self.try_begin_wait(mutex, token) } {
             Ok(ticket) => ticket,
@@ -572,6 +572,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// The caller holds `mutex` with `token`.
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// use klock::{RawCondvar, RawMutex, SpinOsq};
     /// let (m, cv) = (RawMutex::<SpinOsq>::new(), RawCondvar::<SpinOsq>::new());
     /// let t = m.lock();
@@ -580,8 +581,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// assert!(timed_out);
     /// unsafe { m.unlock(t) };
     /// ```
-    #[doc(hidden)]
-    pub unsafe fn try_begin_wait(
+    pub(crate) unsafe fn try_begin_wait(
         &self,
         mutex: &RawMutex<S>,
         token: MutexToken,
@@ -644,6 +644,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// `end_wait_foreign(ticket, true)` at once. Wake-ups may be spurious.
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// use klock::RawCondvar;
     /// use klock::SpinOsq;
     /// let cv = RawCondvar::<SpinOsq>::new();
@@ -655,8 +656,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// assert!(!cv.end_wait_foreign(ticket, true)); // not a timeout
     /// assert!(!cv.has_waiters());
     /// ```
-    #[doc(hidden)]
-    pub fn begin_wait_foreign(&self) -> WaitTicket {
+    pub(crate) fn begin_wait_foreign(&self) -> WaitTicket {
         stat::inc(Event::CondWait);
         WaitTicket {
             q: None,
@@ -673,13 +673,13 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// answered `None`).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let cv = klock::RawCondvar::<klock::SpinOsq>::new();
     /// let ticket = cv.begin_wait_foreign();
     /// assert!(cv.end_wait_foreign(ticket, true)); // nobody notified: timed out
     /// assert!(!cv.has_waiters());
     /// ```
-    #[doc(hidden)]
-    pub fn end_wait_foreign(&self, ticket: WaitTicket, give_up: bool) -> bool {
+    pub(crate) fn end_wait_foreign(&self, ticket: WaitTicket, give_up: bool) -> bool {
         debug_assert!(ticket.q.is_none(), "a foreign ticket has no node");
         let timed_out = self.leave_condvar(&ticket, give_up);
         if timed_out {
@@ -729,6 +729,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     /// futex returns are fine: ask again.
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// use klock::{RawCondvar, RawMutex, SpinOsq};
     /// let (m, cv) = (RawMutex::<SpinOsq>::new(), RawCondvar::<SpinOsq>::new());
     /// std::thread::scope(|s| {
@@ -742,8 +743,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     ///     unsafe { m.unlock(t) };
     /// });
     /// ```
-    #[doc(hidden)]
-    pub fn sleep_word(&self, ticket: &WaitTicket) -> Option<(&AtomicU32, u32)> {
+    pub(crate) fn sleep_word(&self, ticket: &WaitTicket) -> Option<(&AtomicU32, u32)> {
         let Some(q) = ticket.q else {
             if ticket.generation == FB_UNREGISTERED {
                 return None;
@@ -773,8 +773,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
     ///
     /// `ticket` came from [`begin_wait`](Self::begin_wait) on `mutex` and
     /// this condvar, on this thread, and the thread has no node leased since.
-    #[doc(hidden)]
-    pub unsafe fn end_wait(
+    pub(crate) unsafe fn end_wait(
         &self,
         mutex: &RawMutex<S>,
         ticket: WaitTicket,

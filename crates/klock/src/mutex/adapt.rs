@@ -190,7 +190,6 @@ pub fn adapt_score() -> u32 {
 
 /// Set this thread's adaptive-spinning score (clamped to 0..=256) and reset
 /// its probe count: for tests and models that need a thread that skips.
-#[doc(hidden)]
 pub fn set_adapt_score(score: u32) {
     let _ = ADAPT.try_with(|a| {
         a.score.set(score.min(ONE));

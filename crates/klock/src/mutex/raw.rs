@@ -97,11 +97,11 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// The raw owner word (for tests and diagnostics).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// assert_eq!(klock::RawMutex::<klock::SpinOsq>::new().owner_word(), 0);
     /// ```
     #[inline]
-    #[doc(hidden)]
-    pub fn owner_word(&self) -> u32 {
+    pub(crate) fn owner_word(&self) -> u32 {
         // Relaxed: a diagnostic snapshot.
         self.owner.load(Ordering::Relaxed)
     }
@@ -149,14 +149,14 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// fall back to [`lock`](Self::lock) or [`try_lock`](Self::try_lock).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// let t = m.try_lock_uncontended().unwrap();
     /// assert!(m.try_lock_uncontended().is_none());
     /// unsafe { m.unlock(t) };
     /// ```
     #[inline(always)]
-    #[doc(hidden)]
-    pub fn try_lock_uncontended(&self) -> Option<MutexToken> {
+    pub(crate) fn try_lock_uncontended(&self) -> Option<MutexToken> {
         let id = current_id();
         // Acquire pairs with the Release of the previous owner's unlock (as
         // in `lock`).
@@ -178,6 +178,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// afterwards).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// let t = m.lock();
     /// std::mem::forget(t);
@@ -186,8 +187,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// assert!(!unsafe { m.try_unlock_uncontended() });
     /// ```
     #[inline(always)]
-    #[doc(hidden)]
-    pub unsafe fn try_unlock_uncontended(&self) -> bool {
+    pub(crate) unsafe fn try_unlock_uncontended(&self) -> bool {
         // Release pairs with the Acquire of the next owner's CAS (as in
         // `release`).
         self.owner
@@ -218,14 +218,14 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// Acquire, giving up at `deadline_ns` (a [`wait::now_ns`] time).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// let t = m.lock();
     /// let d = klock::internal::wait::now_ns() + 1_000_000;
     /// assert!(std::thread::scope(|s| s.spawn(|| m.lock_until_ns(d).is_none()).join().unwrap()));
     /// unsafe { m.unlock(t) };
     /// ```
-    #[doc(hidden)]
-    pub fn lock_until_ns(&self, deadline_ns: u64) -> Option<MutexToken> {
+    pub(crate) fn lock_until_ns(&self, deadline_ns: u64) -> Option<MutexToken> {
         let id = current_id();
         if self
             .owner
@@ -370,6 +370,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// mutexes in the C layer compare it with [`current_id`].
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// assert_eq!(m.holder(), 0);
     /// let t = m.lock();
@@ -377,8 +378,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// unsafe { m.unlock(t) };
     /// ```
     #[inline]
-    #[doc(hidden)]
-    pub fn holder(&self) -> u32 {
+    pub(crate) fn holder(&self) -> u32 {
         // Relaxed: the caller either is the holder (its own store) or only
         // compares with its own id, which no other thread can store.
         owner_id(self.owner.load(Ordering::Relaxed))
@@ -394,6 +394,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// thread releases this acquisition.
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// let t = m.lock();
     /// std::mem::forget(t);
@@ -401,8 +402,7 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// assert!(!m.is_locked());
     /// ```
     #[inline]
-    #[doc(hidden)]
-    pub unsafe fn unlock_any(&self) {
+    pub(crate) unsafe fn unlock_any(&self) {
         // SAFETY: forwarded; the token names the holder recorded in the word.
         unsafe { self.unlock(MutexToken::from_id(self.holder())) }
     }

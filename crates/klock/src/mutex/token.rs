@@ -40,13 +40,13 @@ impl MutexToken {
     /// The mutex this token will be passed to is held with owner id `id`.
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let m = klock::RawMutex::<klock::SpinOsq>::new();
     /// std::mem::forget(m.lock());
     /// unsafe { m.unlock(klock::MutexToken::for_holder(m.holder())) };
     /// assert!(!m.is_locked());
     /// ```
-    #[doc(hidden)]
-    pub unsafe fn for_holder(id: u32) -> MutexToken {
+    pub(crate) unsafe fn for_holder(id: u32) -> MutexToken {
         MutexToken { id }
     }
 }

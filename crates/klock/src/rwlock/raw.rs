@@ -119,10 +119,10 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The count word (diagnostics and tests).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// assert_eq!(klock::RawRwLock::<klock::SpinOff>::new().count_word(), 0);
     /// ```
-    #[doc(hidden)]
-    pub fn count_word(&self) -> u32 {
+    pub(crate) fn count_word(&self) -> u32 {
         // Relaxed: a snapshot.
         self.count.load(Ordering::Relaxed)
     }
@@ -154,6 +154,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// EDEADLK check).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// let t = l.lock_exclusive();
     /// assert_eq!(l.writer(), klock::internal::tid::current_id());
@@ -161,8 +162,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// assert_eq!(l.writer(), 0);
     /// ```
     #[inline]
-    #[doc(hidden)]
-    pub fn writer(&self) -> u32 {
+    pub(crate) fn writer(&self) -> u32 {
         // Relaxed (both): our own id is only ever stored by ourselves.
         if self.count.load(Ordering::Relaxed) & WRITER == 0 {
             return 0;
@@ -301,6 +301,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds a read or a write lock (not an upgradable one).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// let t = l.lock_exclusive();
     /// std::mem::forget(t);
@@ -310,8 +311,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// assert_eq!(l.count_word(), 0);
     /// ```
     #[inline]
-    #[doc(hidden)]
-    pub unsafe fn unlock_any(&self) -> bool {
+    pub(crate) unsafe fn unlock_any(&self) -> bool {
         // Relaxed: the WRITER bit is our own (we hold the lock) or is clear
         // for good while we hold a read lock.
         if self.count.load(Ordering::Relaxed) & WRITER != 0 {
@@ -391,6 +391,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds this lock (read or write).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// assert!(l.try_lock_shared());
     /// assert_eq!(unsafe { l.try_unlock_uncontended() }, Some(false));
@@ -401,8 +402,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// assert_eq!(unsafe { l.try_unlock_uncontended() }, None);
     /// ```
     #[inline(always)]
-    #[doc(hidden)]
-    pub unsafe fn try_unlock_uncontended(&self) -> Option<bool> {
+    pub(crate) unsafe fn try_unlock_uncontended(&self) -> Option<bool> {
         // Relaxed: the CAS (ours or unlock_exclusive's) decides.
         let c = self.count.load(Ordering::Relaxed);
         if c & WRITER != 0 {

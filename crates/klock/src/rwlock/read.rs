@@ -52,6 +52,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// read slow path.
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// l.lock_shared();
     /// l.lock_shared_recursive();
@@ -73,6 +74,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// hand-off owed).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// use klock::{RawRwLock, SpinOff};
     /// let l = RawRwLock::<SpinOff>::new();
     /// let t = l.lock_exclusive();
@@ -82,8 +84,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// unsafe { l.unlock_shared() };
     /// assert_eq!(l.count_word(), 0);
     /// ```
-    #[doc(hidden)]
-    pub fn lock_shared_recursive_until_ns(&self, deadline: u64) -> bool {
+    pub(crate) fn lock_shared_recursive_until_ns(&self, deadline: u64) -> bool {
         self.read_recursive(Some(deadline))
     }
 
@@ -143,6 +144,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// handed the lock, owns it.
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// l.lock_shared_prefer_readers();
     /// l.lock_shared_prefer_readers();
@@ -150,8 +152,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// assert_eq!(l.count_word(), 0);
     /// ```
     #[inline]
-    #[doc(hidden)]
-    pub fn lock_shared_prefer_readers(&self) {
+    pub(crate) fn lock_shared_prefer_readers(&self) {
         let _ = self.read_pref(None);
     }
 
@@ -160,6 +161,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// read-owned, whoever waits; on a free lock unless a hand-off is owed).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// assert!(l.try_lock_shared_prefer_readers());
     /// unsafe { l.unlock_shared() };
@@ -168,8 +170,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// unsafe { l.unlock_exclusive(t) };
     /// ```
     #[inline]
-    #[doc(hidden)]
-    pub fn try_lock_shared_prefer_readers(&self) -> bool {
+    pub(crate) fn try_lock_shared_prefer_readers(&self) -> bool {
         self.try_read_pref()
     }
 
@@ -179,6 +180,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// was taken, `false` if the deadline passed first (nothing held).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// use klock::{RawRwLock, SpinOff};
     /// let l = RawRwLock::<SpinOff>::new();
     /// let t = l.lock_exclusive();
@@ -188,8 +190,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// unsafe { l.unlock_shared() };
     /// assert_eq!(l.count_word(), 0);
     /// ```
-    #[doc(hidden)]
-    pub fn lock_shared_prefer_readers_until_ns(&self, deadline: u64) -> bool {
+    pub(crate) fn lock_shared_prefer_readers_until_ns(&self, deadline: u64) -> bool {
         self.read_pref(Some(deadline))
     }
 
@@ -265,6 +266,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// futex wait time out or not).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// use klock::{RawRwLock, SpinOff};
     /// let l = RawRwLock::<SpinOff>::new();
     /// let t = l.lock_exclusive();
@@ -275,8 +277,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// unsafe { l.unlock_shared() };
     /// assert_eq!(l.count_word(), 0);
     /// ```
-    #[doc(hidden)]
-    pub fn lock_shared_until_ns(&self, deadline: u64) -> bool {
+    pub(crate) fn lock_shared_until_ns(&self, deadline: u64) -> bool {
         match self.read_fast() {
             Ok(()) => true,
             Err(c) => matches!(self.read_slow(c, Some(deadline), false), Got::Yes),

@@ -103,6 +103,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// WAITERS/PREFQ/HANDOFF cleared as the list empties).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// use klock::{RawRwLock, SpinOff};
     /// let l = RawRwLock::<SpinOff>::new();
     /// l.lock_upgradable();
@@ -113,8 +114,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// unsafe { l.unlock_upgradable() };
     /// assert_eq!(l.count_word(), 0);
     /// ```
-    #[doc(hidden)]
-    pub fn lock_upgradable_until_ns(&self, deadline: u64) -> bool {
+    pub(crate) fn lock_upgradable_until_ns(&self, deadline: u64) -> bool {
         self.upgradable(Some(deadline))
     }
 
@@ -177,6 +177,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds an upgradable read lock.
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// l.lock_upgradable();
     /// unsafe { l.unlock_upgradable_fair() };
@@ -203,6 +204,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// return).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// l.lock_upgradable();
     /// let before = l.count_word();
@@ -235,6 +237,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds an upgradable read lock.
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// l.lock_upgradable();
     /// unsafe { l.downgrade_upgradable() };
@@ -260,6 +263,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds the write lock acquired as `token`.
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// let l = klock::RawRwLock::<klock::SpinOff>::new();
     /// let t = l.lock_exclusive();
     /// unsafe { l.downgrade_to_upgradable(t) };
@@ -314,6 +318,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// The caller holds an upgradable read lock.
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// use klock::{RawRwLock, SpinOff};
     /// let l = RawRwLock::<SpinOff>::new();
     /// l.lock_upgradable();
@@ -324,8 +329,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// unsafe { l.unlock_exclusive(t) };
     /// assert_eq!(l.count_word(), 0);
     /// ```
-    #[doc(hidden)]
-    pub unsafe fn upgrade_until_ns(&self, deadline: u64) -> Option<WriteToken> {
+    pub(crate) unsafe fn upgrade_until_ns(&self, deadline: u64) -> Option<WriteToken> {
         // SAFETY: forwarded.
         unsafe { self.upgrade_wait(Some(deadline)) }
     }

@@ -26,6 +26,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// models (see [`lock_shared_until_ns`](Self::lock_shared_until_ns)).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// use klock::{RawRwLock, SpinOff};
     /// let l = RawRwLock::<SpinOff>::new();
     /// l.lock_shared();
@@ -36,8 +37,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// unsafe { l.unlock_exclusive(t) };
     /// assert_eq!(l.count_word(), 0);
     /// ```
-    #[doc(hidden)]
-    pub fn lock_exclusive_until_ns(&self, deadline: u64) -> Option<WriteToken> {
+    pub(crate) fn lock_exclusive_until_ns(&self, deadline: u64) -> Option<WriteToken> {
         let id = crate::tid::current_id();
         (self.write_fast(id) || matches!(self.write_slow(id, Some(deadline)), Got::Yes))
             .then_some(WriteToken { id })

@@ -159,10 +159,10 @@ impl<P: WaitPolicy> RawQSpinLock<P> {
     /// The raw lock word (for diagnostics and tests).
     ///
     /// ```
+    /// # use klock::internal::{condvar::RawCondvarInternals as _, mutex::{MutexTokenInternals as _, RawMutexInternals as _}, rwlock::RawRwLockInternals as _, spin::RawQSpinLockInternals as _};
     /// assert_eq!(klock::RawQSpinLock::<klock::Native>::new().word(), 0);
     /// ```
-    #[doc(hidden)]
-    pub fn word(&self) -> u32 {
+    pub(crate) fn word(&self) -> u32 {
         self.word.load(Ordering::Relaxed)
     }
 
