@@ -75,38 +75,79 @@ impl How {
         if self.is_try() { EBUSY } else { EDEADLK }
     }
 
-    /// Acquire the way `self` says, for a caller whose uncontended try has
-    /// already failed: a try asks `try_` (EBUSY if it says no); a blocking
-    /// acquisition calls `block` (klock's blocking call, which asks its own
-    /// fast question first); a timed one asks `try_`, then checks the time
-    /// (EINVAL: only now, when it would block) and calls `until` with the
-    /// klock deadline (ETIMEDOUT if it says no).
+    /// Acquire `lock` the way `self` says, for a caller whose uncontended
+    /// try has already failed: a try asks `try_` (EBUSY if it says no); a
+    /// blocking acquisition calls `block` (klock's blocking call, which asks
+    /// its own fast question first); a timed one asks `try_`, then checks
+    /// the time (EINVAL: only now, when it would block) and calls `until`
+    /// with the klock deadline (ETIMEDOUT if it says no). The three forms
+    /// are klock's own functions (fn items, statically dispatched), so a
+    /// contended call goes from the caller's file through this one straight
+    /// into klock's, never back into the caller's; [`untried`] stands for a
+    /// try the caller has already asked.
     ///
     /// ```
-    /// use klock_c::core::{how::How, EBUSY, ETIMEDOUT};
+    /// use klock_c::core::{how::{How, untried}, EBUSY, ETIMEDOUT};
     /// let past = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     /// // SAFETY: `past` outlives the call.
     /// let until = unsafe { How::until(libc::CLOCK_MONOTONIC, &past) };
-    /// assert_eq!(How::Try.take(|| None, || 1, |_| Some(2)), Err(EBUSY));
-    /// assert_eq!(How::Block.take(|| None, || 1, |_| Some(2)), Ok(1));
-    /// assert_eq!(until.take(|| None::<u8>, || 1, |_| None), Err(ETIMEDOUT));
+    /// let m = klock::RawMutex::<klock::SpinOff>::new();
+    /// let held = m.lock();
+    /// let never = |_: &klock::RawMutex<klock::SpinOff>, _: u64| None;
+    /// assert_eq!(How::Try.take(&m, klock::RawMutex::try_lock, klock::RawMutex::lock, never).err(), Some(EBUSY));
+    /// assert_eq!(until.take(&m, untried, klock::RawMutex::lock, never).err(), Some(ETIMEDOUT));
+    /// unsafe { m.unlock(held) };
+    /// assert!(How::Block.take(&m, untried, klock::RawMutex::lock, never).is_ok());
     /// ```
     #[inline]
-    pub fn take<T>(
+    pub fn take<L: ?Sized, T: Got, U: Got<Out = T::Out>>(
         self,
-        try_: impl FnOnce() -> Option<T>,
-        block: impl FnOnce() -> T,
-        until: impl FnOnce(u64) -> Option<T>,
-    ) -> Result<T, c_int> {
+        lock: &L,
+        try_: impl FnOnce(&L) -> T,
+        block: impl FnOnce(&L) -> T::Out,
+        until: impl FnOnce(&L, u64) -> U,
+    ) -> Result<T::Out, c_int> {
         match self {
-            How::Block => Ok(block()),
-            How::Try => try_().ok_or(EBUSY),
-            How::Until(t) => match try_() {
+            How::Block => Ok(block(lock)),
+            How::Try => try_(lock).got().ok_or(EBUSY),
+            How::Until(t) => match try_(lock).got() {
                 Some(got) => Ok(got),
-                None => until(t.deadline()?).ok_or(ETIMEDOUT),
+                None => until(lock, t.deadline()?).got().ok_or(ETIMEDOUT),
             },
         }
     }
+}
+
+/// What a klock acquisition form returns, as "taken, with this guard" or
+/// not: `bool` (a read lock: no guard) or `Option<guard>`.
+pub trait Got {
+    /// The guard of a taken lock (`()` for a read lock).
+    type Out;
+    /// `Some(guard)` if the lock was taken.
+    fn got(self) -> Option<Self::Out>;
+}
+
+impl Got for bool {
+    type Out = ();
+    #[inline(always)]
+    fn got(self) -> Option<()> {
+        self.then_some(())
+    }
+}
+
+impl<T> Got for Option<T> {
+    type Out = T;
+    #[inline(always)]
+    fn got(self) -> Option<T> {
+        self
+    }
+}
+
+/// The try form of a caller that has already asked klock's uncontended
+/// question (its fast path failed): "no" without touching the lock.
+#[inline(always)]
+pub fn untried<L: ?Sized, T>(_: &L) -> Option<T> {
+    None
 }
 
 impl Abstime {

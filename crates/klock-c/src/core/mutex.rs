@@ -33,7 +33,7 @@
 
 use super::how::How;
 use klock::internal::mutex::MutexTokenInternals as _;
-use klock::internal::mutex::RawMutexInternals as _;
+use klock::internal::mutex::RawMutexInternals;
 use klock::{MutexToken, RawMutex, SpinOsq, SpinPolicy, internal::mutex::current_id};
 use libc::{EAGAIN, EBUSY, EINVAL, EPERM, c_int};
 use std::sync::atomic::{AtomicI32, AtomicU32, Ordering};
@@ -201,8 +201,12 @@ impl<S: SpinPolicy> KMutex<S> {
                 how.own_lock_error()
             };
         }
-        let raw = &self.raw;
-        match how.take(|| raw.try_lock(), || raw.lock(), |d| raw.lock_until_ns(d)) {
+        match how.take(
+            &self.raw,
+            RawMutex::try_lock,
+            RawMutex::lock,
+            RawMutexInternals::lock_until_ns,
+        ) {
             // The token is the holder's id, recorded in the word.
             Ok(_token) => 0,
             Err(e) => e,

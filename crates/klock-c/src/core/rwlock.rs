@@ -36,9 +36,9 @@
 //! assert_eq!(l.destroy(), 0);
 //! ```
 
-use super::how::How;
+use super::how::{How, untried};
 use klock::RawRwLock;
-use klock::internal::rwlock::RawRwLockInternals as _;
+use klock::internal::rwlock::RawRwLockInternals;
 use klock::internal::tid::current_id;
 use klock::{SpinOsq, SpinPolicy};
 use libc::{EAGAIN, EBUSY, EINVAL, EPERM, c_int};
@@ -196,29 +196,31 @@ impl<S: SpinPolicy> KRwLock<S> {
     /// try, which failed. klock's blocking reads ask theirs themselves.
     fn read_as(&self, how: How, p: ReadPolicy) -> Result<(), c_int> {
         let raw = &self.raw;
-        let got = |taken: bool| taken.then_some(());
         if p == ReadPolicy::PreferReaders {
             // No recursion special case: a read-owned lock admits every
             // reader of this policy.
             return how.take(
-                || got(raw.try_lock_shared_prefer_readers()),
-                || raw.lock_shared_prefer_readers(),
-                |d| got(raw.lock_shared_prefer_readers_until_ns(d)),
+                raw,
+                RawRwLockInternals::try_lock_shared_prefer_readers,
+                RawRwLockInternals::lock_shared_prefer_readers,
+                RawRwLockInternals::lock_shared_prefer_readers_until_ns,
             );
         }
         if reads_held() > 0 {
             // A thread holding read locks passes waiting writers (they may
             // wait for it); a timed one queues fairly once that fails.
             return how.take(
-                || got(raw.try_lock_shared_recursive()),
-                || raw.lock_shared_recursive(),
-                |d| got(raw.lock_shared_until_ns(d)),
+                raw,
+                RawRwLock::try_lock_shared_recursive,
+                RawRwLock::lock_shared_recursive,
+                RawRwLockInternals::lock_shared_until_ns,
             );
         }
         how.take(
-            || None,
-            || raw.lock_shared(),
-            |d| got(raw.lock_shared_until_ns(d)),
+            raw,
+            untried,
+            RawRwLock::lock_shared,
+            RawRwLockInternals::lock_shared_until_ns,
         )
     }
 
@@ -258,11 +260,11 @@ impl<S: SpinPolicy> KRwLock<S> {
         if self.is_my_write_lock() {
             return how.own_lock_error();
         }
-        let raw = &self.raw;
         match how.take(
-            || None,
-            || raw.lock_exclusive(),
-            |d| raw.lock_exclusive_until_ns(d),
+            &self.raw,
+            untried,
+            RawRwLock::lock_exclusive,
+            RawRwLockInternals::lock_exclusive_until_ns,
         ) {
             // `unlock_any` finds the writer's id in the owner word.
             Ok(_token) => 0,
