@@ -263,19 +263,12 @@ impl<S: SpinPolicy> RawMutex<S> {
     /// No node (or no id): poll within the spin budget, yield in between.
     pub(super) fn wait_unqueued(&self, id: u32, deadline: Option<u64>) -> bool {
         stat::inc(Event::MutexNoNode);
-        let ns = crate::tune::get().mutex_spin_ns;
-        loop {
-            if self.try_acquire(id, false) {
-                return true;
-            }
-            if wait::remaining(deadline).is_none() {
-                return false;
-            }
-            wait::spin_until(&mut SpinBudget::new(ns), || {
-                is_free(crate::sync::peek(&self.owner, Ordering::Relaxed))
-            });
-            wait::relinquish();
-        }
+        wait::poll_unqueued(
+            crate::tune::get().mutex_spin_ns,
+            deadline,
+            || self.try_acquire(id, false),
+            || is_free(crate::sync::peek(&self.owner, Ordering::Relaxed)),
+        )
     }
 }
 

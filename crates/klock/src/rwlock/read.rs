@@ -339,7 +339,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             }
             return Got::Yes;
         }
-        let got = self.wait(Class::Reader, 0, deadline, pref);
+        let got = self.wait(Class::Reader, deadline, pref);
         if matches!(got, Got::Yes) {
             self.set_reader_owned();
             stat::inc(Event::RwReadSlow);

@@ -36,31 +36,25 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// writers and upgraders re-try when woken (writers are granted it on a
     /// hand-off or a fair unlock).
     /// `pref`: a reader-preferring reader (INV-PREFQ).
-    pub(super) fn wait(&self, class: Class, id: u32, deadline: Option<u64>, pref: bool) -> Got {
+    pub(super) fn wait(&self, class: Class, deadline: Option<u64>, pref: bool) -> Got {
         node::with_node(|q| match q {
             Some(q) => self.wait_queued(q, class, deadline, pref),
-            None => self.wait_unqueued(class, id, deadline),
+            None => self.wait_unqueued(class, deadline),
         })
     }
 
     /// No node: poll within the spin budget, yield in between (unfair but
     /// correct; counted as `rwsem_no_node`).
-    fn wait_unqueued(&self, class: Class, _id: u32, deadline: Option<u64>) -> Got {
+    fn wait_unqueued(&self, class: Class, deadline: Option<u64>) -> Got {
         stat::inc(Event::RwNoNode);
-        let ns = crate::tune::get().rwsem_spin_ns;
-        loop {
-            if self.try_take(class) {
-                return Got::Yes;
-            }
-            if wait::remaining(deadline).is_none() {
-                return Got::TimedOut;
-            }
-            wait::spin_until(&mut SpinBudget::new(ns), || {
-                // Relaxed: a hint; `try_take`'s Acquire CAS decides.
-                is_lockable_by(self.count.load(Ordering::Relaxed), class, false)
-            });
-            wait::relinquish();
-        }
+        let taken = wait::poll_unqueued(
+            crate::tune::get().rwsem_spin_ns,
+            deadline,
+            || self.try_take(class),
+            // Relaxed: a hint; `try_take`'s Acquire CAS decides.
+            || is_lockable_by(self.count.load(Ordering::Relaxed), class, false),
+        );
+        if taken { Got::Yes } else { Got::TimedOut }
     }
 
     /// With our node `q`: enqueue under WLOCK (WAITERS, and PREFQ for a

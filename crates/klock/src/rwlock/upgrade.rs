@@ -124,10 +124,8 @@ impl<S: SpinPolicy> RawRwLock<S> {
         if self.try_lock_upgradable() {
             return true;
         }
-        let got = self.try_take(Class::Upgrader) || {
-            let id = crate::tid::current_id();
-            matches!(self.wait(Class::Upgrader, id, deadline, false), Got::Yes)
-        };
+        let got = self.try_take(Class::Upgrader)
+            || matches!(self.wait(Class::Upgrader, deadline, false), Got::Yes);
         if got {
             self.set_reader_owned();
         }

@@ -55,7 +55,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         {
             Got::Yes
         } else {
-            self.wait(Class::Writer, id, deadline, false)
+            self.wait(Class::Writer, deadline, false)
         };
         if matches!(got, Got::Yes) {
             self.set_writer_owned(id);

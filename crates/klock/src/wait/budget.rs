@@ -1,100 +1,11 @@
-//! Time and spinning: [`now_ns`] and deadlines, [`cpu_relax`],
-//! [`SpinBudget`] and [`spin_until`] (`docs/design.md`, principle P3:
+//! Spinning: [`SpinBudget`] and [`spin_until`] (`docs/design.md`, principle P3:
 //! budgets are nanoseconds read from `CLOCK_MONOTONIC` every few
 //! iterations, never raw PAUSE counts; all locks spin through
 //! [`spin_until`]), [`Backoff`], and [`PollBackoff`] with the TSC-timed
 //! load that tells a cache hit from a miss.
 
-use std::time::Duration;
-
-/// Monotonic microseconds truncated to 32 bits (wraps every 71 minutes:
-/// compare two of them with `wrapping_sub`), for time stamps kept in a
-/// 32-bit node word. 0 under loom.
-#[inline]
-pub(crate) fn now_us() -> u32 {
-    (now_ns() / 1000) as u32
-}
-
-/// Monotonic nanoseconds (`CLOCK_MONOTONIC` via the vDSO, about 20 ns). Under
-/// loom it returns 0: there is no time in a model.
-///
-/// ```
-/// let a = klock::internal::wait::now_ns();
-/// let b = klock::internal::wait::now_ns();
-/// assert!(b >= a);
-/// ```
-#[inline]
-pub fn now_ns() -> u64 {
-    #[cfg(not(loom))]
-    {
-        let mut ts = libc::timespec {
-            tv_sec: 0,
-            tv_nsec: 0,
-        };
-        // SAFETY: `ts` is a valid, writable timespec; CLOCK_MONOTONIC always exists.
-        unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-        (ts.tv_sec as u64) * 1_000_000_000 + ts.tv_nsec as u64
-    }
-    #[cfg(loom)]
-    {
-        0
-    }
-}
-
-/// The spin-wait hint (PAUSE). Under loom, a scheduling point.
-///
-/// ```
-/// klock::internal::wait::cpu_relax();
-/// ```
-#[inline(always)]
-pub fn cpu_relax() {
-    crate::sync::spin_loop();
-}
-
-/// Time left until `deadline` (in [`now_ns`] time) for a futex wait:
-/// `Some(None)` = no deadline (wait without timeout), `Some(Some(d))` = `d`
-/// left, `None` = the deadline has passed. Shared by every timed lock.
-///
-/// ```
-/// assert_eq!(klock::internal::wait::remaining(None), Some(None));
-/// assert_eq!(klock::internal::wait::remaining(Some(0)), None);
-/// ```
-#[inline]
-pub fn remaining(deadline: Option<u64>) -> Option<Option<Duration>> {
-    match deadline {
-        None => Some(None),
-        Some(d) => {
-            let now = now_ns();
-            (now < d).then(|| Some(Duration::from_nanos(d - now)))
-        }
-    }
-}
-
-/// A `std::time::Instant` as a deadline in [`now_ns`] time (a past instant
-/// maps to now). For the lock_api `*_until` methods.
-///
-/// ```
-/// let d = klock::internal::wait::instant_to_ns(std::time::Instant::now());
-/// assert!(d <= klock::internal::wait::now_ns());
-/// ```
-pub fn instant_to_ns(i: std::time::Instant) -> u64 {
-    let now = std::time::Instant::now();
-    let base = now_ns();
-    match i.checked_duration_since(now) {
-        Some(d) => base.saturating_add(d.as_nanos().min(u64::MAX as u128) as u64),
-        None => base,
-    }
-}
-
-/// A timeout as a deadline in [`now_ns`] time (saturating).
-///
-/// ```
-/// let d = klock::internal::wait::deadline_after(std::time::Duration::from_millis(1));
-/// assert!(d > klock::internal::wait::now_ns());
-/// ```
-pub fn deadline_after(t: Duration) -> u64 {
-    now_ns().saturating_add(t.as_nanos().min(u64::MAX as u128) as u64)
-}
+#[cfg_attr(loom, allow(unused_imports))] // the budgets read the clock only outside loom
+use super::clock::{cpu_relax, now_ns};
 
 /// How many spin iterations pass between two clock reads.
 #[cfg(not(loom))]
@@ -497,7 +408,30 @@ pub(crate) fn spin_then_yield<T>(mut cond: impl FnMut() -> Option<T>) -> T {
         {
             return v;
         }
-        super::relinquish();
+        super::sched::relinquish();
+    }
+}
+
+/// The sleeping locks' no-node fallback (no queue node: the slots are
+/// exhausted or the nesting is deeper than the levels): `try_take` until it
+/// succeeds (`true`) or `deadline` passes (`false`), spinning up to
+/// `budget_ns` while the lock does not `look_free` and yielding between
+/// rounds. Unfair but correct; written once for the mutex and the rwsem.
+pub(crate) fn poll_unqueued(
+    budget_ns: u64,
+    deadline: Option<u64>,
+    mut try_take: impl FnMut() -> bool,
+    mut looks_free: impl FnMut() -> bool,
+) -> bool {
+    loop {
+        if try_take() {
+            return true;
+        }
+        if super::clock::remaining(deadline).is_none() {
+            return false;
+        }
+        spin_until(&mut SpinBudget::new(budget_ns), &mut looks_free);
+        super::sched::relinquish();
     }
 }
 

@@ -20,12 +20,14 @@
 //! ```
 
 mod budget;
+mod clock;
 mod cpus;
 mod futex;
 mod sched;
 
-pub(crate) use budget::now_us;
 pub use budget::*;
+pub(crate) use clock::now_us;
+pub use clock::*;
 pub use cpus::*;
 pub use futex::*;
 pub use sched::*;

@@ -5,7 +5,7 @@
 //! and rwsem do not spin for real-time tasks either): INV-RT-NOSPIN.
 
 #[cfg(not(loom))]
-use super::now_ns;
+use super::clock::now_ns;
 #[cfg(not(loom))]
 use std::time::Duration;
 
