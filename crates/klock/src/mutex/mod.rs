@@ -99,10 +99,8 @@
 //! most one wake-up per interval. A waiter that leaves the list does not
 //! pass HANDOFF on to a new head that sleeps; it clears WAKING, so the next
 //! unlock wakes that head, which asks for the hand-off itself once it runs
-//! and fails. (Until 2026-11-24 the leaver set HANDOFF for a sleeping new
-//! head that had waited past the threshold; every such hand-off idled the
-//! lock for a wake-up, and with `--noise 2` at T=128 `balanced` throughput
-//! collapsed to 0.3 Mops/s.)
+//! and fails: a hand-off to a sleeper idles the lock for a wake-up (history:
+//! `docs/results/2026-11-29-tunables.md`).
 //!
 //! Node words while on the wait list, read and written only through the
 //! typed view [`Waiter`](crate::waitlist::Waiter): `next`/`prev` circular
