@@ -132,9 +132,6 @@ events! {
     /// spinner had already given up on the current owner (the slow-owner
     /// hint; the newcomer queues at once).
     MutexSpinSkip = "mutex_spin_skip",
-    /// The yield rounds were skipped: waiters were queued (POLICY-QUEUE-FIRST,
-    /// `KLOCK_MUTEX_FAIR_NS`) or `KLOCK_MUTEX_YIELDERS` threads were yielding.
-    MutexYieldSkip = "mutex_yield_skip",
     /// The adaptive spinning hint sent a slow path to the wait list without
     /// spinning or yielding (this thread's recent spins mostly failed).
     MutexSpinAdaptSkip = "mutex_spin_adapt_skip",

@@ -335,8 +335,7 @@ impl WaitList {
 
     /// Has the head been first for `ns` or longer (`ns` 0: no)? Read
     /// without the list lock: a hint (nodes are type-stable; a stale one
-    /// only makes one decision needlessly). Eventual fairness in the mutex
-    /// and the rwsem.
+    /// only makes one decision needlessly). The mutex's eventual fairness.
     #[inline]
     pub(crate) fn head_first_for(&self, ns: u64) -> bool {
         if ns == 0 {
@@ -533,7 +532,7 @@ loom::thread_local! {
 
 /// Whether this slow unlock is one that checks the head's wait (a thread's
 /// first, then every [`FAIR_CHECK_EVERY`]-th; `false` while TLS is torn
-/// down). Shared by the mutex's and the rwsem's eventual fairness.
+/// down). The mutex's eventual fairness.
 #[inline]
 pub(crate) fn fair_check_due() -> bool {
     FAIR_TICK

@@ -99,29 +99,17 @@
 //! most one wake-up per interval. A waiter that leaves the list does not
 //! pass HANDOFF on to a new head that sleeps; it clears WAKING, so the next
 //! unlock wakes that head, which asks for the hand-off itself once it runs
-//! and fails. (Until 2026-11-24 the leaver set HANDOFF for a sleeping new
-//! head that had waited past the threshold; every such hand-off idled the
-//! lock for a wake-up, and with `--noise 2` at T=128 `balanced` throughput
-//! collapsed to 0.3 Mops/s.)
-//!
-//! **Queue first**, a policy (POLICY-QUEUE-FIRST in `docs/invariants.md`;
-//! opt-in, `KLOCK_MUTEX_QUEUE_FIRST=1`): a newcomer does not spend its
-//! `KLOCK_MUTEX_YIELDS` yield rounds while WAITERS is set; it queues.
-//! (parking_lot parks at once when its PARKED bit is set.) A
-//! yielding newcomer stays runnable, and on an overcommitted machine the
-//! woken head waits behind it for a CPU: at T=128 `balanced` a few queued
-//! threads make 57-260 operations per second against 100 000+ for the others
-//! (max/min 12 400; 250 with the policy). It costs `hot` a quarter of its
-//! throughput at T>=8, so it is off by default (see `tune`).
+//! and fails: a hand-off to a sleeper idles the lock for a wake-up (history:
+//! `docs/results/2026-11-29-tunables.md`).
 //!
 //! Node words while on the wait list, read and written only through the
 //! typed view [`Waiter`](crate::waitlist::Waiter): `next`/`prev` circular
 //! doubly-linked list links (tail codes), `state` the futex word
 //! ([`WaiterState`]), `ident` the waiter's thread id
 //! ([`Waiter::thread_id`](crate::waitlist::Waiter::thread_id)), `stamp`
-//! when the waiter became first (or queued), read by eventual fairness and
-//! `KLOCK_MUTEX_FAIR_NS` (the running hand-off threshold is timed by the
-//! waiter itself, INV-HANDOFF-RUNNING).
+//! when the waiter became first (or queued), read by eventual fairness
+//! (the running hand-off threshold is timed by the waiter itself,
+//! INV-HANDOFF-RUNNING).
 //! `state` is re-armed and set only under WLOCK (INV-WLOCK-STATE, defined
 //! in `docs/invariants.md`), which is what rules out a lost wake-up, and
 //! (since a waiter needs WLOCK to leave the list) what makes every store

@@ -102,7 +102,7 @@ impl<S: SpinPolicy> RawMutex<S> {
             let Some(timeout) = wait::remaining(deadline).filter(|_| !expired) else {
                 return self.leave_on_timeout(q, id);
             };
-            woken = self.sleep(n, first, timeout, &mut expired);
+            woken = self.sleep(n, timeout, &mut expired);
         }
         self.leave_list(me);
         true
@@ -185,37 +185,21 @@ impl<S: SpinPolicy> RawMutex<S> {
         first
     }
 
-    /// Step 3b: sleep on our node until woken, `timeout` passes, or (as the
-    /// first waiter, `KLOCK_MUTEX_HEAD_WAKE_NS` != 0) our own timer; sets
-    /// `expired` when the caller's deadline passed. Returns whether we count
-    /// as woken (an unlock woke us, or our own timer did).
+    /// Step 3b: sleep on our node until woken or `timeout` passes; sets
+    /// `expired` when the caller's deadline passed. Returns whether an
+    /// unlock woke us.
     fn sleep(
         &self,
         n: Waiter<'_>,
-        first: bool,
         timeout: Option<std::time::Duration>,
         expired: &mut bool,
     ) -> bool {
-        let t = crate::tune::get();
-        // The first waiter wakes by itself after KLOCK_MUTEX_HEAD_WAKE_NS
-        // (0 = never) and runs the woken waiter's path: try, spin, and
-        // past the hand-off threshold ask for the lock and wait for it
-        // running, so a head nobody wakes (every unlock found WAKING, or
-        // the crowd kept it off the CPU) still gets its turn.
-        let head_wake = (first && t.mutex_head_wake_ns != 0)
-            .then(|| std::time::Duration::from_nanos(t.mutex_head_wake_ns));
-        let (timeout, self_timed) = match (timeout, head_wake) {
-            (Some(d), Some(h)) if h < d => (Some(h), true),
-            (None, Some(h)) => (Some(h), true),
-            (d, _) => (d, false),
-        };
         stat::inc(Event::MutexSleep);
         let r = wait::futex_wait(n.futex(), WaiterState::Sleeping as u32, timeout);
-        let timed_out = r == WaitOutcome::TimedOut;
-        *expired |= timed_out && !self_timed;
+        *expired |= r == WaitOutcome::TimedOut;
         chaos::point(Site::AfterWake);
         // The lock itself is acquired through the owner CAS.
-        let woken = n.is_woken() || (timed_out && self_timed);
+        let woken = n.is_woken();
         stat::cond_inc(
             Event::MutexSpuriousWakeup,
             !woken && r != WaitOutcome::TimedOut,

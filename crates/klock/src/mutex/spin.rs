@@ -239,19 +239,7 @@ impl<S: SpinPolicy> RawMutex<S> {
         if rounds == 0 {
             return false;
         }
-        let Some(_slot) = wait::YieldSlot::try_enter(t.mutex_yielders as usize) else {
-            stat::inc(Event::MutexYieldSkip);
-            return false;
-        };
         for _ in 0..rounds {
-            // POLICY-QUEUE-FIRST (and `KLOCK_MUTEX_FAIR_NS`). Relaxed: a hint; the queue path re-checks
-            // everything under WLOCK.
-            if has_waiters(self.owner.load(Ordering::Relaxed))
-                && (t.mutex_queue_first != 0 || self.list.head_first_for(t.mutex_fair_ns))
-            {
-                stat::inc(Event::MutexYieldSkip);
-                return false;
-            }
             wait::yield_now();
             if self.try_acquire(id, false) {
                 return true;

@@ -81,14 +81,9 @@ impl<S: SpinPolicy> RawRwLock<S> {
         self.count.fetch_and(!WLOCK, Ordering::Release);
     }
 
-    /// Under WLOCK: take `t` off the list; if it was the head, the new head
-    /// is first from now on (eventual fairness's clock).
+    /// Under WLOCK: take `t` off the list.
     #[inline]
     pub(super) fn unlink(&self, t: u32) {
-        let was_head = self.list.head() == t;
         self.list.remove(t);
-        if was_head {
-            self.list.stamp_head();
-        }
     }
 }

@@ -266,8 +266,8 @@ impl<S: SpinPolicy> RawRwLock<S> {
     #[inline]
     pub unsafe fn unlock_shared(&self) {
         // First guess the uncontended word `(1,-)`: one CAS and no load
-        // before it (uncontended read 5.56 ns against std_rw's 5.93; with
-        // the load first it was 6.70 against 5.96, 2026-11-26). A failed
+        // before it, the cheaper uncontended read (the A/B:
+        // `docs/results/2026-11-29-tunables.md`, history). A failed
         // CAS returns the word for the second try (a reader among others),
         // else the slow path.
         let mut c = READER_BIAS;

@@ -357,7 +357,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// it as a reader, instead of sleeping at once.
     fn steal_running(&self) -> bool {
         let t = crate::tune::get();
-        let mut poll = wait::PollBackoff::new(t.rwsem_poll_max_ns);
+        let mut poll = wait::PollBackoff::new(super::spin::POLL_MAX_NS);
         let got = wait::spin_until(&mut SpinBudget::new(t.rwsem_read_wait_ns), || {
             self.add_while(READER_BIAS, |c| {
                 is_free(c) && c & (HANDOFF | UPGRADING | READFAIL) == 0

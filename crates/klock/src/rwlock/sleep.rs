@@ -68,8 +68,6 @@ impl<S: SpinPolicy> RawRwLock<S> {
         self.wlock();
         w.set_class(class, pref);
         w.w.set_state(WaiterState::Sleeping);
-        // First-since stamp (eventual fairness; restamped when it becomes first).
-        w.w.set_since_us(wait::now_us());
         self.list.push_back(me);
         // Relaxed: an RMW under WLOCK; an unlock ordered after it sees
         // WAITERS and takes WLOCK (after us); one ordered before it freed the
@@ -157,7 +155,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
             if handoff && S::SPIN && t.rwsem_spin != 0 && !wait::realtime() {
                 // Seed 003 patch 14: the lock is ours the moment it is free (the unlock
                 // grants it to us): wait for that running, not asleep.
-                let mut poll = wait::PollBackoff::new(t.rwsem_poll_max_ns);
+                let mut poll = wait::PollBackoff::new(super::spin::POLL_MAX_NS);
                 wait::spin_until(&mut SpinBudget::new(t.rwsem_spin_ns), || {
                     w.w.is_selected() || {
                         poll.pause();

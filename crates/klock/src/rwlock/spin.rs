@@ -25,6 +25,11 @@ const RSPIN_NS_PER_READER: u64 = 500;
 
 /// ... counting at most this many readers (the kernel's cap: 25 µs in all).
 const RSPIN_READERS_CAP: u32 = 30;
+/// Owner-poll backoff cap (`wait::PollBackoff`) of waiting readers and
+/// spinning writers: 0, poll continuously, so a reader waiting running
+/// catches the short free windows between writers (a backoff lost them:
+/// `docs/results/2026-11-25-rwlock.md`, design 4).
+pub(super) const POLL_MAX_NS: u64 = 0;
 
 impl<S: SpinPolicy> RawRwLock<S> {
     /// Spin (OSQ head only) for `class` while it looks worth it: the
@@ -59,7 +64,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         let t = crate::tune::get();
         let mut prev = OwnerState::Null;
         let mut rspin = SpinBudget::new(0);
-        let mut poll = wait::PollBackoff::new(t.rwsem_poll_max_ns);
+        let mut poll = wait::PollBackoff::new(POLL_MAX_NS);
         loop {
             let st = self.spin_on_owner(total, &mut poll, q);
             if st == OwnerState::NonSpinnable {

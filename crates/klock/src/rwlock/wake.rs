@@ -29,8 +29,7 @@ use super::raw::RawRwLock;
 use super::word::Class;
 use super::word::{
     OWNER_NONSPINNABLE, OWNER_READER, PREFQ, READER_BIAS, UPGRADING, WRITER, handoff_owed,
-    has_waiters, is_lockable_by, list_locked, read_release_wakes_upgrader, readers,
-    release_needs_no_turn,
+    is_lockable_by, list_locked, read_release_wakes_upgrader, readers, release_needs_no_turn,
 };
 use super::word::{
     grant_queued_readers, hand_to_writer, lock_list, mark_woken, release, unlock_list,
@@ -40,7 +39,7 @@ use crate::spin_policy::SpinPolicy;
 use crate::stat::{self, Event};
 use crate::sync::atomic::Ordering;
 use crate::wait;
-use crate::waitlist::{Waiter, fair_check_due};
+use crate::waitlist::Waiter;
 
 /// Nodes to `futex_wake` after the list lock's release (the kernel's
 /// `wake_q`): tail codes, at most one batch of readers plus one writer.
@@ -155,16 +154,12 @@ impl<S: SpinPolicy> RawRwLock<S> {
                 Err(x) => c = x,
             }
         }
-        let head_before = self.list.head();
         for &t in &wq.codes[start..wq.n] {
             let t = t & !WakeQ::GRANT;
             self.list.remove(t);
             chaos::point(Site::ListEdit);
             // INV-WAKE-ADDR: under WLOCK, the node was on our list.
             Waiter::decode(t).mark_granting();
-        }
-        if self.list.head() != head_before {
-            self.list.stamp_head();
         }
         // Relaxed: a hint.
         self.owner.store(OWNER_READER, Ordering::Relaxed);
@@ -311,13 +306,13 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// unlock: `WRITER`, 0; downgrade: `WRITER`, `READER_BIAS`), in named
     /// steps:
     ///
-    /// 1. Eventual fairness: is the head owed its turn in this release?
-    /// 2. Nobody needs a turn: release in one CAS (waking an upgrader this
+    /// 1. Nobody needs a turn (`fair`: the caller's fair unlock gives the
+    ///    head one): release in one CAS (waking an upgrader this
     ///    read unlock leaves alone), done; else take WLOCK while still
     ///    holding `sub` ([`release_or_lock_list`](Self::release_or_lock_list)).
-    /// 3. The last reader leaves with waiters: writers may spin again
+    /// 2. The last reader leaves with waiters: writers may spin again
     ///    ([`writers_may_spin_again`](Self::writers_may_spin_again)).
-    /// 4. Give the head its turn and release `sub` and WLOCK in one CAS
+    /// 3. Give the head its turn and release `sub` and WLOCK in one CAS
     ///    ([`hand_on`](Self::hand_on)); then only complete grants and wake
     ///    (INV-WAKE-ADDR, INV-GRANT-PIN).
     ///
@@ -328,35 +323,22 @@ impl<S: SpinPolicy> RawRwLock<S> {
         let plain_read = sub == READER_BIAS && add == 0;
         // Relaxed: the CASes decide; their orderings are commented.
         let c = self.count.load(Ordering::Relaxed);
-        // Step 1: eventual fairness (`KLOCK_RWSEM_FAIR_HANDOFF_NS`): a head
-        // that has been first that long gets its turn in this release
-        // (readers granted, a writer handed the lock), even while a woken
-        // head is pending. The next head's clock starts when it becomes first.
-        let fair = fair || (has_waiters(c) && fair_check_due() && self.fair_due());
-        // Step 2: one CAS if nobody needs a turn; else WLOCK, still holding `sub`.
+        // Step 1: one CAS if nobody needs a turn; else WLOCK, still holding `sub`.
         let Some(c) = self.release_or_lock_list(c, sub, add, plain_read, fair) else {
             return;
         };
-        // Step 3: we hold `sub` and WLOCK.
+        // Step 2: we hold `sub` and WLOCK.
         if plain_read && readers(c) == 1 {
             self.writers_may_spin_again();
         }
-        // Step 4: the head's turn, released in one CAS; then grants and wakes.
+        // Step 3: the head's turn, released in one CAS; then grants and wakes.
         let mut wq = WakeQ::new();
         self.hand_on(sub, add, fair || handoff_owed(c), &mut wq);
         chaos::point(Site::AfterRelease);
         wq.finish();
     }
 
-    /// Has the head been first for `KLOCK_RWSEM_FAIR_HANDOFF_NS`? (A clock
-    /// read and a load of the head's node: see [`fair_check_due`].)
-    #[inline]
-    fn fair_due(&self) -> bool {
-        self.list
-            .head_first_for(crate::tune::get().rwsem_fair_handoff_ns)
-    }
-
-    /// Step 2 of [`release_share`](Self::release_share), from the count
+    /// Step 1 of [`release_share`](Self::release_share), from the count
     /// `c`, holding `sub` (`plain_read`: `sub` is one reader, `add` 0):
     ///
     /// * a read unlock that leaves a waiting upgrader alone
@@ -437,7 +419,7 @@ impl<S: SpinPolicy> RawRwLock<S> {
         Ok(())
     }
 
-    /// Step 3 of [`release_share`](Self::release_share), holding the last
+    /// Step 2 of [`release_share`](Self::release_share), holding the last
     /// reader's count and WLOCK: owner `(x,f[|N]) -> (x,f)`, writers may
     /// spin again.
     #[inline]

@@ -226,15 +226,10 @@ mod aliases {
     /// The default spinlock (issue 33): the floor's TTAS lock, whose unlock
     /// is a plain release store, with a bounded spin, then waiters parked
     /// behind a membarrier ([`TasParkLock`], `asym::lot`) and a bound on
-    /// bypass (`KLOCK_SPIN_HANDOFF_NS`). Chosen by measurement (lockbench,
-    /// 2-vCPU AMD EPYC KVM, 2026-11-28, `docs/results/2026-11-28-spin-floor.md`):
-    /// an uncontended pair costs what the fastest spinlock's does (2.8 ns,
-    /// ticket 2.8; the queued unfair lock 5.8), and it is the only variant
-    /// that starves no thread at T=128 (max/min 5-7, parking_lot 11; the
-    /// unfair lock over 50 000). It pays for that at T=8-128, 0.6-0.8x the
-    /// best peer, where the queued unfair lock made 0.75-1.0x. 4 bytes.
-    /// [`UnfairQSpinLock`] (the previous default) and the seed's PV locks
-    /// stay as named variants.
+    /// bypass (`KLOCK_SPIN_HANDOFF_NS`). The default because it is the
+    /// only variant that starves no thread at T=128, at the uncontended cost
+    /// of the fastest (`docs/results/2026-11-28-spin-floor.md`). 4 bytes.
+    /// [`UnfairQSpinLock`] and the seed's PV locks stay as named variants.
     ///
     /// ```
     /// static COUNTER: klock::SpinLock<u64> = klock::SpinLock::new(0);

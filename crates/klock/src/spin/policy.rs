@@ -49,19 +49,19 @@ pub trait WaitPolicy: seal::Seal + Send + Sync + 'static {
     ///
     /// ```
     /// use klock::{Native, WaitPolicy};
-    /// assert_eq!(Native::pending_ns(), klock::tune::get().pending_wait_ns);
+    /// assert_eq!(Native::pending_ns(), 1_000);
     /// ```
     fn pending_ns() -> u64 {
-        tune::get().pending_wait_ns
+        super::qspinlock::PENDING_WAIT_NS
     }
     /// Spin budget (ns) of ticket-lock waiters before sleeping.
     ///
     /// ```
     /// use klock::{Pv, WaitPolicy};
-    /// assert_eq!(Pv::ticket_spin_ns(), klock::tune::get().ticket_spin_ns);
+    /// assert_eq!(Pv::ticket_spin_ns(), 10_000);
     /// ```
     fn ticket_spin_ns() -> u64 {
-        tune::get().ticket_spin_ns
+        super::ticket::TICKET_SPIN_NS
     }
     /// Kick-ahead depth (only used when `PATCHED`).
     ///

@@ -25,12 +25,10 @@
 //! |---|---|---|---|---|
 //! | `KLOCK_SPIN_NS` | [`Tunables::spin_ns`] | 10000 | 0..=10000000 | PV queued spinlock: ns a waiter spins before it sleeps |
 //! | `KLOCK_SPIN_HANDOFF_NS` | [`Tunables::spin_handoff_ns`] | 1000000 | 0..=1000000000 | parked TAS lock: a waiter's wait after which an unlock grants it the lock (0 = never) |
-//! | `KLOCK_PENDING_NS` | [`Tunables::pending_wait_ns`] | 1000 | 0..=1000000 | queued spinlock: wait for an in-flight pending hand-over |
 //! | `KLOCK_KICK_AHEAD` | [`Tunables::kick_ahead`] | 0 | 0..=64 | PV: sleeping successors woken ahead of their turn (0 = off) |
 //! | `KLOCK_STEAL_NS` | [`Tunables::steal_threshold_ns`] | 1000000 | 0..=1000000000 | unfair lock: queue-head wait after which stealing stops |
 //! | `KLOCK_SPIN_POLL_MAX_NS` | [`Tunables::spin_poll_max_ns`] | 16000 | 0..=100000 | unfair lock: waiters' poll backoff cap while the lock stays held (0 = poll continuously) |
 //! | `KLOCK_SPIN_POLL_MIN_NS` | [`Tunables::spin_poll_min_ns`] | 100 | 0..=100000 | unfair lock: first delay of the poll backoff |
-//! | `KLOCK_TICKET_SPIN_NS` | [`Tunables::ticket_spin_ns`] | 10000 | 0..=10000000 | PV ticket lock: ns spun before sleeping |
 //! | `KLOCK_TAS_BACKOFF_MIN_NS` | [`Tunables::tas_backoff_min_ns`] | 50 | 0..=1000000 | TAS lock: first backoff |
 //! | `KLOCK_TAS_BACKOFF_MAX_NS` | [`Tunables::tas_backoff_max_ns`] | 4000 | 0..=1000000 | TAS lock: backoff cap |
 //! | `KLOCK_SPIN` | [`Tunables::spin_kind`] | `unfair` | `native`, `pv`, `pvbase`, `unfair`, `ticket`, `pvticket`, `tas` | variant behind the runtime-selected spinlock |
@@ -46,11 +44,7 @@
 //! | `KLOCK_MUTEX_MAX_SPINNERS` | [`Tunables::mutex_max_spinners`] | 0 | 0..=4096 | mutex: most concurrent spinners (0 = effective CPUs - 1) |
 //! | `KLOCK_WAITLOCK_SPIN_NS` | [`Tunables::waitlock_spin_ns`] | 2000 | 0..=10000000 | mutex/condvar wait-list bit lock: spin before yield |
 //! | `KLOCK_MUTEX_YIELDS` | [`Tunables::mutex_yields`] | 4 | 0..=64 | mutex: yield+trylock rounds after spinning, before sleeping |
-//! | `KLOCK_MUTEX_QUEUE_FIRST` | [`Tunables::mutex_queue_first`] | 0 | 0..=1 | mutex: skip the yield rounds while waiters are queued |
-//! | `KLOCK_MUTEX_YIELDERS` | [`Tunables::mutex_yielders`] | 0 | 0..=4096 | mutex: most threads of the process in yield rounds at once; the others queue (0 = no cap) |
-//! | `KLOCK_MUTEX_HEAD_WAKE_NS` | [`Tunables::mutex_head_wake_ns`] | 0 | 0..=1000000000 | mutex: the first waiter's sleep is bounded by this, then it runs and asks for the hand-off (0 = unbounded) |
 //! | `KLOCK_MUTEX_FAIR_HANDOFF_NS` | [`Tunables::mutex_fair_handoff_ns`] | 1000000 | 0..=1000000000 | mutex: hand the lock to a first waiter that has been first this long, even asleep (0 = never) |
-//! | `KLOCK_MUTEX_FAIR_NS` | [`Tunables::mutex_fair_ns`] | 0 | 0..=1000000000 | mutex: first waiter's wait after which newcomers queue instead of yielding (0 = off) |
 //! | `KLOCK_MUTEX_POLL_MAX_NS` | [`Tunables::mutex_poll_max_ns`] | 16000 | 0..=100000 | mutex: owner-poll backoff cap while one owner keeps the lock (0 = poll continuously) |
 //! | `KLOCK_MUTEX_ADAPT` | [`Tunables::mutex_adapt`] | 1 | 0..=1 | mutex: adaptive spinning hint on (1) / off (0) |
 //! | `KLOCK_MUTEX_ADAPT_PCT` | [`Tunables::mutex_adapt_pct`] | 25 | 0..=100 | mutex: recent spin success rate (%) below which a thread queues at once |
@@ -65,12 +59,10 @@
 //! | `KLOCK_RWSEM_SPIN_NS` | [`Tunables::rwsem_spin_ns`] | 20000 | 0..=10000000 | rwsem: spin on one writer owner; a hand-off waiter's running wait |
 //! | `KLOCK_RWSEM_SPIN_MAX_NS` | [`Tunables::rwsem_spin_max_ns`] | 200000 | 0..=100000000 | rwsem: cap on one spinning episode |
 //! | `KLOCK_RWSEM_HANDOFF_NS` | [`Tunables::rwsem_handoff_ns`] | 4000000 | 0..=1000000000 | rwsem: first waiting writer's wait before it sets HANDOFF |
-//! | `KLOCK_RWSEM_FAIR_HANDOFF_NS` | [`Tunables::rwsem_fair_handoff_ns`] | 0 | 0..=1000000000 | rwsem: give the wait-list head its turn once it has been first this long (0 = never) |
 //! | `KLOCK_RWSEM_READER` | [`Tunables::rwsem_reader`] | 4 | 0..=4 | rwsem: failed reader: 0 queue, 1 steal, 2 spin on a writer owner, 3 join other readers, 4 steal then wait running |
 //! | `KLOCK_RWSEM_WAKE_READERS` | [`Tunables::rwsem_wake_readers`] | 256 | 1..=256 | rwsem: most readers granted by one wake-up |
 //! | `KLOCK_RWSEM_RSPIN_NS` | [`Tunables::rwsem_rspin_ns`] | 10000 | 0..=10000000 | rwsem: writer spin on a reader-owned lock (+500 ns/reader) |
 //! | `KLOCK_RWSEM_READ_WAIT_NS` | [`Tunables::rwsem_read_wait_ns`] | 100000 | 0..=10000000 | rwsem, reader mode 4: running wait for a free lock before queueing |
-//! | `KLOCK_RWSEM_POLL_MAX_NS` | [`Tunables::rwsem_poll_max_ns`] | 0 | 0..=100000 | rwsem: owner-poll backoff cap of waiting readers and spinning writers (0 = continuous) |
 //!
 //! **Shared mechanisms (nodes, OSQ, owner polling)**
 //!
@@ -417,136 +409,119 @@ macro_rules! tunables {
 
 tunables! {
     // ---- spinlocks (spin/) -------------------------------------------------
-    /// `KLOCK_SPIN_NS`: PV queued spinlock (and unfair lock): nanoseconds a
-    /// waiter spins before it sleeps on its futex word.
+    /// `KLOCK_SPIN_NS`: the spinlocks (`SpinLock`, the queued unfair lock,
+    /// PV variants): nanoseconds a waiter spins before it sleeps.
+    /// 10 µs: 2 and 0.5 µs gave the SpinLock 0.45-0.70x at T=8
+    /// (`docs/results/2026-11-28-spin-floor.md`).
     spin_ns: u64 = 10_000, "KLOCK_SPIN_NS", 0..=10_000_000;
-    /// `KLOCK_SPIN_HANDOFF_NS`: parked TAS lock (`RawTasParkLock`): an
-    /// unlock that finds the word's first parked waiter waiting this long
-    /// takes the lock again and grants it to that waiter: the bound on
-    /// bypass (0 = never; below 1 000: every unlock that finds a parked
-    /// waiter grants).
+    /// `KLOCK_SPIN_HANDOFF_NS`: parked TAS lock (`RawTasParkLock`, the
+    /// `SpinLock`): an unlock that finds the word's first parked waiter
+    /// waiting this long grants it the lock: the bound on bypass (0 = never;
+    /// below 1 000: every unlock that finds a parked waiter grants).
+    /// 1 ms: max/min 5.5-7 at T=128, where 0 left threads unserved and
+    /// 0.1 ms cost 0.33-0.41x (`docs/results/2026-11-28-spin-floor.md`).
     spin_handoff_ns: u64 = 1_000_000, "KLOCK_SPIN_HANDOFF_NS", 0..=1_000_000_000;
-    /// `KLOCK_PENDING_NS`: queued spinlock: how long a contender that finds a
-    /// pending-to-locked hand-over in flight waits for it before queueing.
-    pending_wait_ns: u64 = 1_000, "KLOCK_PENDING_NS", 0..=1_000_000;
     /// `KLOCK_KICK_AHEAD`: PV queued spinlock: how many sleeping successors
     /// behind the new queue head are woken ahead of their turn (0 = off).
-    /// Off by default: on an overcommitted 2-vCPU machine every early wake is
-    /// a syscall plus a spinning thread competing with the lock owner for a
-    /// CPU (measured 2-50x fewer acquisitions with K=1 than K=0 at 4-16
-    /// threads); set it when waiters have idle CPUs to wake onto.
+    /// Off: on an overcommitted 2-vCPU machine K=1 made 2-50x fewer
+    /// acquisitions than K=0 at 4-16 threads; the seed's kick-ahead
+    /// experiment sets it (`docs/spinlocks.md`).
     kick_ahead: u32 = 0, "KLOCK_KICK_AHEAD", 0..=64;
-    /// `KLOCK_STEAL_NS`: queued unfair lock: once the queue head has waited this
-    /// long it claims the lock and stealing stops until it is served.
+    /// `KLOCK_STEAL_NS`: queued unfair lock: once the queue head has waited
+    /// this long it claims the lock and stealing stops until it is served.
+    /// 1 ms: bounds the head's wait at little throughput cost
+    /// (`docs/results/2026-11-21-spinlocks.md`).
     steal_threshold_ns: u64 = 1_000_000, "KLOCK_STEAL_NS", 0..=1_000_000_000;
     /// `KLOCK_SPIN_POLL_MAX_NS`: queued unfair lock: while a stealer or the
     /// spinning queue head keeps finding the lock held, the delay between two
     /// polls of the word doubles (from `KLOCK_SPIN_POLL_MIN_NS`) up to this cap
     /// (`wait::PollBackoff`), so that waiters do not pull the line away from
     /// an owner that re-takes the lock at once. 0 = poll continuously.
+    /// 16 µs: the mutex's measured cap, the same backoff
+    /// (`docs/results/2026-11-24-overcommit.md`).
     spin_poll_max_ns: u64 = 16_000, "KLOCK_SPIN_POLL_MAX_NS", 0..=100_000;
     /// `KLOCK_SPIN_POLL_MIN_NS`: queued unfair lock: the first delay of the
-    /// poll backoff, doubled up to `KLOCK_SPIN_POLL_MAX_NS`; short enough to
-    /// catch a `balanced` critical section's release (100 ns: `balanced` T=8
-    /// 5.8 Mops/s; 500 ns, 1/32 of the cap: 4.0).
+    /// poll backoff, doubled up to `KLOCK_SPIN_POLL_MAX_NS`.
+    /// 100 ns catches a `balanced` release: T=8 5.8 Mops/s against 4.0 with
+    /// 500 ns (`docs/results/2026-11-24-overcommit.md`).
     spin_poll_min_ns: u64 = 100, "KLOCK_SPIN_POLL_MIN_NS", 0..=100_000;
-    /// `KLOCK_TICKET_SPIN_NS`: PV ticket lock: nanoseconds spun before sleeping.
-    ticket_spin_ns: u64 = 10_000, "KLOCK_TICKET_SPIN_NS", 0..=10_000_000;
-    /// `KLOCK_TAS_BACKOFF_MIN_NS`: TAS lock: first backoff after a failed attempt.
+    /// `KLOCK_TAS_BACKOFF_MIN_NS`: TAS locks (the `SpinLock`'s spin, the
+    /// interposer's `tas`): first backoff after a failed attempt.
+    /// 50 ns: about one contended cache-line transfer; not measured apart
+    /// from the lock (`docs/results/2026-11-28-spin-floor.md`).
     tas_backoff_min_ns: u64 = 50, "KLOCK_TAS_BACKOFF_MIN_NS", 0..=1_000_000;
-    /// `KLOCK_TAS_BACKOFF_MAX_NS`: TAS lock: backoff cap (doubling from the minimum).
+    /// `KLOCK_TAS_BACKOFF_MAX_NS`: TAS locks: backoff cap (doubling from the
+    /// minimum). 4 µs: well under the 10 µs spin budget, so a waiter polls
+    /// a few times before it sleeps; not measured apart from the lock
+    /// (`docs/results/2026-11-28-spin-floor.md`).
     tas_backoff_max_ns: u64 = 4_000, "KLOCK_TAS_BACKOFF_MAX_NS", 0..=1_000_000;
     /// `KLOCK_NODE_SLOTS`: queue-node slots, i.e. how many threads can hold a
-    /// queue node at once (bounded by the 14-bit slot field of the tail).
+    /// queue node at once. 16 383: the most the tail's 14-bit slot field
+    /// encodes (a bound, not a measurement; `docs/design.md`).
     node_slots: u32 = 16_383, "KLOCK_NODE_SLOTS", 1..=16_383;
     // ---- mutex / condvar / osq (section owned by the mutex work) -----------
-    /// `KLOCK_MUTEX_HANDOFF_NS`: mutex: a waiter that has waited this long gets
-    /// the lock handed to it (bounded unfairness).
+    /// `KLOCK_MUTEX_HANDOFF_NS`: mutex: a running first waiter that has
+    /// waited this long gets the lock handed to it (bounded unfairness).
+    /// 2 ms: 300 µs, 50 µs and 0 did not fix `balanced` T=128 max/min
+    /// (`docs/results/2026-11-24-overcommit.md`).
     mutex_handoff_ns: u64 = 2_000_000, "KLOCK_MUTEX_HANDOFF_NS", 0..=1_000_000_000;
-    /// `KLOCK_MUTEX_SPIN_NS`: mutex: optimistic spinning budget in nanoseconds.
+    /// `KLOCK_MUTEX_SPIN_NS`: mutex: optimistic spinning budget per owner,
+    /// and a woken hand-off waiter's running wait. 20 µs: a few typical
+    /// holds, about the cost of a sleep and a wake-up
+    /// (`docs/results/2026-11-24-overcommit.md`).
     mutex_spin_ns: u64 = 20_000, "KLOCK_MUTEX_SPIN_NS", 0..=10_000_000;
     /// `KLOCK_MUTEX_SPIN`: mutex: optimistic spinning on (1) or off (0).
+    /// On: off cost `balanced` T=128 4.03 Mops/s against 5.3-5.8
+    /// (`docs/results/2026-11-24-overcommit.md`).
     mutex_spin: u32 = 1, "KLOCK_MUTEX_SPIN", 0..=1;
     /// `KLOCK_MUTEX_SPIN_MAX_NS`: mutex: cap on one optimistic-spinning episode
     /// (the per-owner budget `KLOCK_MUTEX_SPIN_NS` restarts when the owner changes;
     /// this bounds the total, the stand-in for the kernel's `need_resched()`).
+    /// 200 µs: ten owner budgets; not measured apart (`docs/mutex.md`).
     mutex_spin_max_ns: u64 = 200_000, "KLOCK_MUTEX_SPIN_MAX_NS", 0..=100_000_000;
     /// `KLOCK_OSQ_STALE_NS`: OSQ: a predecessor whose heartbeat is older than
     /// this looks descheduled, and its successor leaves the queue (0 = hint off).
+    /// 50 µs: well past a running spinner's heartbeat, well under a
+    /// scheduler tick; not measured apart (`docs/mutex.md`).
     osq_stale_ns: u64 = 50_000, "KLOCK_OSQ_STALE_NS", 0..=100_000_000;
     /// `KLOCK_MUTEX_MAX_SPINNERS`: mutex: most threads that spin at once
-    /// (OSQ positions); 0 = effective CPUs - 1 (`docs/design.md`, principle P4).
+    /// (OSQ positions); 0 = effective CPUs - 1, so a spinner never takes the
+    /// owner's CPU (`docs/design.md`, principle P4).
     mutex_max_spinners: u32 = 0, "KLOCK_MUTEX_MAX_SPINNERS", 0..=4096;
     /// `KLOCK_WAITLOCK_SPIN_NS`: mutex/condvar internal wait-list bit lock:
-    /// nanoseconds spun before yielding the CPU.
+    /// nanoseconds spun before yielding the CPU. 2 µs: its critical sections
+    /// are a few list operations; not measured apart (`docs/mutex.md`).
     waitlock_spin_ns: u64 = 2_000, "KLOCK_WAITLOCK_SPIN_NS", 0..=10_000_000;
     /// `KLOCK_MUTEX_YIELDS`: mutex (spinning variants): `sched_yield` rounds,
     /// each followed by a trylock, a contender makes after optimistic spinning
-    /// and before it sleeps. A/B on the 2-vCPU machine (balanced, single
-    /// noisy runs): 4 rounds took per-thread max/min from 7-17 to 1.7-2.9 at
-    /// T=32 and from 300-500 to 4-25 at T=128, throughput within noise; on the
-    /// `hot` workload fairness improved as much but throughput at T>=8 fell
-    /// ~25% (CPU per op up). 0 = sleep at once.
+    /// and before it sleeps (0 = sleep at once). 4: 0 wins only under a CPU
+    /// quota (`docs/results/2026-11-25-no-starvation.md`, designs 1 and 3).
     mutex_yields: u32 = 4, "KLOCK_MUTEX_YIELDS", 0..=64;
-    /// `KLOCK_MUTEX_QUEUE_FIRST`: mutex: 1 = a newcomer skips the yield
-    /// rounds while waiters are queued (POLICY-QUEUE-FIRST). A/B on
-    /// the 2-vCPU machine (2026-11-24, 3 interleaved rounds): `balanced`
-    /// T=128 max/min 12 400 -> 250 with throughput unchanged, but `hot`
-    /// T=8/32 throughput 46.0/45.8 -> 34.4/34.6 Mops/s (parking_lot 44). Off
-    /// by default: the hot-path promise wins until the queue itself is fair.
-    mutex_queue_first: u32 = 0, "KLOCK_MUTEX_QUEUE_FIRST", 0..=1;
-    /// `KLOCK_MUTEX_YIELDERS`: mutex: at most this many threads of the
-    /// process spend yield rounds at once (`wait::YieldSlot`); a newcomer
-    /// that finds them all taken queues at once. Yielding threads stay
-    /// runnable, so without a cap a woken waiter waits for a CPU behind all
-    /// of them. 0 = no cap.
-    mutex_yielders: u32 = 0, "KLOCK_MUTEX_YIELDERS", 0..=4096;
-    /// `KLOCK_MUTEX_FAIR_NS`: mutex: once the first waiter has waited this
-    /// long, newcomers skip their yield rounds and queue behind it, so the
-    /// runnable crowd shrinks and the woken head gets a CPU (adaptive
-    /// POLICY-QUEUE-FIRST; 0 = off).
-    mutex_fair_ns: u64 = 0, "KLOCK_MUTEX_FAIR_NS", 0..=1_000_000_000;
     /// `KLOCK_MUTEX_FAIR_HANDOFF_NS`: mutex: eventual fairness. An unlock
     /// hands the lock to a first waiter that has been first this long, even
-    /// while it sleeps (the lock idles until it runs; at most once per
-    /// interval and lock, since the next head's clock starts when it becomes
-    /// first; checked on every 16th slow unlock of a thread). 0 = never (a
-    /// hand-off only to a running waiter that asked). Measured 2026-11-25
-    /// (2 vCPUs, 5 interleaved rounds, 1 ms against 0): `balanced` T=128
-    /// max/min 3.1 instead of 443 at 1.14x, `long` T=128 3.2 instead of 1 444
-    /// at 1.00x, `hot` T=8-128 1.00-1.07x. Checked on every slow unlock it
-    /// cost `hot` 0.40-0.74x (a clock read while holding the lock).
+    /// while it sleeps (at most once per interval and lock; checked on every
+    /// 16th slow unlock of a thread). 0 = never. 1 ms: `balanced` T=128
+    /// max/min 3.1 instead of 443 at 1.14x
+    /// (`docs/results/2026-11-25-no-starvation.md`, design 9).
     mutex_fair_handoff_ns: u64 = 1_000_000, "KLOCK_MUTEX_FAIR_HANDOFF_NS", 0..=1_000_000_000;
-    /// `KLOCK_MUTEX_HEAD_WAKE_NS`: mutex: the first waiter's sleep is
-    /// bounded by this (0 = unbounded); when it wakes by itself it runs the
-    /// woken waiter's path (try, spin, ask for the hand-off past
-    /// `KLOCK_MUTEX_HANDOFF_NS`). Under measurement for issue 19.
-    mutex_head_wake_ns: u64 = 0, "KLOCK_MUTEX_HEAD_WAKE_NS", 0..=1_000_000_000;
     // ---- rwsem (rwlock/) ---------------------------------------------------
     /// `KLOCK_RWSEM_SPIN`: rwsem: optimistic spinning of writers (and mode-2
-    /// readers) and the running waits of readers on (1) or off (0). Until
-    /// 2026-11-26 the rwsem read `KLOCK_MUTEX_SPIN`; same default.
+    /// readers) and the running waits of readers on (1) or off (0).
+    /// On: as the mutex (`docs/results/2026-11-24-rwsem.md`).
     rwsem_spin: u32 = 1, "KLOCK_RWSEM_SPIN", 0..=1;
     /// `KLOCK_RWSEM_SPIN_NS`: rwsem: how long a spinner polls one writer
     /// owner (an owner holding longer is probably not running), and a woken
-    /// writer owed the hand-off waits running for it. Until 2026-11-26 the
-    /// rwsem read `KLOCK_MUTEX_SPIN_NS`; same default.
+    /// writer owed the hand-off waits running for it. 20 µs: the mutex's
+    /// budget (`docs/results/2026-11-24-rwsem.md`).
     rwsem_spin_ns: u64 = 20_000, "KLOCK_RWSEM_SPIN_NS", 0..=10_000_000;
     /// `KLOCK_RWSEM_SPIN_MAX_NS`: rwsem: cap on one optimistic-spinning
-    /// episode. Until 2026-11-26 the rwsem read `KLOCK_MUTEX_SPIN_MAX_NS`;
-    /// same default.
+    /// episode. 200 µs: the mutex's cap (`docs/results/2026-11-24-rwsem.md`).
     rwsem_spin_max_ns: u64 = 200_000, "KLOCK_RWSEM_SPIN_MAX_NS", 0..=100_000_000;
     /// `KLOCK_RWSEM_HANDOFF_NS`: rwsem: a first waiting writer that has waited
     /// this long (and was woken and lost the lock) sets HANDOFF: no stealing
-    /// until it is served (the kernel's RWSEM_WAIT_TIMEOUT, about 4 ms).
+    /// until it is served. 4 ms: the kernel's RWSEM_WAIT_TIMEOUT; 1 ms
+    /// measured within noise (`docs/results/2026-11-25-rwlock.md`).
     rwsem_handoff_ns: u64 = 4_000_000, "KLOCK_RWSEM_HANDOFF_NS", 0..=1_000_000_000;
-    /// `KLOCK_RWSEM_FAIR_HANDOFF_NS`: rwsem: eventual fairness. A release
-    /// gives the wait-list head its turn (readers granted, a writer handed
-    /// the lock) once it has been first this long, even while a woken head
-    /// is pending; the next head's clock starts when it becomes first, so at
-    /// most one such turn per interval. Checked on a thread's first and
-    /// every 16th slow release. 0 = never.
-    rwsem_fair_handoff_ns: u64 = 0, "KLOCK_RWSEM_FAIR_HANDOFF_NS", 0..=1_000_000_000;
     /// `KLOCK_RWSEM_READER`: rwsem: what a reader that fails the fast path
     /// does before it queues: 0 = queue at once, 1 = steal the lock when no
     /// writer holds it and no hand-off is owed (kernel 5.11+), 2 = spin on a
@@ -554,84 +529,79 @@ tunables! {
     /// beside other readers (no writer, no hand-off; a queued writer gets in
     /// through its hand-off timer, INV-HANDOFF-TIMER in `rwlock`), 4 =
     /// steal as 1, then wait running for a free lock before queueing. Named
-    /// by [`ReaderMode`] ([`Tunables::rwsem_reader_mode`]).
+    /// by [`ReaderMode`] ([`Tunables::rwsem_reader_mode`]). 4: the least
+    /// unfair of the five; the seed experiment varies it
+    /// (`docs/results/2026-11-25-rwlock.md`, design 3).
     rwsem_reader: u32 = 4, "KLOCK_RWSEM_READER", 0..=4;
     /// `KLOCK_RWSEM_WAKE_READERS`: rwsem: most readers one wake-up grants the
-    /// lock to (seed 003 patch 15 wakes them all; the kernel caps it at 256).
+    /// lock to. 256: the kernel's cap (seed 003 patch 15 wakes them all);
+    /// not measured apart (`docs/rwsem.md`).
     rwsem_wake_readers: u32 = 256, "KLOCK_RWSEM_WAKE_READERS", 1..=256;
     /// `KLOCK_RWSEM_RSPIN_NS`: rwsem: base time a writer spins on a
-    /// reader-owned lock (plus 500 ns per reader, up to 30 readers, as the
-    /// kernel's 10-25 µs); past it the lock is marked non-spinnable.
+    /// reader-owned lock (plus 500 ns per reader, up to 30 readers); past it
+    /// the lock is marked non-spinnable. 10 µs: the kernel's
+    /// `rwsem_rspin_threshold`; not measured apart (`docs/rwsem.md`).
     rwsem_rspin_ns: u64 = 10_000, "KLOCK_RWSEM_RSPIN_NS", 0..=10_000_000;
     /// `KLOCK_RWSEM_READ_WAIT_NS`: rwsem, reader mode 4: how long a reader
     /// that could not steal waits running for a free lock before it queues.
-    /// Measured 2026-11-25 (2 vCPUs, 5 interleaved rounds), with
-    /// `KLOCK_RWSEM_POLL_MAX_NS=0` against 20 µs and the 16 µs cap: 4+4
-    /// 1.19x, p99.9 2 µs instead of 17; 18+18 0.99x, max/min 41 instead of
-    /// 7 167, reader min/avg 0.13 instead of 0.00
-    /// (docs/results/2026-11-25-rwlock.md, design 4).
+    /// 100 µs: with continuous polling 4+4 1.19x and 18+18 max/min 41 instead
+    /// of 7 167 (`docs/results/2026-11-25-rwlock.md`, design 4).
     rwsem_read_wait_ns: u64 = 100_000, "KLOCK_RWSEM_READ_WAIT_NS", 0..=10_000_000;
-    /// `KLOCK_RWSEM_POLL_MAX_NS`: rwsem: cap of the owner-poll backoff of
-    /// waiting readers and spinning writers (`wait::PollBackoff`; the
-    /// mutex's is `KLOCK_MUTEX_POLL_MAX_NS`). 0 = poll continuously: a
-    /// reader that waits running must catch the short free windows between
-    /// writers, and backing off lost them to the writers (measured with
-    /// `KLOCK_RWSEM_READ_WAIT_NS`).
-    rwsem_poll_max_ns: u64 = 0, "KLOCK_RWSEM_POLL_MAX_NS", 0..=100_000;
     /// `KLOCK_MUTEX_POLL_MAX_NS`: mutex: while a spinner keeps seeing the
     /// same owner, the delay between two polls of the owner word doubles (from
     /// 1/32 of this) up to this cap, so that the spinner does not pull the
     /// line away from an owner that re-takes the lock at once; reset when the
-    /// owner changes. 0 = poll continuously. A/B on the 2-vCPU machine
-    /// (klock_mutex / parking_lot, T=2/8/32/128, 3 runs x 0.5 s): `hot`
-    /// 0.40-0.46 before this backoff and WAKING, 1.28/0.95/0.80-0.92/0.88 with
-    /// a 4 µs cap, 1.76-1.81/1.13-1.22/1.17-1.18/1.08-1.13 with 16 µs;
-    /// `balanced` at par (0.83-1.10) with either cap (a 4 µs cap without the
-    /// grace period cost `balanced` 12-15%).
+    /// owner changes. 0 = poll continuously. 16 µs: `hot` 1.08-1.81x of
+    /// parking_lot, 0.40-0.46x without it (`docs/results/2026-11-29-tunables.md`).
     mutex_poll_max_ns: u64 = 16_000, "KLOCK_MUTEX_POLL_MAX_NS", 0..=100_000;
     /// `KLOCK_POLL_MISS_TICKS`: every lock's owner polling
     /// (`wait::PollBackoff`): a waiter backs off between polls only after a
-    /// poll that **missed the cache**: the owner re-took the lock since the
-    /// last poll, so each poll pulls its line away (`hot`). A poll that hits
-    /// costs the owner nothing, so the waiter keeps polling and sees a long
-    /// hold's release at once (`long`, `balanced`). A miss is a load slower
-    /// than the calibrated L1 hit by more than this many TSC ticks
-    /// (`wait::load_missed`; x86-64 only). 0 = every poll counts as a miss
-    /// (the plain backoff).
+    /// poll that **missed the cache** (the owner re-took the lock since the
+    /// last poll), a load slower than the calibrated L1 hit by more than
+    /// this many TSC ticks (`wait::load_missed`; x86-64 only). 0 = every
+    /// poll counts as a miss (the plain backoff). 40: keeps `hot`'s backoff
+    /// and sees a `long` hold's release at once
+    /// (`docs/results/2026-11-25-no-starvation.md`, design 6).
     poll_miss_ticks: u64 = 40, "KLOCK_POLL_MISS_TICKS", 0..=100_000;
     /// `KLOCK_MUTEX_ADAPT`: mutex: the adaptive spinning hint on (1) or off
     /// (0): a thread whose recent spins mostly failed (the owner kept the lock
     /// past the budget) skips spinning and the yield rounds and sleeps at
     /// once (`mutex::adapt`), so that an owner that yields or is preempted
-    /// inside its critical section gets its CPU back.
+    /// inside its critical section gets its CPU back. On: against `ADAPT=0`
+    /// in the same binary (`docs/results/2026-11-24-adaptive-spin.md`).
     mutex_adapt: u32 = 1, "KLOCK_MUTEX_ADAPT", 0..=1;
     /// `KLOCK_MUTEX_ADAPT_PCT`: mutex: spin while at least this percentage of
     /// the thread's recent spins (EWMA over about 8) took the lock; below it,
-    /// queue at once. 25: a failed spin costs a budget of CPU and keeps the
-    /// owner's CPU contended, a won one saves a sleep and a wake-up.
+    /// queue at once. 25: 50 is 12-27 % better on sysbench but skips 6 % of
+    /// `hot`'s slow paths with 8x the sleeps
+    /// (`docs/results/2026-11-24-adaptive-spin.md`).
     mutex_adapt_pct: u32 = 25, "KLOCK_MUTEX_ADAPT_PCT", 0..=100;
     /// `KLOCK_MUTEX_ADAPT_PROBE`: mutex: below the threshold, every this-many-th
     /// slow path spins anyway (a probe), so the score can recover when the
-    /// owners become quick again (1 = always spin).
+    /// owners become quick again (1 = always spin). 16: the starting
+    /// interval that `KLOCK_MUTEX_ADAPT_PROBE_MAX` doubles; not measured apart
+    /// (`docs/results/2026-11-24-adaptive-spin.md`).
     mutex_adapt_probe: u32 = 16, "KLOCK_MUTEX_ADAPT_PROBE", 1..=65_536;
     /// `KLOCK_MUTEX_ADAPT_PROBE_MAX`: mutex: each failed probe doubles the
-    /// probe interval up to this cap (a success resets it), so that a thread
-    /// whose owners keep yielding spends almost nothing on probes.
+    /// probe interval up to this cap (a success resets it). 256: 4096 is
+    /// 3-24 % better but a thread whose owners became quick again sleeps
+    /// through up to 4096 slow paths (`docs/results/2026-11-24-adaptive-spin.md`).
     mutex_adapt_probe_max: u32 = 256, "KLOCK_MUTEX_ADAPT_PROBE_MAX", 1..=65_536;
     // ---- add new mutex tunables above this line -----------------------------
     // ---- reporting ---------------------------------------------------------
     /// `KLOCK_STATS`: print the lock-event report to stderr at process exit
     /// (any non-zero value; the interposer's per-lock report reads the same
     /// variable and gives 2 a meaning of its own: call stacks)
-    /// (only with the `stats` feature).
+    /// (only with the `stats` feature). Off: a report is asked for.
     stats_report: u32 = 0, "KLOCK_STATS", 0..=2;
     // ---- testing (feature `chaos`) -----------------------------------------
     /// `KLOCK_CHAOS_PERMILLE`: feature `chaos` only: how many of 1000 passes
     /// through a marked preemption window inject a delay (a yield, or one time
-    /// in four a 1-200 µs sleep).
+    /// in four a 1-200 µs sleep). 100: a test setting (`.ci/chaos`).
     chaos_permille: u32 = 100, "KLOCK_CHAOS_PERMILLE", 0..=1000;
     /// `KLOCK_CHAOS_SEED`: feature `chaos` only: the seed of the injected
-    /// delays (0 = take one from the clock; the seed used is printed).
+    /// delays (0 = take one from the clock; the seed used is printed, so a
+    /// failing run can be replayed).
     chaos_seed: u64 = 0, "KLOCK_CHAOS_SEED", 0..=18_446_744_073_709_551_615;
 }
 

@@ -6,7 +6,7 @@
 //! * `budget.rs`: [`now_ns`], deadlines, [`cpu_relax`], [`SpinBudget`] and
 //!   [`spin_until`] (every lock spins through it), [`Backoff`],
 //!   [`PollBackoff`];
-//! * `sched.rs`: [`yield_now`], [`YieldSlot`], [`relinquish`], [`realtime`]
+//! * `sched.rs`: [`yield_now`], [`relinquish`], [`realtime`]
 //!   (INV-RT-NOSPIN);
 //! * `cpus.rs`: [`effective_cpus`] and the cgroup quota.
 //!

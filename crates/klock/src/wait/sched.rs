@@ -1,5 +1,4 @@
-//! Scheduling: [`yield_now`], the [`YieldSlot`] gauge of threads in yield
-//! rounds, [`relinquish`], and [`realtime`]: is the calling thread under
+//! Scheduling: [`yield_now`], [`relinquish`], and [`realtime`]: is the calling thread under
 //! `SCHED_FIFO`/`SCHED_RR`? Such a thread never spins or yields for a lock
 //! (it would keep a lower-priority holder off the CPU; the kernel's mutex
 //! and rwsem do not spin for real-time tasks either): INV-RT-NOSPIN.
@@ -17,60 +16,6 @@ use std::time::Duration;
 #[inline]
 pub fn yield_now() {
     crate::sync::yield_now();
-}
-
-/// A place among the threads of this process that are in a lock's yield
-/// rounds (`sched_yield` + trylock before sleeping), held while yielding.
-/// [`try_enter`](YieldSlot::try_enter) refuses once `cap` threads hold one:
-/// a yielding thread stays runnable, and when more threads yield than there
-/// are CPUs, a woken waiter queues for a CPU behind all of them (the
-/// starvation at 128 threads on 2 CPUs). A refused thread sleeps on the
-/// lock's wait list instead. Under loom every entry is granted.
-///
-/// ```
-/// let a = klock::internal::wait::YieldSlot::try_enter(1);
-/// assert!(a.is_some());
-/// drop(a);
-/// assert!(klock::internal::wait::YieldSlot::try_enter(0).is_some()); // 0 = no cap
-/// ```
-pub struct YieldSlot {
-    /// Whether this place is counted in the gauge (a cap was given; never
-    /// under loom, which has no gauge).
-    #[cfg_attr(loom, allow(dead_code))]
-    counted: bool,
-}
-
-#[cfg(not(loom))]
-static YIELDERS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-impl YieldSlot {
-    /// Take a place if fewer than `cap` threads hold one (`cap` 0: always).
-    #[inline]
-    pub fn try_enter(cap: usize) -> Option<YieldSlot> {
-        #[cfg(not(loom))]
-        if cap != 0 {
-            use std::sync::atomic::Ordering::Relaxed;
-            // Relaxed: a gauge; nothing is published through it.
-            if YIELDERS.fetch_add(1, Relaxed) >= cap {
-                YIELDERS.fetch_sub(1, Relaxed);
-                return None;
-            }
-            return Some(YieldSlot { counted: true });
-        }
-        let _ = cap;
-        Some(YieldSlot { counted: false })
-    }
-}
-
-impl Drop for YieldSlot {
-    #[inline]
-    fn drop(&mut self) {
-        #[cfg(not(loom))]
-        if self.counted {
-            // Relaxed: see try_enter.
-            YIELDERS.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-        }
-    }
 }
 
 /// A real-time thread's pause in [`relinquish`]: long enough for a
@@ -210,23 +155,4 @@ pub fn sched_changed() {
     #[cfg(not(loom))]
     // Relaxed: see `realtime`.
     SCHED_GEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-}
-
-#[cfg(test)]
-#[cfg(not(loom))]
-mod tests {
-    use super::*;
-    use std::sync::atomic::Ordering;
-
-    #[test]
-    fn yield_slots_are_capped() {
-        let a = YieldSlot::try_enter(usize::MAX - 1).expect("a place");
-        // Places taken by others (none by default) only lower what is left.
-        let before = YIELDERS.load(Ordering::Relaxed);
-        assert!(YieldSlot::try_enter(before).is_none(), "full at the cap");
-        let b = YieldSlot::try_enter(before + 1).expect("one more place");
-        drop(b);
-        drop(a);
-        assert!(YieldSlot::try_enter(0).is_some(), "0 = no cap");
-    }
 }
