@@ -518,9 +518,9 @@ impl Osq {
 }
 
 /// Most spinners allowed at once (OSQ positions) for any lock that spins
-/// through an OSQ: `KLOCK_MUTEX_MAX_SPINNERS`, or effective CPUs - 1.
+/// through an OSQ: `KLOCK_OSQ_MAX_SPINNERS`, or effective CPUs - 1.
 pub(crate) fn max_spinners() -> u32 {
-    let t = crate::tune::get().mutex_max_spinners;
+    let t = crate::tune::get().osq_max_spinners;
     if t != 0 {
         t
     } else if cfg!(loom) {

@@ -1,5 +1,5 @@
 //! Torture of the mutex whose OSQ spinners give up often (its own process,
-//! so its own tunables): `KLOCK_MUTEX_MAX_SPINNERS` 8 lets several spinners
+//! so its own tunables): `KLOCK_OSQ_MAX_SPINNERS` 8 lets several spinners
 //! queue in the OSQ even on a 2-CPU machine (by default at most CPUs - 1
 //! do, i.e. one there, so the OSQ never holds a second node and never
 //! unqueues), and `KLOCK_OSQ_STALE_NS` 1 makes a spinner give up whenever
@@ -45,7 +45,7 @@ struct Data {
 #[test]
 fn torture_osq_give_ups() {
     let mut t = klock::tune::Tunables::DEFAULT;
-    t.mutex_max_spinners = 8;
+    t.osq_max_spinners = 8;
     t.osq_stale_ns = 1;
     assert!(
         klock::tune::set(t),

@@ -75,7 +75,7 @@
 //! recent spins mostly succeeded (`mutex/adapt.rs`: otherwise it skips
 //! spinning and the yield rounds and queues at once, except for a periodic
 //! probe), and the OSQ position is at most
-//! `KLOCK_MUTEX_MAX_SPINNERS` or effective CPUs - 1): only the OSQ head polls
+//! `KLOCK_OSQ_MAX_SPINNERS` or effective CPUs - 1): only the OSQ head polls
 //! the owner word; it stops when the lock is free (takes it), when HANDOFF or
 //! PICKUP appear, when one owner holds the lock longer than
 //! `KLOCK_MUTEX_SPIN_NS` (the owner probably is not running: hint), or after

@@ -15,6 +15,16 @@ pub(super) mod seal {
     impl Seal for super::Unfair {}
 }
 
+// The defaults of two waits that only non-default variants take (the
+// policies' `pending_ns` and `ticket_spin_ns`; loom models override them).
+/// How long (ns) a contender waits for an in-flight pending -> locked
+/// hand-over (a few stores) before it queues; only the fair variants take
+/// the pending path, none of them a default, and it was never measured.
+const PENDING_WAIT_NS: u64 = 1_000;
+/// PV ticket lock: ns a waiter spins before it sleeps, as the PV
+/// qspinlock's default `KLOCK_SPIN_NS` (a non-default variant, not measured).
+const TICKET_SPIN_NS: u64 = 10_000;
+
 /// How a lock's waiters wait. Sealed: implemented by the marker types
 /// [`Native`], [`Pv`], [`PvBase`] and [`Unfair`] (klock's own tests add
 /// small-budget policies through the hidden `klock::internal::spin::Seal`).
@@ -52,7 +62,7 @@ pub trait WaitPolicy: seal::Seal + Send + Sync + 'static {
     /// assert_eq!(Native::pending_ns(), 1_000);
     /// ```
     fn pending_ns() -> u64 {
-        super::qspinlock::PENDING_WAIT_NS
+        PENDING_WAIT_NS
     }
     /// Spin budget (ns) of ticket-lock waiters before sleeping.
     ///
@@ -61,7 +71,7 @@ pub trait WaitPolicy: seal::Seal + Send + Sync + 'static {
     /// assert_eq!(Pv::ticket_spin_ns(), 10_000);
     /// ```
     fn ticket_spin_ns() -> u64 {
-        super::ticket::TICKET_SPIN_NS
+        TICKET_SPIN_NS
     }
     /// Kick-ahead depth (only used when `PATCHED`).
     ///

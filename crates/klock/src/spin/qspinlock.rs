@@ -89,10 +89,6 @@ const LOCKED_PENDING: u32 = LOCKED_MASK | PENDING;
 /// (wait-early; every 64 spins, every spin under loom). A check frequency, not
 /// a tunable.
 const PREV_CHECK_MASK: u32 = crate::tune::fixed::PV_PREV_CHECK_EVERY - 1;
-/// How long (ns) a contender waits for an in-flight pending -> locked
-/// hand-over (a few stores) before it queues; only the fair variants take
-/// the pending path, none of them a default, and it was never measured.
-pub(super) const PENDING_WAIT_NS: u64 = 1_000;
 
 #[inline(always)]
 #[cfg_attr(loom, allow(clippy::bad_bit_mask))]

@@ -39,9 +39,6 @@ use std::marker::PhantomData;
 
 const TICKET_MASK: u32 = 0xffff;
 const SLEEPER: u32 = 1 << 16;
-/// PV ticket lock: ns a waiter spins before it sleeps, as the PV
-/// qspinlock's default `KLOCK_SPIN_NS` (a non-default variant, not measured).
-pub(super) const TICKET_SPIN_NS: u64 = 10_000;
 
 #[inline]
 fn bit(ticket: u32) -> u32 {

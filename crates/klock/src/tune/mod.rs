@@ -41,7 +41,6 @@
 //! | `KLOCK_MUTEX_SPIN_NS` | [`Tunables::mutex_spin_ns`] | 20000 | 0..=10000000 | mutex: optimistic spinning budget |
 //! | `KLOCK_MUTEX_SPIN` | [`Tunables::mutex_spin`] | 1 | 0..=1 | mutex: optimistic spinning on (1) / off (0) |
 //! | `KLOCK_MUTEX_SPIN_MAX_NS` | [`Tunables::mutex_spin_max_ns`] | 200000 | 0..=100000000 | mutex: cap on one spinning episode |
-//! | `KLOCK_MUTEX_MAX_SPINNERS` | [`Tunables::mutex_max_spinners`] | 0 | 0..=4096 | mutex: most concurrent spinners (0 = effective CPUs - 1) |
 //! | `KLOCK_WAITLOCK_SPIN_NS` | [`Tunables::waitlock_spin_ns`] | 2000 | 0..=10000000 | mutex/condvar wait-list bit lock: spin before yield |
 //! | `KLOCK_MUTEX_YIELDS` | [`Tunables::mutex_yields`] | 4 | 0..=64 | mutex: yield+trylock rounds after spinning, before sleeping |
 //! | `KLOCK_MUTEX_FAIR_HANDOFF_NS` | [`Tunables::mutex_fair_handoff_ns`] | 1000000 | 0..=1000000000 | mutex: hand the lock to a first waiter that has been first this long, even asleep (0 = never) |
@@ -70,6 +69,7 @@
 //! |---|---|---|---|---|
 //! | `KLOCK_NODE_SLOTS` | [`Tunables::node_slots`] | 16383 | 1..=16383 | queue-node slots (threads that can queue at once) |
 //! | `KLOCK_OSQ_STALE_NS` | [`Tunables::osq_stale_ns`] | 50000 | 0..=100000000 | OSQ: predecessor heartbeat age that looks descheduled (0 = off) |
+//! | `KLOCK_OSQ_MAX_SPINNERS` | [`Tunables::osq_max_spinners`] | 0 | 0..=4096 | OSQ: most concurrent spinners of any lock that queues them (0 = effective CPUs - 1) |
 //! | `KLOCK_POLL_MISS_TICKS` | [`Tunables::poll_miss_ticks`] | 40 | 0..=100000 | all locks: back off between owner polls only after a poll that missed the cache by more than this many TSC ticks (0 = always) |
 //!
 //! **Diagnostics (features `stats`, `chaos`)**
@@ -484,10 +484,11 @@ tunables! {
     /// 50 µs: well past a running spinner's heartbeat, well under a
     /// scheduler tick; not measured apart (`docs/mutex.md`).
     osq_stale_ns: u64 = 50_000, "KLOCK_OSQ_STALE_NS", 0..=100_000_000;
-    /// `KLOCK_MUTEX_MAX_SPINNERS`: mutex: most threads that spin at once
-    /// (OSQ positions); 0 = effective CPUs - 1, so a spinner never takes the
-    /// owner's CPU (`docs/design.md`, principle P4).
-    mutex_max_spinners: u32 = 0, "KLOCK_MUTEX_MAX_SPINNERS", 0..=4096;
+    /// `KLOCK_OSQ_MAX_SPINNERS` (`KLOCK_MUTEX_MAX_SPINNERS` until
+    /// 2026-11-29): most threads that spin at once in any lock's OSQ (the
+    /// mutex's and the rwsem's positions); 0 = effective CPUs - 1, so a
+    /// spinner never takes the owner's CPU (`docs/design.md`, principle P4).
+    osq_max_spinners: u32 = 0, "KLOCK_OSQ_MAX_SPINNERS", 0..=4096;
     /// `KLOCK_WAITLOCK_SPIN_NS`: mutex/condvar internal wait-list bit lock:
     /// nanoseconds spun before yielding the CPU. 2 µs: its critical sections
     /// are a few list operations; not measured apart (`docs/mutex.md`).
