@@ -21,12 +21,12 @@ fn main() {
             std::process::exit(2);
         }
     };
-    let kind = match klock::tune::parse_value("KLOCK_SPIN", &kind) {
-        Ok(i) => klock::tune::SpinKind::ALL[i as usize],
-        Err(e) => {
-            eprintln!("{e}");
-            std::process::exit(2);
-        }
+    let Some(kind) = klock::tune::SpinKind::from_name(kind.as_bytes()) else {
+        eprintln!(
+            "spin_stats: unknown spinlock '{kind}' ({})",
+            klock::tune::SpinKind::allowed()
+        );
+        std::process::exit(2);
     };
     let mut t = klock::tune::Tunables::from_lookup(|v| std::env::var(v).ok(), |e| eprintln!("{e}"));
     t.spin_kind = kind;

@@ -29,10 +29,10 @@ pub mod condvar {
     /// offer: the C library's split condvar wait (begin, sleep on a word, end) and deadline waits on a [`RawCondvar`](crate::RawCondvar). Implemented only by klock; not stable.
     pub trait RawCondvarInternals<S: crate::spin_policy::SpinPolicy> {
         /// Atomically unlock `mutex` and wait for a notify (or `deadline_ns`, a
-        /// [`wait::now_ns`] time), then re-lock it; `token` is replaced by the new
+        /// `wait::now_ns` time), then re-lock it; `token` is replaced by the new
         /// acquisition. Returns `true` if the wait timed out. It is the three
-        /// steps [`begin_wait`](Self::begin_wait), sleeping on
-        /// [`sleep_word`](Self::sleep_word), [`end_wait`](Self::end_wait).
+        /// steps `begin_wait`, sleeping on
+        /// `sleep_word`, `end_wait`.
         ///
         /// # Safety
         ///
@@ -43,9 +43,9 @@ pub mod condvar {
             token: &mut MutexToken,
             deadline_ns: Option<u64>,
         ) -> bool;
-        /// [`wait_until_ns`](Self::wait_until_ns), but `None` instead of a
+        /// `wait_until_ns`, but `None` instead of a
         /// panic when other threads wait on this condvar with a different mutex
-        /// (see [`try_begin_wait`](Self::try_begin_wait)): nothing changed, the
+        /// (see `try_begin_wait`): nothing changed, the
         /// caller still holds `mutex` with `token`. `Some(timed_out)` otherwise.
         ///
         /// # Safety
@@ -59,16 +59,16 @@ pub mod condvar {
         ) -> Option<bool>;
         /// Step 1 of a wait: queue on the condvar, then unlock `mutex` (a notify
         /// that follows the unlock finds us: no lost wake-up). The ticket must
-        /// go to [`end_wait`](Self::end_wait) on this thread, which re-locks. For
+        /// go to `end_wait` on this thread, which re-locks. For
         /// callers that sleep outside Rust between the steps (the C layer's
-        /// cancellable `pthread_cond_wait`); [`wait_until_ns`](Self::wait_until_ns)
+        /// cancellable `pthread_cond_wait`); `wait_until_ns`
         /// is the Rust composition.
         ///
         /// # Safety
         ///
         /// As the inherent method's.
         unsafe fn begin_wait(&self, mutex: &RawMutex<S>, token: MutexToken) -> WaitTicket;
-        /// [`begin_wait`](Self::begin_wait), but `Err(token)` instead of a panic
+        /// `begin_wait`, but `Err(token)` instead of a panic
         /// when other threads wait on this condvar with a different mutex (one
         /// condvar serves one mutex at a time): nothing was queued or unlocked,
         /// and the caller still holds `mutex` with the returned token. For
@@ -84,11 +84,11 @@ pub mod condvar {
             token: MutexToken,
         ) -> Result<WaitTicket, MutexToken>;
         /// Step 1 of a **foreign** wait, for a mutex that is not a klock
-        /// [`RawMutex`] (the interposer's glibc-served mutexes): register on the
+        /// `RawMutex` (the interposer's glibc-served mutexes): register on the
         /// fallback word (see the module docs). The caller holds its mutex now
         /// and unlocks it right after (a notify that follows that unlock finds
-        /// this waiter), sleeps on [`sleep_word`](Self::sleep_word) while it
-        /// returns a word, then calls [`end_wait_foreign`](Self::end_wait_foreign)
+        /// this waiter), sleeps on `sleep_word` while it
+        /// returns a word, then calls `end_wait_foreign`
         /// and re-locks its mutex. If its unlock fails, it calls
         /// `end_wait_foreign(ticket, true)` at once. Wake-ups may be spurious.
         fn begin_wait_foreign(&self) -> WaitTicket;
@@ -101,7 +101,7 @@ pub mod condvar {
         fn end_wait_foreign(&self, ticket: WaitTicket, give_up: bool) -> bool;
         /// Step 2 of a wait: the futex word and value to sleep on while no
         /// notify has reached us, or `None` once one has (or for a no-node
-        /// fallback ticket): then call [`end_wait`](Self::end_wait). Spurious
+        /// fallback ticket): then call `end_wait`. Spurious
         /// futex returns are fine: ask again.
         fn sleep_word(&self, ticket: &WaitTicket) -> Option<(&AtomicU32, u32)>;
         /// Step 3 of a wait: re-lock `mutex` and return the new token, and
@@ -222,7 +222,7 @@ pub mod mutex {
         ///
         /// As the inherent method's.
         unsafe fn try_unlock_uncontended(&self) -> bool;
-        /// Acquire, giving up at `deadline_ns` (a [`wait::now_ns`] time).
+        /// Acquire, giving up at `deadline_ns` (a `wait::now_ns` time).
         fn lock_until_ns(&self, deadline_ns: u64) -> Option<MutexToken>;
 
         fn holder(&self) -> u32;
@@ -297,9 +297,9 @@ pub mod rwlock {
         ///
         /// As the inherent method's.
         unsafe fn try_unlock_uncontended(&self) -> Option<bool>;
-        /// [`lock_shared_recursive`](Self::lock_shared_recursive) with a
-        /// deadline in [`wait::now_ns`] time, as
-        /// [`lock_shared_until_ns`](Self::lock_shared_until_ns): `true` if it
+        /// `lock_shared_recursive` with a
+        /// deadline in `wait::now_ns` time, as
+        /// `lock_shared_until_ns`: `true` if it
         /// was taken, `false` if the deadline passed first (nothing held; a
         /// queued reader that gives up leaves the list as the timed read does).
         /// Only waits while a writer holds the lock (or it is free with a
@@ -309,41 +309,41 @@ pub mod rwlock {
         fn lock_shared_prefer_readers(&self);
 
         fn try_lock_shared_prefer_readers(&self) -> bool;
-        /// [`lock_shared_prefer_readers`](Self::lock_shared_prefer_readers) with
-        /// a deadline in [`wait::now_ns`] time, as
-        /// [`lock_shared_until_ns`](Self::lock_shared_until_ns): `true` if it
+        /// `lock_shared_prefer_readers` with
+        /// a deadline in `wait::now_ns` time, as
+        /// `lock_shared_until_ns`: `true` if it
         /// was taken, `false` if the deadline passed first (nothing held).
         fn lock_shared_prefer_readers_until_ns(&self, deadline: u64) -> bool;
-        /// Read lock with a deadline in [`wait::now_ns`] time: `true` if it was
-        /// taken (then release it with [`unlock_shared`](Self::unlock_shared)),
+        /// Read lock with a deadline in `wait::now_ns` time: `true` if it was
+        /// taken (then release it with `unlock_shared`),
         /// `false` if the deadline passed first (nothing is held). The
         /// `lock_api::RawRwLockTimed` methods go through it; public for the loom
         /// models (under loom `now_ns()` is 0, so a deadline of 1 lets every
         /// futex wait time out or not).
         fn lock_shared_until_ns(&self, deadline: u64) -> bool;
-        /// Write lock with a deadline in [`wait::now_ns`] time: the token if it
-        /// was taken (release it with [`unlock_exclusive`](Self::unlock_exclusive)),
+        /// Write lock with a deadline in `wait::now_ns` time: the token if it
+        /// was taken (release it with `unlock_exclusive`),
         /// `None` if the deadline passed first (nothing is held). The
         /// `lock_api::RawRwLockTimed` methods go through it; public for the loom
-        /// models (see [`lock_shared_until_ns`](Self::lock_shared_until_ns)).
+        /// models (see `lock_shared_until_ns`).
         fn lock_exclusive_until_ns(&self, deadline: u64) -> Option<WriteToken>;
-        /// [`lock_upgradable`](Self::lock_upgradable) with a deadline in
-        /// [`wait::now_ns`] time: `true` if it was taken (release it with
-        /// [`unlock_upgradable`](Self::unlock_upgradable)), `false` if the
+        /// `lock_upgradable` with a deadline in
+        /// `wait::now_ns` time: `true` if it was taken (release it with
+        /// `unlock_upgradable`), `false` if the
         /// deadline passed first (nothing held). A queued upgrader that gives up
         /// leaves the list as a timed writer does (`leave`: it clears WAKING,
         /// which may stand for a wake-up it consumed, and passes the turn on).
         /// The `lock_api::RawRwLockUpgradeTimed` acquisitions go through it;
         /// public for the loom models (see
-        /// [`lock_shared_until_ns`](Self::lock_shared_until_ns)).
+        /// `lock_shared_until_ns`).
         fn lock_upgradable_until_ns(&self, deadline: u64) -> bool;
-        /// [`upgrade`](Self::upgrade) with a deadline in [`wait::now_ns`] time
+        /// `upgrade` with a deadline in `wait::now_ns` time
         /// (lock_api's `try_upgrade_for`/`_until`): the write token if the other
         /// readers left in time; `None` if the deadline passed first, and then
         /// the caller still holds its upgradable read lock and the word is as if
         /// it had never tried (`cancel_upgrade`: UPGRADING cleared, and readers
         /// that queued because of it given their turn). Public for the loom
-        /// models (see [`lock_shared_until_ns`](Self::lock_shared_until_ns)).
+        /// models (see `lock_shared_until_ns`).
         ///
         /// # Safety
         ///
@@ -423,7 +423,7 @@ pub mod spin {
             RawQSpinLock::word(self)
         }
     }
-    /// The seal of [`WaitPolicy`](crate::WaitPolicy): klock's own tests
+    /// The seal of `WaitPolicy`: klock's own tests
     /// implement it for their small-budget policies.
     pub use crate::spin::WaitPolicySeal as Seal;
     pub use crate::spin::*;

@@ -5,7 +5,7 @@
 //! shared cache line) and summed on read: [`snapshot`] adds the blocks of all
 //! live threads and the totals retired by exited threads. [`reset`] zeroes
 //! everything with relaxed stores; an increment racing with a reset may survive
-//! it (as in the kernel). Without the feature, [`inc`] and [`add`] are empty
+//! it (as in the kernel). Without the feature, `inc` and `add` are empty
 //! `#[inline(always)]` functions and [`snapshot`] returns zeros: nothing is
 //! compiled into the locks. With `KLOCK_STATS=1` the report is printed to
 //! stderr at process exit (an `atexit` handler registered when the first

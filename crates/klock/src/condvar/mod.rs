@@ -196,8 +196,8 @@ pub type CondvarNoSpin = lock_api::Condvar<RawCondvar<mutex::SpinOff>>;
 #[cfg(not(loom))]
 const _: () = assert!(std::mem::size_of::<RawCondvar>() <= 16);
 
-/// A condvar wait in progress, between [`RawCondvar::begin_wait`] and
-/// [`RawCondvar::end_wait`] (or the `_foreign` pair): the waiter's leased
+/// A condvar wait in progress, between `RawCondvar::begin_wait` and
+/// `RawCondvar::end_wait` (or the `_foreign` pair): the waiter's leased
 /// node (`None`: a fallback waiter), its thread id and, for a fallback
 /// waiter, the generation it registered under. 24 bytes, plain data: the C
 /// layer keeps it in a C frame across its cancellable sleep.
@@ -801,7 +801,7 @@ impl<S: SpinPolicy> RawCondvar<S> {
         (token, timed_out)
     }
 
-    /// Untimed [`wait_until_ns`](Self::wait_until_ns).
+    /// Untimed `wait_until_ns`.
     ///
     /// # Safety
     ///

@@ -18,7 +18,7 @@ use crate::waitlist::WaitList;
 use std::marker::PhantomData;
 
 /// The raw mutex (12 bytes: owner word, wait-list head, OSQ tail), generic over
-/// its [`SpinPolicy`]. Use it through [`Mutex`] / [`MutexNoSpin`]
+/// its [`SpinPolicy`]. Use it through [`Mutex`](crate::Mutex) / [`MutexNoSpin`](crate::MutexNoSpin)
 /// (`lock_api`), or directly with [`lock`](Self::lock) / [`unlock`](Self::unlock).
 ///
 /// ```

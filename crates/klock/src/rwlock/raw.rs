@@ -19,8 +19,8 @@ use crate::waitlist::WaitList;
 use std::marker::PhantomData;
 
 /// The raw rwsem (16 bytes), generic over the writers' [`SpinPolicy`]
-/// ([`SpinOsq`] spins through the OSQ; [`SpinOff`] never spins; both 0
-/// bytes). Use it through [`RwLock`] (`lock_api`) or directly.
+/// ([`SpinOsq`] spins through the OSQ; [`SpinOff`](crate::SpinOff) never spins; both 0
+/// bytes). Use it through [`RwLockRwsem`](crate::RwLockRwsem) (`lock_api`) or directly.
 ///
 /// ```
 /// use klock::RawRwLock;

@@ -36,7 +36,7 @@ impl<S: SpinPolicy> RawRwLockRecursive for RawRwLock<S> {
     }
 }
 
-/// Recursive reads on a [`RwLock`] (or any `lock_api::RwLock` over
+/// Recursive reads on a [`RwLock`](crate::RwLock) (or any `lock_api::RwLock` over
 /// a [`RawRwLockRecursive`]): parking_lot's `read_recursive`, `try_read_recursive`,
 /// `try_read_recursive_for` and `try_read_recursive_until`. lock_api 0.5
 /// dropped its `RawRwLockRecursive` and `RawRwLockRecursiveTimed` traits

@@ -4,19 +4,18 @@
 //! The environment is read **once**, lazily, the first time any lock needs a
 //! tunable ([`get`]). An invalid value (not a number, out of range, empty)
 //! produces exactly one warning on stderr naming the variable and the allowed
-//! range, and the default is used. The same parser is exposed as
-//! [`parse_value`] so that tools and tests can check values up front.
-//! Variables are read through [`env()`], which ignores the environment in
-//! secure-execution mode (set-user-ID programs and the like: [`secure`]),
-//! so there every tunable keeps its default.
+//! range, and the default is used ([`Tunables::from_lookup`] runs the same
+//! reader on any lookup). Variables are read through the crate's `env()`,
+//! which ignores the environment in secure-execution mode (set-user-ID
+//! programs and the like), so there every tunable keeps its default.
 //!
 //! At the same first read, every `KLOCK_*` variable in the environment that
 //! no part of klock reads gets one warning naming the closest known name
-//! ([`closest_known`]), e.g. `klock: unknown variable KLOCK_MUTX_SPIN_NS
+//! (`closest_known`), e.g. `klock: unknown variable KLOCK_MUTX_SPIN_NS
 //! (did you mean KLOCK_MUTEX_SPIN_NS?)`. The known names are one registry:
-//! the tunables below ([`VARS`] and `KLOCK_SPIN`) and [`OTHER_VARS`], the
+//! the tunables below ([`VARS`] and `KLOCK_SPIN`) and `OTHER_VARS`, the
 //! variables of the interposer, the install script, the tools and the tests
-//! ([`known_vars`]). In secure-execution mode nothing is read and nothing
+//! (`known_vars`). In secure-execution mode nothing is read and nothing
 //! is printed.
 //!
 //! **Spinlocks (`spin/`)**
@@ -188,9 +187,11 @@ impl std::str::FromStr for SpinKind {
 /// A rejected tunable value: which variable, what was given, what is allowed.
 ///
 /// ```
-/// let e = klock::tune::parse_value("KLOCK_KICK_AHEAD", "lots").unwrap_err();
-/// assert!(e.to_string().contains("KLOCK_KICK_AHEAD"));
-/// assert!(e.to_string().contains("0..=64"));
+/// let mut errors = Vec::new();
+/// let lookup = |v: &str| (v == "KLOCK_KICK_AHEAD").then(|| "lots".to_string());
+/// let _ = klock::tune::Tunables::from_lookup(lookup, |e| errors.push(e));
+/// assert!(errors[0].to_string().contains("KLOCK_KICK_AHEAD"));
+/// assert!(errors[0].to_string().contains("0..=64"));
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TuneError {
@@ -238,14 +239,12 @@ pub struct VarInfo {
 ///
 /// Leading/trailing whitespace and `_` digit separators are accepted; anything
 /// else (empty, signs, garbage, overflow, out of range) is rejected.
-///
-/// ```
-/// use klock::tune::parse_u64;
-/// assert_eq!(parse_u64("KLOCK_X", " 1_000 ", 0, 5000), Ok(1000));
-/// assert!(parse_u64("KLOCK_X", "", 0, 5000).is_err());
-/// assert!(parse_u64("KLOCK_X", "5001", 0, 5000).is_err());
-/// ```
-pub fn parse_u64(var: &'static str, raw: &str, min: u64, max: u64) -> Result<u64, TuneError> {
+pub(crate) fn parse_u64(
+    var: &'static str,
+    raw: &str,
+    min: u64,
+    max: u64,
+) -> Result<u64, TuneError> {
     let err = || TuneError {
         var,
         value: raw.to_string(),
@@ -265,15 +264,10 @@ pub fn parse_u64(var: &'static str, raw: &str, min: u64, max: u64) -> Result<u64
 
 /// Parse a value for the variable `var` exactly as the start-up reader does.
 /// Numeric variables yield their number, `KLOCK_SPIN` yields the index of the
-/// variant in [`SpinKind::ALL`]. Unknown variables are rejected.
-///
-/// ```
-/// use klock::tune::parse_value;
-/// assert_eq!(parse_value("KLOCK_KICK_AHEAD", "4"), Ok(4));
-/// assert!(parse_value("KLOCK_KICK_AHEAD", "65").is_err());
-/// assert!(parse_value("KLOCK_SPIN", "fast").is_err());
-/// ```
-pub fn parse_value(var: &str, raw: &str) -> Result<u64, TuneError> {
+/// variant in [`SpinKind::ALL`]. Unknown variables are rejected. The tests'
+/// check of the start-up reader.
+#[cfg(test)]
+pub(crate) fn parse_value(var: &str, raw: &str) -> Result<u64, TuneError> {
     if var == "KLOCK_SPIN" {
         let k: SpinKind = raw.parse()?;
         return Ok(SpinKind::ALL.iter().position(|&x| x == k).unwrap_or(0) as u64);
@@ -724,15 +718,12 @@ fn warn_unknown_vars() {
 /// is not a tunable of this module ([`VARS`], `KLOCK_SPIN`): its name and
 /// who reads it. With those, the registry of every known name
 /// ([`known_vars`]).
-///
-/// ```
-/// assert!(klock::tune::OTHER_VARS.iter().any(|v| v.env == "KLOCK_PRELOAD_CHECK"));
-/// ```
 #[derive(Clone, Copy, Debug)]
-pub struct OtherVar {
+pub(crate) struct OtherVar {
     /// Environment variable name.
     pub env: &'static str,
-    /// Who reads it.
+    /// Who reads it (documentation: the registry says why each name is known).
+    #[allow(dead_code)]
     pub reader: &'static str,
 }
 
@@ -742,7 +733,7 @@ const fn other(env: &'static str, reader: &'static str) -> OtherVar {
 
 /// Every `KLOCK_*` variable read outside this module's tunables. A new one
 /// goes here (a test checks the workspace's reads against the registry).
-pub const OTHER_VARS: &[OtherVar] = &[
+pub(crate) const OTHER_VARS: &[OtherVar] = &[
     other("KLOCK_MUTEX", "interposer: mutex variant"),
     other("KLOCK_RWLOCK", "interposer: rwlock variant"),
     other("KLOCK_RWLOCK_POLICY", "interposer: rwlock readers"),
@@ -765,12 +756,7 @@ pub const OTHER_VARS: &[OtherVar] = &[
 
 /// Every `KLOCK_*` name some part of klock reads: the tunables ([`VARS`]),
 /// `KLOCK_SPIN`, and [`OTHER_VARS`].
-///
-/// ```
-/// assert!(klock::tune::known_vars().any(|v| v == "KLOCK_SPIN"));
-/// assert!(klock::tune::known_vars().any(|v| v == "KLOCK_STATS_FILE"));
-/// ```
-pub fn known_vars() -> impl Iterator<Item = &'static str> {
+pub(crate) fn known_vars() -> impl Iterator<Item = &'static str> {
     VARS.iter()
         .map(|v| v.env)
         .chain(["KLOCK_SPIN"])
@@ -780,13 +766,7 @@ pub fn known_vars() -> impl Iterator<Item = &'static str> {
 /// The known name ([`known_vars`]) closest to `name` by edit distance
 /// (ignoring case), if it is close enough to be a misspelling: at most one
 /// edit per three characters after `KLOCK_`, and at least one.
-///
-/// ```
-/// use klock::tune::closest_known;
-/// assert_eq!(closest_known("KLOCK_MUTX_SPIN_NS"), Some("KLOCK_MUTEX_SPIN_NS"));
-/// assert_eq!(closest_known("KLOCK_WHATEVER"), None);
-/// ```
-pub fn closest_known(name: &str) -> Option<&'static str> {
+pub(crate) fn closest_known(name: &str) -> Option<&'static str> {
     let suffix = name.len().saturating_sub("KLOCK_".len());
     let limit = (suffix / 3).max(1);
     known_vars()
@@ -815,12 +795,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 /// The warnings for the unknown `KLOCK_*` names among `names` (an
 /// environment's variable names; others are ignored): one line per name,
 /// each once, sorted, naming the closest known variable if there is one.
-///
-/// ```
-/// let w = klock::tune::unknown_var_warnings(["KLOCK_SPN".into(), "HOME".into(), "KLOCK_SPIN".into()]);
-/// assert_eq!(w, ["klock: unknown variable KLOCK_SPN (did you mean KLOCK_SPIN?)"]);
-/// ```
-pub fn unknown_var_warnings(names: impl IntoIterator<Item = String>) -> Vec<String> {
+pub(crate) fn unknown_var_warnings(names: impl IntoIterator<Item = String>) -> Vec<String> {
     let mut unknown: Vec<String> = names
         .into_iter()
         .filter(|n| n.starts_with("KLOCK_") && !known_vars().any(|k| k == n))
@@ -839,12 +814,7 @@ pub fn unknown_var_warnings(names: impl IntoIterator<Item = String>) -> Vec<Stri
 /// Is the process in secure-execution mode (`getauxval(AT_SECURE) != 0`: a
 /// set-user-ID or set-group-ID program, file capabilities, an LSM
 /// transition)? There [`env()`] ignores the environment.
-///
-/// ```
-/// // A test or example run by its own user is not set-user-ID.
-/// assert!(!klock::tune::secure());
-/// ```
-pub fn secure() -> bool {
+pub(crate) fn secure() -> bool {
     // SAFETY: getauxval only reads the auxiliary vector the kernel passed
     // to the process; no preconditions.
     unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
@@ -855,11 +825,7 @@ pub fn secure() -> bool {
 /// `None` in secure-execution mode ([`secure`]), so a set-user-ID program
 /// run by another user takes no settings from that user's environment (as
 /// glibc's `secure_getenv`).
-///
-/// ```
-/// assert_eq!(klock::tune::env("KLOCK_NO_SUCH_VARIABLE"), None);
-/// ```
-pub fn env(name: &str) -> Option<String> {
+pub(crate) fn env(name: &str) -> Option<String> {
     if secure() {
         return None;
     }
