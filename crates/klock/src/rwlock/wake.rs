@@ -319,6 +319,9 @@ impl<S: SpinPolicy> RawRwLock<S> {
     /// # Safety
     ///
     /// The caller holds `sub`.
+    // Out of line: its wake queue (a stack array) must not become part of
+    // every unlock's frame; the uncontended unlocks stay a few instructions.
+    #[inline(never)]
     pub(super) unsafe fn release_share(&self, sub: u32, add: u32, fair: bool) {
         let plain_read = sub == READER_BIAS && add == 0;
         // Relaxed: the CASes decide; their orderings are commented.
