@@ -8,7 +8,7 @@
 # same/DIFF), callee names (same/names: differ only in the demangled
 # callee name), line counts base/new.  -v: print diffs (names masked).
 BASE=${1:-/tmp/cbase-target/release}
-NEW=${2:-/work/wt-c/target/release}
+NEW=${2:-target/release}
 VERBOSE=${3:-}
 norm() {
   objdump -d -C --no-show-raw-insn --disassemble="$2" "$1" \
