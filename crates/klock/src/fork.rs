@@ -95,7 +95,7 @@
 /// them); the registry locks are never nested, so their order is only fixed,
 /// not forced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-// `Chaos` and `Stat` are installed only with their features.
+// `Chaos`, `Stat` and `AsymChaos` are installed only with their features.
 #[cfg_attr(
     any(loom, not(all(feature = "chaos", feature = "stats"))),
     allow(dead_code)
@@ -115,6 +115,9 @@ pub(crate) enum Slot {
     Stat,
     /// `asym::lot`: the parking lot's lists (emptied in the child).
     Lot,
+    /// `asym` under `chaos`: the emulated in-flight plain-store unlocks
+    /// (none in the child).
+    AsymChaos,
     /// Unit tests' own slots (fresh, so that a test can install one).
     #[cfg(test)]
     TestA,
@@ -125,9 +128,9 @@ pub(crate) enum Slot {
 /// How many [`Slot`]s the table has.
 #[cfg(not(loom))]
 const SLOTS: usize = if cfg!(test) {
-    Slot::Lot as usize + 3
+    Slot::AsymChaos as usize + 3
 } else {
-    Slot::Lot as usize + 1
+    Slot::AsymChaos as usize + 1
 };
 
 /// What one piece of state does at a fork. Each field defaults to

@@ -295,7 +295,16 @@ mod chaos_drain {
     /// µs every unlock keeps its store pending (a test's window).
     static WINDOW_US: AtomicU64 = AtomicU64::new(0);
 
+    /// At a fork: the child has no unlock in flight (the forking thread is
+    /// not in one), whatever count the parent's threads left (see
+    /// `crate::fork`; without it the child's first barrier drains forever).
+    static FORK_HOOKS: crate::fork::Hooks = crate::fork::Hooks {
+        child: || IN_FLIGHT.store(0, Ordering::Relaxed),
+        ..crate::fork::Hooks::NONE
+    };
+
     pub(super) fn release_then_load(word: &AtomicU32, table: &AtomicU32) -> u32 {
+        crate::fork::install(crate::fork::Slot::AsymChaos, &FORK_HOOKS);
         // SeqCst (all of this emulation): it stands for the hardware's
         // order, so it orders everything with everything; only under chaos.
         IN_FLIGHT.fetch_add(1, Ordering::SeqCst);
