@@ -299,6 +299,8 @@ mod chaos_drain {
     /// not in one), whatever count the parent's threads left (see
     /// `crate::fork`; without it the child's first barrier drains forever).
     static FORK_HOOKS: crate::fork::Hooks = crate::fork::Hooks {
+        // Relaxed: pairs with nothing; the child's only thread runs this
+        // before it can reach a barrier.
         child: || IN_FLIGHT.store(0, Ordering::Relaxed),
         ..crate::fork::Hooks::NONE
     };
