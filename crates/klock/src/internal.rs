@@ -430,6 +430,11 @@ pub mod spin {
 }
 
 /// Per-thread ids (the owner identity in lock words).
+/// Naming code and data addresses of the running process, for reports.
+pub mod symbolize {
+    pub use crate::symbolize::*;
+}
+
 pub mod tid {
     pub use crate::tid::*;
 }

@@ -72,6 +72,7 @@ mod rwlock;
 mod spin;
 mod spin_policy;
 pub mod stat;
+mod symbolize;
 mod tid;
 mod tls;
 pub mod tune;

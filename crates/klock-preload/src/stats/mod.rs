@@ -67,7 +67,8 @@ pub use crate::stats::table::{
 };
 
 use crate::stats::output::warn;
-use crate::stats::symbolize::{LiveStacks, cstr_bytes, dl_info, self_exe};
+use crate::stats::symbolize::LiveStacks;
+use klock::internal::symbolize::{Symbolizer, cstr_bytes};
 
 /// Report buffer size; longer reports are cut and say so.
 const REPORT_BYTES: usize = 1 << 20;
@@ -341,17 +342,10 @@ pub fn report_into(
         runtime_ns: now_ns().saturating_sub(START_NS.load(Relaxed)),
         level: level(),
     };
-    let main_base = {
-        // SAFETY: getauxval has no preconditions.
-        let phdr = unsafe { libc::getauxval(libc::AT_PHDR) } as usize;
-        dl_info(phdr).map_or(0, |i| i.dli_fbase as usize)
-    };
     let mut exe = [0u8; 4096];
     let mut src = LiveStacks {
         table: &TABLE,
-        own_base: dl_info(flush as *const () as usize).map_or(0, |i| i.dli_fbase as usize),
-        main_base,
-        exe: self_exe(&mut exe),
+        sym: Symbolizer::live(flush as *const () as usize, &mut exe),
     };
     format_report(w, &h, &totals, &top[..n], &conds[..nc], &mut src);
 }
