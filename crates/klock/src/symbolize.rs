@@ -117,7 +117,8 @@ impl<'a> Symbolizer<'a> {
             found = elf_symbolize(path, base, addr, Want::Code, out);
         }
         if !found && !info.dli_sname.is_null() {
-            out.push_bytes(cstr_bytes(info.dli_sname));
+            // SAFETY: dladdr's symbol name is the loader's, live for the process.
+            out.push_bytes(unsafe { cstr_bytes(info.dli_sname) });
             let _ = write!(out, "+{:#x}", addr - info.dli_saddr as usize);
             found = true;
         }
@@ -220,7 +221,8 @@ impl<'s> Symbolizer<'s> {
         let fname = if main && !self.exe.is_empty() {
             self.exe
         } else {
-            cstr_bytes(info.dli_fname)
+            // SAFETY: dladdr's object name is the loader's, live for the process.
+            unsafe { cstr_bytes(info.dli_fname) }
         };
         let path: &[u8] = if main { b"/proc/self/exe\0" } else { fname };
         Some(Object {
@@ -233,12 +235,16 @@ impl<'s> Symbolizer<'s> {
 }
 
 /// The bytes of a C string (empty for null), without the NUL.
-pub fn cstr_bytes<'a>(p: *const libc::c_char) -> &'a [u8] {
+///
+/// # Safety
+///
+/// `p` is null or a NUL-terminated string that lives for `'a` (libc's and the
+/// loader's strings live for the process's lifetime).
+pub unsafe fn cstr_bytes<'a>(p: *const libc::c_char) -> &'a [u8] {
     if p.is_null() {
         return &[];
     }
-    // SAFETY: callers pass NUL-terminated strings owned by libc/the loader, which
-    // live for the process's lifetime.
+    // SAFETY: the caller's contract.
     unsafe { core::ffi::CStr::from_ptr(p) }.to_bytes()
 }
 

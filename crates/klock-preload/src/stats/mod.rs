@@ -331,7 +331,7 @@ pub fn report_into(
     let (totals, n, nc) = TABLE.snapshot(&mut top[..k], &mut conds[..k]);
     // SAFETY: glibc sets program_invocation_name before any constructor runs; it may
     // be null only in exotic embeddings, which `cstr_bytes` handles.
-    let prog = cstr_bytes(unsafe { program_invocation_name });
+    let prog = unsafe { cstr_bytes(program_invocation_name) };
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
     let h = Header {
