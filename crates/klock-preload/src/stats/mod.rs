@@ -179,7 +179,7 @@ pub fn configure(cfg: &Config<'_>) -> bool {
             // Acquire load of its slots pointer (paired with `alloc`'s Release).
             LEVEL.store(cfg.level.min(2), Relaxed);
             if cfg.level > 0 {
-                crate::config::stats_on();
+                crate::config::close_fast_paths();
             }
         } else {
             warn(b"klock-stats: cannot map the statistics table; statistics are off\n");

@@ -192,11 +192,9 @@ pub(super) fn add(g: &mut Graph, k: u64, tid: u32, frames: &[usize]) -> Option<C
     let from = ids::rec(key.from);
     e.next.store(from.out.load(Relaxed), Relaxed);
     from.out.store(i, Relaxed);
-    if let Some(&site) = frames.first() {
-        let _ = ids::rec(key.to)
-            .site
-            .compare_exchange(0, site, Relaxed, Relaxed);
-    }
+    let _ = ids::rec(key.to)
+        .site
+        .compare_exchange(0, i as usize, Relaxed, Relaxed);
     publish(keys, k);
     cycle.map(|mut c| {
         c.edges[0] = i;

@@ -39,8 +39,8 @@ const PROBES: usize = 64;
 pub(super) struct Rec {
     /// The lock's address when it got this id.
     pub(super) addr: AtomicUsize,
-    /// A return address where it was first taken with another lock held (0:
-    /// not yet): the report's "first taken at".
+    /// The first edge into it (index, 0 = none): where it was first waited
+    /// for with another lock held, the report's "first taken nested at".
     pub(super) site: AtomicUsize,
     /// Head of its list of outgoing edges (edge index, 0 = none).
     pub(super) out: AtomicU32,

@@ -82,9 +82,10 @@ pub(super) fn format(cycle: &Cycle) -> Option<&'static [u8]> {
         let site = r.site.load(Relaxed);
         if site != 0 {
             out.push_bytes(b", first taken nested at ");
-            sym.frame(site, &mut out);
+            frames(&sym, edge(site as u32), &mut out, 1);
+        } else {
+            out.push_bytes(b"\n");
         }
-        out.push_bytes(b"\n");
     }
     for &e in &cycle.edges[..cycle.len] {
         let ed = edge(e);
@@ -98,7 +99,7 @@ pub(super) fn format(cycle: &Cycle) -> Option<&'static [u8]> {
         let _ = write!(out, " ({}) while holding ", mode_name(k.to_read));
         label(&mut out, locks, k.from);
         let _ = writeln!(out, " ({}), first at:", mode_name(k.from_read));
-        frames(&sym, ed, &mut out);
+        frames(&sym, ed, &mut out, usize::MAX);
     }
     if cycle.more > 0 {
         let _ = writeln!(out, "  ... and {} more edges back to L1", cycle.more);
@@ -115,8 +116,9 @@ fn text_bytes(text: &'static [u8; REPORT_BYTES]) -> &'static [u8] {
     text
 }
 
-/// An edge's stack, the locks' own frames at its top dropped.
-fn frames(sym: &Symbolizer<'_>, ed: &super::graph::Edge, out: &mut Buf<'_>) {
+/// An edge's stack, the locks' own frames at its top dropped: at most `max`
+/// frames, each on its own indented line (one frame: inline, no number).
+fn frames(sym: &Symbolizer<'_>, ed: &super::graph::Edge, out: &mut Buf<'_>, max: usize) {
     let n = ed.frames_n.load(Relaxed) as usize;
     let mut shown = 0;
     let mut line = [0u8; 512];
@@ -130,10 +132,15 @@ fn frames(sym: &Symbolizer<'_>, ed: &super::graph::Edge, out: &mut Buf<'_>) {
         if shown == 0 && OWN_PREFIXES.iter().any(|p| l.bytes().starts_with(p)) {
             continue;
         }
-        let _ = write!(out, "      #{shown} ");
+        if max > 1 {
+            let _ = write!(out, "      #{shown} ");
+        }
         out.push_bytes(l.bytes());
         out.push_bytes(b"\n");
         shown += 1;
+        if shown == max {
+            return;
+        }
     }
     if shown == 0 {
         out.push_bytes(b"      (no stack)\n");
