@@ -430,6 +430,12 @@ pub mod spin {
 }
 
 /// Per-thread ids (the owner identity in lock words).
+/// The lockdep hooks of klock's Rust lock types, for front ends over them
+/// (the parking_lot crate).
+pub mod ldhook {
+    pub use crate::ldhook::*;
+}
+
 /// Lock-order validation: the hooks the locks call (docs/lockdep.md).
 pub mod lockdep {
     pub use crate::lockdep::*;
