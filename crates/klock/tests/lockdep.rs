@@ -281,7 +281,7 @@ fn condvar_wait_retakes_its_mutex() {
 #[test]
 fn a_new_mutex_at_a_dropped_ones_place_is_a_new_lock() {
     let _s = serial();
-    let mut v = vec![Mutex::new(0), Mutex::new(0)];
+    let mut v = [Mutex::new(0), Mutex::new(0)];
     let (p0, p1) = (&v[0] as *const _, &v[1] as *const _);
     let n = reports_of(|| {
         on_thread(|| mutex_take_in_order(&v[0], &v[1]));
