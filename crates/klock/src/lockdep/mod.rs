@@ -118,7 +118,7 @@ fn read_setting() -> u8 {
         }
     };
     if s >= REPORT {
-        crate::fork::install(crate::fork::Slot::Lockdep, &FORK_HOOKS);
+        install_fork_hooks();
         warm_up_backtrace();
     }
     match STATE.compare_exchange(UNREAD, s, Relaxed, Relaxed) {
@@ -136,7 +136,7 @@ pub fn set_enabled(on: bool, abort: bool) {
         (true, true) => ABORT,
     };
     if on {
-        crate::fork::install(crate::fork::Slot::Lockdep, &FORK_HOOKS);
+        install_fork_hooks();
         warm_up_backtrace();
     }
     STATE.store(s, Relaxed);
@@ -377,6 +377,13 @@ fn record(new: &[u64]) {
     drop(g);
 }
 
+/// Hold the graph lock across a fork (a child must not inherit it taken).
+fn install_fork_hooks() {
+    #[cfg(not(loom))]
+    crate::fork::install(crate::fork::Slot::Lockdep, &FORK_HOOKS);
+}
+
+#[cfg(not(loom))]
 static FORK_HOOKS: crate::fork::Hooks = crate::fork::Hooks {
     lock: || graph::GRAPH.raw_lock(),
     unlock: fork_unlock,
@@ -388,6 +395,7 @@ static FORK_HOOKS: crate::fork::Hooks = crate::fork::Hooks {
 /// # Safety
 ///
 /// This thread took the lock in the prepare hook and has not released it.
+#[cfg(not(loom))]
 unsafe fn fork_unlock() {
     // SAFETY: the caller's contract is `raw_unlock`'s.
     unsafe { graph::GRAPH.raw_unlock() }

@@ -52,7 +52,12 @@ pub(super) fn format(cycle: &Cycle) -> Option<&'static [u8]> {
     let bytes = unsafe { core::slice::from_raw_parts_mut(text.as_ptr().cast_mut(), REPORT_BYTES) };
     let mut out = Buf::new(bytes);
     let mut exe_buf = [0u8; 512];
-    let sym = Symbolizer::live(format as *const () as usize, &mut exe_buf);
+    let mut sym = Symbolizer::live(format as *const () as usize, &mut exe_buf);
+    if sym.own_base == sym.main_base {
+        // klock is linked into the program (Rust): its frames are told
+        // apart by their symbols (`OWN_PREFIXES`), not by their object.
+        sym.own_base = 0;
+    }
     // The locks in cycle order: each edge's `from`.
     let mut locks = [0u32; super::graph::MAX_CYCLE];
     for (l, &e) in locks.iter_mut().zip(&cycle.edges[..cycle.len]) {
