@@ -1,7 +1,7 @@
 /* Shared helpers for the lockdep test programs (tests/lockdep.rs).
  *
  * Each program exercises one lock-order pattern of the lockdep contract
- * (docs: KLOCK_LOCKDEP, notes/lockdep-contract.md). The conflicting orders
+ * (KLOCK_LOCKDEP; tests/lockdep.rs checks the reports). The conflicting orders
  * are never taken concurrently: each pattern runs in its own thread, joined
  * before the next starts, so the programs cannot really deadlock and run to
  * completion with or without the interposer, with or without KLOCK_LOCKDEP.
