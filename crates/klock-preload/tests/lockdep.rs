@@ -201,7 +201,16 @@ fn check_reports(file: &str, r: &RunResult, text: &str, want: &Expect) -> Result
             )
         });
     }
-    for (phase, lines) in reports(text) {
+    let found = reports(text);
+    for (i, (phase, _)) in found.iter().enumerate() {
+        if found[..i].iter().any(|(p, _)| p == phase) {
+            return fail(format!(
+                "two reports in phase {:?}: each cycle must be reported once, when it closes",
+                phase.unwrap_or("<before any phase>")
+            ));
+        }
+    }
+    for (phase, lines) in found {
         let first = lines[0];
         if !lines.last().is_some_and(|l| l.contains(END_OF_REPORT)) {
             return fail(format!(
@@ -314,11 +323,21 @@ lockdep_programs! {
     spin_cycle => "spin_cycle.c": one_report(2, "spin B then A"),
     c11_cycle => "c11_cycle.c": one_report(2, "mtx B then A"),
     condwait_retake => "condwait_retake.c": one_report(2, "the retake of M closes the cycle"),
+    cxx_shared_cycle => "cxx_shared_cycle.cpp": Expect {
+        contains: &[&["cxx_rw"], &["cxx_mx"], &["(read)"]],
+        ..one_report(2, "exclusive rw (closes the cycle)")
+    },
+    // One report per mutex kind, each in that kind's closing phase.
+    mutex_kinds_cycle => "mutex_kinds_cycle.c": Expect {
+        reports: 5,
+        ..one_report(2, "b then a (closes the cycle)")
+    },
     // MUST NOT REPORT.
     nested_consistent => "nested_consistent.c": NO_REPORT,
     trylock_backoff => "trylock_backoff.c": NO_REPORT,
     reuse_freed => "reuse_freed.c": NO_REPORT,
     cxx_reuse => "cxx_reuse.cpp": NO_REPORT,
+    cxx_consistent => "cxx_consistent.cpp": NO_REPORT,
     condwait_outer => "condwait_outer.c": NO_REPORT,
     recursive => "recursive.c": NO_REPORT,
 }
