@@ -34,7 +34,9 @@
 //! program), and the thread functions in symbolized frames; `KLOCK_LOCKDEP=abort`
 //! ends it with SIGABRT after the report; `KLOCK_LOCKDEP_FILE` moves the
 //! report into a file (`%p` expanded to the pid); `KLOCK_LOCKDEP=0` is off;
-//! `klockrun --lockdep` / `--lockdep=abort` set the variable.
+//! `klockrun --lockdep` / `--lockdep=abort` set the variable. `recursive.c`
+//! runs once more under `KLOCK_RWLOCK_POLICY=fair`, where its read-read
+//! orders must report (the variable is otherwise not inherited).
 //!
 //! Failures print the runs' stderr tails (with the phase markers and reports).
 
@@ -340,6 +342,36 @@ lockdep_programs! {
     cxx_consistent => "cxx_consistent.cpp": NO_REPORT,
     condwait_outer => "condwait_outer.c": NO_REPORT,
     recursive => "recursive.c": NO_REPORT,
+    fork_busy => "fork_busy.c": NO_REPORT,
+}
+
+/// Under `KLOCK_RWLOCK_POLICY=fair` every rwlock kind is klock's fair rwsem,
+/// whose new readers queue behind a waiting writer: the read-read orders of
+/// `recursive.c` (part 3, one rwlock per kind) can then deadlock, and each
+/// must be reported, in its closing phase. Parts 1 and 2 (relocks) still
+/// add no edge.
+#[test]
+fn fair_rwlock_policy_makes_read_read_orders_report() {
+    let bin = build("recursive.c", "fair");
+    let env = [("KLOCK_LOCKDEP", "1"), ("KLOCK_RWLOCK_POLICY", "fair")];
+    let r = run_preloaded(&bin, &env);
+    let want = Expect {
+        reports: 3,
+        contains: &[&["(read)"]],
+        ..one_report(2, ": M, R read")
+    };
+    let checked = check_ran("recursive.c", Mode::Preload, &r).and_then(|()| {
+        check_reports(
+            "recursive.c (KLOCK_RWLOCK_POLICY=fair)",
+            &r,
+            &r.stderr,
+            &want,
+        )
+    });
+    if let Err(e) = checked {
+        panic!("{e}");
+    }
+    let _ = std::fs::remove_file(&bin);
 }
 
 /// `ab_ba.c`'s stdout line `<key>=<value>`.
