@@ -549,8 +549,9 @@ fn lockdep_file_takes_the_report() {
     let _ = std::fs::remove_file(&bin);
 }
 
-/// `klockrun --lockdep PROG` turns validation on (`KLOCK_LOCKDEP=1`), and
-/// `--lockdep=abort` as `KLOCK_LOCKDEP=abort`: the report, then SIGABRT.
+/// `klockrun --lockdep PROG` turns validation on (`KLOCK_LOCKDEP=1`),
+/// `--lockdep=abort` as `KLOCK_LOCKDEP=abort` (the report, then SIGABRT), and
+/// `--lockdep-file FILE` puts the report in FILE.
 #[test]
 fn klockrun_lockdep_option() {
     use std::os::unix::process::ExitStatusExt;
@@ -590,6 +591,44 @@ fn klockrun_lockdep_option() {
             r.report(&format!("{what}: expected one complete lockdep report"))
         );
     }
+
+    // --lockdep-file FILE implies --lockdep; %p is PROG's pid, which is
+    // klockrun's (it execs PROG).
+    let dir = common::tmp_subdir("lockdep-file").join(format!("klockrun-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let pattern = dir.join("k-%p.txt");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_klockrun"));
+    cmd.arg("--lockdep-file")
+        .arg(&pattern)
+        .arg(&bin)
+        .env_remove("KLOCK_LOCKDEP")
+        .env_remove("KLOCK_LOCKDEP_FILE")
+        .env_remove("KLOCK_RWLOCK_POLICY")
+        .env("KLOCK_PRELOAD_LIB", so);
+    let spawned = common::spawn(&mut cmd, Mode::Plain, None);
+    let pid = spawned.pid();
+    let r = spawned.wait_timeout(RUN_TIMEOUT);
+    let what = format!("klockrun --lockdep-file {} ab_ba", pattern.display());
+    assert!(
+        r.success() && r.stdout.contains("PASS") && report_count(&r.stderr) == 0,
+        "{}",
+        r.report(&format!(
+            "{what}: expected exit 0 with PASS and no report on stderr"
+        ))
+    );
+    let file = dir.join(format!("k-{pid}.txt"));
+    let text = std::fs::read_to_string(&file).unwrap_or_default();
+    assert!(
+        report_count(&text) == 1 && text.contains(END_OF_REPORT),
+        "{}\n--- {} ---\n{text}",
+        r.report(&format!(
+            "{what}: expected one complete report in {}",
+            file.display()
+        )),
+        file.display()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&bin);
 }
 
