@@ -350,6 +350,7 @@ lockdep_programs! {
     condwait_outer => "condwait_outer.c": NO_REPORT,
     recursive => "recursive.c": NO_REPORT,
     fork_busy => "fork_busy.c": NO_REPORT,
+    deep_nesting => "deep_nesting.c": NO_REPORT,
     // Beyond the contract's wording: a mutex unlocked by another thread than
     // the one that locked it is no longer held by the locker.
     #[ignore = "the validator keeps a mutex unlocked by another thread in its locker's \
@@ -639,6 +640,48 @@ fn klockrun_lockdep_option() {
             file.display()
         )),
         file.display()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&bin);
+}
+
+/// `KLOCK_LOCKDEP_FILE` naming a symbolic link: not followed (its target is
+/// unchanged); the report goes to stderr with a line naming the variable.
+#[test]
+fn lockdep_file_symlink_is_refused() {
+    let bin = build("ab_ba.c", "symlink");
+    let dir = common::tmp_subdir("lockdep-file").join(format!("link-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let target = dir.join("target.txt");
+    std::fs::write(&target, "untouched\n").unwrap();
+    let link = dir.join("link.txt");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let link_s = link.to_str().unwrap();
+    let r = run_preloaded(
+        &bin,
+        &[("KLOCK_LOCKDEP", "1"), ("KLOCK_LOCKDEP_FILE", link_s)],
+    );
+    if let Err(e) = check_ran("ab_ba.c", Mode::Preload, &r) {
+        panic!("{e}");
+    }
+    let after = std::fs::read_to_string(&target).unwrap_or_default();
+    assert!(
+        after == "untouched\n",
+        "{}\n--- target now ---\n{after}",
+        r.report("ab_ba.c with KLOCK_LOCKDEP_FILE=<symlink>: the link was followed")
+    );
+    assert!(
+        report_count(&r.stderr) == 1
+            && r.stderr.contains(END_OF_REPORT)
+            && r.stderr
+                .lines()
+                .any(|l| l.contains("KLOCK_LOCKDEP_FILE") && !l.contains(REPORT)),
+        "{}",
+        r.report(
+            "ab_ba.c with KLOCK_LOCKDEP_FILE=<symlink>: expected the report on stderr, \
+             with a line naming KLOCK_LOCKDEP_FILE"
+        )
     );
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_file(&bin);
