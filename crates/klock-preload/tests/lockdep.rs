@@ -351,6 +351,7 @@ lockdep_programs! {
     recursive => "recursive.c": NO_REPORT,
     fork_busy => "fork_busy.c": NO_REPORT,
     deep_nesting => "deep_nesting.c": NO_REPORT,
+    thread_exit_holding => "thread_exit_holding.c": NO_REPORT,
     // Beyond the contract's wording: a mutex unlocked by another thread than
     // the one that locked it is no longer held by the locker.
     #[ignore = "the validator keeps a mutex unlocked by another thread in its locker's \
