@@ -70,12 +70,11 @@ fn mutex_ab_then_ba_is_reported_once() {
     assert!(text.contains("klock lockdep: end of report"), "{text}");
 }
 
-/// The report's stacks name the program's frames. Ignored: the engine drops
-/// every frame of the object klock lives in (`Symbolizer::is_own`), which in
-/// a Rust program is the program itself, so only libc's frames are left
-/// (and a lock's "first taken nested at" names `lockdep::before_wait`).
+/// The report's stacks name the program's frames: with klock linked into the
+/// program, its own frames are told apart by their symbols, not by their
+/// object (which is the program itself), and a lock's "first taken nested
+/// at" is the first frame past them.
 #[test]
-#[ignore = "lockdep engine: a statically linked klock treats the whole program as its own frames"]
 fn the_report_names_the_frame_that_took_the_lock() {
     let _s = serial();
     let (a, b) = (Mutex::new(0), Mutex::new(0));
