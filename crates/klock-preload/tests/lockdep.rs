@@ -352,10 +352,8 @@ lockdep_programs! {
     fork_busy => "fork_busy.c": NO_REPORT,
     deep_nesting => "deep_nesting.c": NO_REPORT,
     thread_exit_holding => "thread_exit_holding.c": NO_REPORT,
-    // Beyond the contract's wording: a mutex unlocked by another thread than
-    // the one that locked it is no longer held by the locker.
-    #[ignore = "the validator keeps a mutex unlocked by another thread in its locker's \
-                held stack (false report); run with --ignored"]
+    // A mutex unlocked by another thread than the one that locked it is no
+    // longer held by the locker (it gets a new identity: docs/lockdep.md).
     nonowner_unlock => "nonowner_unlock.c": NO_REPORT,
 }
 
