@@ -106,10 +106,11 @@ pub(crate) fn release(addr: usize, ident: Ident, give: impl FnOnce() -> c_int) -
         && !ld::released(l)
     {
         // Released by a thread that did not take it (a normal mutex or a
-        // spinlock used as a semaphore): a new identity, so the taker's
-        // stale entry forms no cycle. The object is still live: pthread's
-        // contract for the unlock that just returned.
+        // spinlock used as a semaphore): a new identity, and the old one
+        // retired, so the taker drops its stale entry. The object is still
+        // live: pthread's contract for the unlock that just returned.
         renew(addr, ident);
+        ld::retire(l);
     }
     r
 }

@@ -82,8 +82,9 @@ pub fn release(addr: usize) {
         && !lockdep::released(l)
     {
         // Released by a thread that did not take it (`force_unlock`): a new
-        // identity, so the taker's stale entry forms no cycle.
+        // identity, and the taker drops its stale entry.
         lockdep::forget(addr);
+        lockdep::retire(l);
     }
 }
 

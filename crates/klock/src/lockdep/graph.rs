@@ -27,8 +27,8 @@ use super::ids::{self, MAX_LOCKS};
 use super::region::Region;
 use crate::reglock::RegLock;
 
-/// Distinct edges the process can record (then new edges go unchecked, said
-/// once).
+/// Distinct edges the process can record (then new orders go unchecked, said
+/// once: [`full`]).
 pub(super) const MAX_EDGES: usize = 1 << 18;
 /// Key-set slots: twice the edges, so probes stay short.
 const SET: usize = MAX_EDGES * 2;
@@ -106,6 +106,19 @@ pub(super) struct Graph {
     pub(super) dropped: u64,
 }
 
+/// Set when the edge table filled: new orders are no longer checked (a
+/// seen edge still costs its lookup; an unseen one no longer takes the
+/// slow path).
+static FULL: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Has the edge table filled?
+#[inline]
+pub(super) fn full() -> bool {
+    // Relaxed: a one-way flag; a thread that misses it takes the slow path
+    // once more, which checks again under the lock.
+    FULL.load(Relaxed)
+}
+
 pub(super) static GRAPH: RegLock<Graph> = RegLock::new(Graph {
     edges: 0,
     generation: 0,
@@ -181,6 +194,7 @@ pub(super) fn add(g: &mut Graph, k: u64, tid: u32, frames: &[usize]) -> Option<C
     }
     if g.edges as usize + 1 >= MAX_EDGES {
         g.dropped += 1;
+        FULL.store(true, Relaxed);
         return None;
     }
     let cycle = search(g, Key::of(k));

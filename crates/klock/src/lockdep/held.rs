@@ -50,6 +50,8 @@ const EMPTY: Entry = Entry {
 /// A thread's held locks.
 pub(super) struct Held {
     n: usize,
+    /// The value of `ids::RETIRED` when the stack was last purged.
+    retired: u32,
     e: [Entry; DEPTH],
     /// Set while this thread is inside lockdep's slow path (backtrace,
     /// graph, report), whose own lock calls are not validated.
@@ -60,6 +62,7 @@ impl Held {
     const fn new() -> Held {
         Held {
             n: 0,
+            retired: 0,
             e: [EMPTY; DEPTH],
             busy: false,
         }
@@ -133,6 +136,20 @@ impl Held {
         true
     }
 
+    /// Drop the entries of retired identities (released by another thread).
+    #[cold]
+    #[inline(never)]
+    fn purge_retired(&mut self) {
+        let mut k = 0;
+        for i in 0..self.n.min(DEPTH) {
+            if !super::ids::retired(self.e[i].id) {
+                self.e[k] = self.e[i];
+                k += 1;
+            }
+        }
+        self.n = k;
+    }
+
     /// Forget everything (a fork child's other threads are gone, but this
     /// thread's holds stay: nothing to do; kept for tests).
     #[cfg(test)]
@@ -185,6 +202,14 @@ pub(super) fn current() -> *mut Held {
         // unique among live threads); nothing else borrows it now.
         unsafe { *h = Held::new() };
         fresh::set(1);
+    }
+    // Acquire pairs with the Release increment in `ids::retire`.
+    let retired = super::ids::RETIRED.load(core::sync::atomic::Ordering::Acquire);
+    // SAFETY: as above.
+    let held = unsafe { &mut *h };
+    if held.retired != retired {
+        held.purge_retired();
+        held.retired = retired;
     }
     h
 }

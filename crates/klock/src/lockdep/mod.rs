@@ -168,9 +168,10 @@ pub fn reports() -> u64 {
     REPORTS.load(Relaxed)
 }
 
-/// Locks not validated because the identity tables were full.
+/// Locks not validated because the identity tables were full, plus lock
+/// orders not checked because the edge table was.
 pub fn untracked() -> usize {
-    ids::untracked()
+    ids::untracked() + graph::GRAPH.lock().dropped as usize
 }
 
 // ---------------------------------------------------------------------------
@@ -228,7 +229,7 @@ fn needs_edges(h: &held::Held, lock: Lock, mode: Mode) -> bool {
     }
     for e in held.iter().rev() {
         if !graph::seen(graph::key(e.id, e.mode, lock.0, mode)) {
-            return true;
+            return !graph::full();
         }
         if !e.tried {
             return false;
@@ -320,10 +321,8 @@ pub fn taken(lock: Lock, mode: Mode, recursive: bool, tried: bool) {
 /// this thread did not hold it: another thread did (a normal mutex or a
 /// spinlock used as a semaphore, unlocked by a thread that did not lock
 /// it), or it was taken before validation began. The caller then gives the
-/// lock a new identity ([`renew_stamped`], [`forget`]): the holder's stale
-/// entry then names a lock nobody takes again, so no cycle runs through it
-/// (it costs that thread the checks of the locks held below it until its
-/// stack unwinds past it).
+/// lock a new identity ([`renew_stamped`], [`forget`]) and [`retire`]s the
+/// old one: the holder drops its stale entry at its next hook.
 #[inline]
 pub fn released(lock: Lock) -> bool {
     // SAFETY: as in `acquire`; null when this thread is not validated.
@@ -331,6 +330,13 @@ pub fn released(lock: Lock) -> bool {
         Some(h) if !h.busy => h.pop(lock.0),
         _ => true,
     }
+}
+
+/// `lock`'s identity was released by a thread that did not hold it and was
+/// replaced (see [`released`]): every thread drops its entry of it at its
+/// next hook.
+pub fn retire(lock: Lock) {
+    ids::retire(lock.0);
 }
 
 /// The lock whose identity `stamp` holds gets a new one at its next
@@ -376,6 +382,7 @@ fn record(new: &[u64]) {
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() } as u32;
     let mut g = graph::GRAPH.lock();
+    let was_full = graph::full();
     for &k in new {
         if let Some(cycle) = graph::add(&mut g, k, tid, frames) {
             REPORTS.fetch_add(1, Relaxed);
@@ -387,6 +394,14 @@ fn record(new: &[u64]) {
                 unsafe { libc::abort() };
             }
         }
+    }
+    const _: () = assert!(graph::MAX_EDGES == 262_144, "the message below says so");
+    if !was_full && graph::full() {
+        report::write_out(
+            b"klock lockdep: the lock-order table is full (262 144 orders); new orders \
+              are no longer checked\n",
+            env(c"KLOCK_LOCKDEP_FILE"),
+        );
     }
     drop(g);
 }
