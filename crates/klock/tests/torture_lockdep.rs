@@ -56,8 +56,9 @@
 //! killed and fails the test.
 //!
 //! Knobs: `KLOCK_TORTURE_MULT`, `KLOCK_TORTURE_SECS` (run time, default 3),
-//! `KLOCK_TORTURE_STALL_SECS`, `KLOCK_TORTURE_FORKS` (default 20), plus the
-//! chaos feature's `KLOCK_CHAOS_PERMILLE` / `KLOCK_CHAOS_SEED`:
+//! `KLOCK_TORTURE_STALL_SECS`, `KLOCK_FORK_TEST_ROUNDS` (forks, default 20,
+//! as for fork.rs), plus the chaos feature's `KLOCK_CHAOS_PERMILLE` /
+//! `KLOCK_CHAOS_SEED`:
 //!
 //! ```text
 //! cargo test -p klock --release --features chaos --test torture_lockdep -- --nocapture
@@ -67,6 +68,7 @@
 mod torture_common;
 use torture_common::{Rng, env_u64, work};
 
+use klock::internal::chaos;
 use klock::internal::lockdep::{self, Lock, Mode};
 use klock::{Mutex, MutexGuard, RwLock, RwLockReadGuard, RwLockWriteGuard};
 use std::panic::AssertUnwindSafe;
@@ -173,18 +175,41 @@ fn lock_at(addr: usize) -> Lock {
     })
 }
 
+/// A preemption window between the hooks and the lock (with the `chaos`
+/// feature; the validator itself has no marks of its own).
+fn window() {
+    chaos::point(chaos::Site::ListEdit);
+}
+
 /// The hooks of a blocking acquisition of `l` in `mode` around `acquire`.
 fn wait_for<R>(l: Lock, mode: Mode, acquire: impl FnOnce() -> R) -> R {
     let recursive = mode == Mode::ReadPassing;
+    window();
     lockdep::before_wait(l, mode, recursive);
+    window();
     let g = acquire();
+    window();
     lockdep::taken(l, mode, recursive, false);
     g
 }
 
 /// The hook of a successful try.
 fn tried(l: Lock, mode: Mode) {
+    window();
     lockdep::taken(l, mode, mode == Mode::ReadPassing, true);
+}
+
+/// The hook of a release (after the unlock).
+fn released(l: Lock) {
+    window();
+    lockdep::released(l);
+}
+
+/// The hook of a lock's end (before its memory is freed or reused).
+fn forget(addr: usize) {
+    window();
+    lockdep::forget(addr);
+    window();
 }
 
 fn addr_of<T>(r: &T) -> usize {
@@ -338,7 +363,7 @@ fn release_all(held: &mut Vec<(Lock, Option<Guard<'_>>)>, rng: &mut Rng) {
     while !held.is_empty() {
         let (l, g) = held.swap_remove(rng.below(held.len() as u64) as usize);
         drop(g);
-        lockdep::released(l);
+        released(l);
     }
 }
 
@@ -455,6 +480,8 @@ fn add_edges(s: &Shared, rng: &mut Rng) -> bool {
 }
 
 /// A churn thread's private chain.
+// Boxed: each lock is its own heap object, freed and reallocated alone.
+#[allow(clippy::vec_box)]
 struct Churn {
     me: usize,
     locks: Vec<Box<Mutex<u64>>>,
@@ -489,10 +516,13 @@ impl Churn {
         }
         for (l, g) in held.into_iter().rev() {
             drop(g);
-            lockdep::released(l);
+            released(l);
         }
         let allowed = paced(CHURN_CAP, s.start.elapsed(), s.run);
         if s.churned.load(Relaxed) >= allowed || s.churned.fetch_add(1, Relaxed) >= CHURN_CAP {
+            // Ahead of the pace: give the CPU to the pool's lock holders
+            // (private chains never wait, and would hog it).
+            std::thread::yield_now();
             return;
         }
         // Drop one (forget first, as a lock's drop does) and make another:
@@ -505,7 +535,7 @@ impl Churn {
         let old_addr = addr_of(&*old);
         let old_id = lockdep::lock_at_known(old_addr);
         assert!(old_id.is_some(), "churn: a lock taken had no identity");
-        lockdep::forget(old_addr);
+        forget(old_addr);
         assert_eq!(
             lockdep::lock_at_known(old_addr),
             None,
@@ -551,7 +581,7 @@ impl Churn {
     /// Drop the chain as locks do: forget, then free.
     fn end(self) {
         for m in self.locks {
-            lockdep::forget(addr_of(&*m));
+            forget(addr_of(&*m));
             drop(m);
         }
     }
@@ -573,9 +603,9 @@ fn deliberate_cycle(s: &Shared, own: bool) {
             *gx += 1;
             *gy += 1;
             drop(gy);
-            lockdep::released(ly);
+            released(ly);
             drop(gx);
-            lockdep::released(lx);
+            released(lx);
         }
     };
     if own {
@@ -609,7 +639,7 @@ fn worker(i: usize, s: &Shared, p: &Progress) {
     while !s.stop.load(Relaxed) {
         if !cycled && p.phase.load(Relaxed) >= 1 {
             p.doing[i].store(D_CYCLE, Relaxed);
-            deliberate_cycle(s, i % 2 == 0);
+            deliberate_cycle(s, i.is_multiple_of(2));
             cycled = true;
             s.cycles_done.fetch_add(1, Relaxed);
         }
@@ -662,7 +692,7 @@ fn body(p: Arc<Progress>, run: Duration) {
     });
     // New locks at these addresses (a lock's init).
     for slot in &s.pool {
-        lockdep::forget(slot.addr());
+        forget(slot.addr());
     }
     let hs: Vec<_> = (0..n)
         .map(|i| {
@@ -718,7 +748,7 @@ fn body(p: Arc<Progress>, run: Duration) {
         }
     }
     for slot in &s.pool {
-        lockdep::forget(slot.addr());
+        forget(slot.addr());
     }
     assert_eq!(
         lockdep::untracked(),
@@ -760,9 +790,17 @@ fn body(p: Arc<Progress>, run: Duration) {
     );
     let fresh = s.fresh.load(Relaxed).min(FRESH_CAP);
     let churned = s.churned.load(Relaxed).min(CHURN_CAP);
-    let total: u64 = p.ops.iter().map(|o| o.load(Relaxed)).sum();
+    let ops = |r: &[usize]| -> u64 {
+        (0..n)
+            .filter(|i| r.contains(&(i % 4)))
+            .map(|i| p.ops[i].load(Relaxed))
+            .sum()
+    };
+    let (pool, adds, churns) = (ops(&[0, 1]), ops(&[2]), ops(&[3]));
+    let writes: u64 = s.pool.iter().map(|x| x.writes.load(Relaxed)).sum();
     eprintln!(
-        "torture_lockdep: {n} threads, {total} ops, {fresh} fresh locks added, {churned} \
+        "torture_lockdep: {n} threads; ops: pool {pool} ({writes} write sections), adders \
+         {adds}, churn {churns}; {fresh} fresh locks added, {churned} \
          locks churned ({} at an address seen before, {} taken over from another thread), \
          {made} reports for {n} cycles",
         s.reused.load(Relaxed),
@@ -802,13 +840,9 @@ fn watchdog(threads: usize, run: Duration, stall: Duration, limit: Duration) {
             PHASES[p.phase.load(Relaxed).min(PHASES.len() - 1)],
             start.elapsed(),
             lockdep::reports(),
-            if klock::internal::chaos::ENABLED {
-                "on"
-            } else {
-                "off"
-            },
-            klock::internal::chaos::seed(),
-            klock::internal::chaos::seed(),
+            if chaos::ENABLED { "on" } else { "off" },
+            chaos::seed(),
+            chaos::seed(),
         );
     };
     loop {
@@ -845,16 +879,12 @@ fn torture_lockdep() {
     let secs = env_u64("KLOCK_TORTURE_SECS", 3);
     let stall = env_u64("KLOCK_TORTURE_STALL_SECS", 120).max(1);
     let threads = (mult * klock::internal::wait::effective_cpus()).max(4);
-    let seed = klock::internal::chaos::seed();
+    let seed = chaos::seed();
     eprintln!(
         "torture_lockdep: {threads} threads ({mult} x {} effective CPUs) for {secs} s; chaos {} \
          (seed {seed}); reports to {}",
         klock::internal::wait::effective_cpus(),
-        if klock::internal::chaos::ENABLED {
-            "on"
-        } else {
-            "off"
-        },
+        if chaos::ENABLED { "on" } else { "off" },
         report_file().display(),
     );
     watchdog(
@@ -912,8 +942,8 @@ fn child_body(round: usize, into: usize) -> i32 {
     let take = |x: Lock, y: Lock| {
         wait_for(x, Mode::Write, || ());
         wait_for(y, Mode::Write, || ());
-        lockdep::released(y);
-        lockdep::released(x);
+        released(y);
+        released(x);
     };
     take(a, b);
     take(b, old);
@@ -937,7 +967,7 @@ fn child_say(msg: &str) {
 #[test]
 fn fork_while_threads_add_edges() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let rounds = env_u64("KLOCK_TORTURE_FORKS", 20) as usize;
+    let rounds = env_u64("KLOCK_FORK_TEST_ROUNDS", 20) as usize;
     let limit = Duration::from_secs(env_u64("KLOCK_TORTURE_STALL_SECS", 120).max(1));
     report_file();
     let file_from = report_file_len();
@@ -954,7 +984,7 @@ fn fork_while_threads_add_edges() {
         .map(|t| {
             let (stop, fresh, allowed) = (stop.clone(), fresh.clone(), allowed.clone());
             std::thread::spawn(move || {
-                let mut rng = Rng(0x5151_7e57 ^ (t + 1) * 0x9e37_79b9);
+                let mut rng = Rng(0x5151_7e57 ^ ((t + 1) * 0x9e37_79b9));
                 while !stop.load(Relaxed) {
                     let seq = fresh.load(Relaxed);
                     if seq >= allowed.load(Relaxed)
@@ -980,7 +1010,7 @@ fn fork_while_threads_add_edges() {
                         wait_for(l, Mode::Write, || ());
                     }
                     for &l in ls.iter().rev() {
-                        lockdep::released(l);
+                        released(l);
                     }
                 }
             })
