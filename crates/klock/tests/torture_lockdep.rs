@@ -33,9 +33,10 @@
 //!   takes A then B and later B then A, holding nothing else: even threads
 //!   on themselves, odd threads on two helper threads joined in turn. The
 //!   reports (`lockdep::reports()` and the `possible deadlock` lines in
-//!   `KLOCK_LOCKDEP_FILE`, a temp file, so stderr stays clean) must number
-//!   exactly the threads, each must name exactly one pair (both of its
-//!   locks, nothing else), and each pair must be named once.
+//!   `KLOCK_LOCKDEP_FILE`, a temp file kept only if the test fails, so
+//!   stderr stays clean) must number exactly the threads, each must name
+//!   exactly one pair (both of its locks, nothing else), and each pair must
+//!   be named once.
 //!
 //! The validator is driven through its hooks by hand (`lock_at`,
 //! `before_wait`, `taken`, `released`, `forget`) around the real locks, as
@@ -788,6 +789,7 @@ fn body(p: Arc<Progress>, run: Duration) {
          report lines; reports naming anything but one pair: {stray:#?}; pairs not \
          named exactly once: {unnamed:?} (counts {named:?})\n--- report file ---\n{text}"
     );
+    let _ = std::fs::remove_file(report_file());
     let fresh = s.fresh.load(Relaxed).min(FRESH_CAP);
     let churned = s.churned.load(Relaxed).min(CHURN_CAP);
     let ops = |r: &[usize]| -> u64 {
@@ -1083,6 +1085,7 @@ fn fork_while_threads_add_edges() {
             r.locks
         );
     }
+    let _ = std::fs::remove_file(report_file());
     eprintln!(
         "torture_lockdep: {rounds} forks while {} fresh locks were added; every child recorded \
          its edges and reported its cycle",
