@@ -39,10 +39,12 @@
 //!   be named once.
 //!
 //! The validator is driven through its hooks by hand (`lock_at`,
-//! `before_wait`, `taken`, `released`, `forget`) around the real locks, as
-//! klock's own locks will when they carry the `lockdep` hooks. The run's
-//! budgets keep it well inside the validator's tables (edges, address
-//! slots, identities): nothing may go untracked (asserted).
+//! `before_wait`, `taken`, `released`, `forget`) around the real locks,
+//! by their raw lock's address, as klock's own locks do with the feature
+//! `lockdep`; with that feature the test leaves the real locks' hooks to
+//! klock and calls them only for the synthetic locks. The run's budgets
+//! keep it well inside the validator's tables (edges, address slots,
+//! identities): nothing may go untracked (asserted).
 //!
 //! A watchdog runs the body on a helper thread and fails (with the phase,
 //! the chaos seed, and every thread's operation count and current
@@ -206,6 +208,46 @@ fn released(l: Lock) {
     lockdep::released(l);
 }
 
+/// With klock's feature `lockdep` its locks call the hooks themselves (a
+/// lock's identity is its raw lock's address, as here); without it this
+/// test calls them around the real locks.
+const HOOKED: bool = cfg!(feature = "lockdep");
+
+/// A blocking acquisition of the real lock at `addr`.
+fn real_wait<R>(addr: usize, mode: Mode, acquire: impl FnOnce() -> R) -> R {
+    if HOOKED {
+        acquire()
+    } else {
+        wait_for(lock_at(addr), mode, acquire)
+    }
+}
+
+/// A successful try of the real lock at `addr`.
+fn real_tried(addr: usize, mode: Mode) {
+    if !HOOKED {
+        tried(lock_at(addr), mode);
+    }
+}
+
+/// The real lock at `addr` is about to be released (as klock's hook, before
+/// the unlock).
+fn real_release(addr: usize) {
+    if !HOOKED {
+        released(lockdep::lock_at_known(addr).expect("a held lock has an identity"));
+    }
+}
+
+/// The identity address of a klock mutex or rwlock: its raw lock's.
+fn mutex_addr<T>(m: &Mutex<T>) -> usize {
+    // SAFETY: only the address is used.
+    addr_of(unsafe { m.raw() })
+}
+
+fn rwlock_addr<T>(r: &RwLock<T>) -> usize {
+    // SAFETY: only the address is used.
+    addr_of(unsafe { r.raw() })
+}
+
 /// The hook of a lock's end (before its memory is freed or reused).
 fn forget(addr: usize) {
     window();
@@ -257,8 +299,8 @@ struct Slot {
 impl Slot {
     fn addr(&self) -> usize {
         match &self.lock {
-            PoolLock::M(m) => addr_of(m),
-            PoolLock::Rw(r) => addr_of(r),
+            PoolLock::M(m) => mutex_addr(m),
+            PoolLock::Rw(r) => rwlock_addr(r),
         }
     }
 }
@@ -304,28 +346,23 @@ fn critical(g: &mut Guard<'_>, slot: &Slot, rng: &mut Rng) {
 /// Take the pool locks `idx` (ascending) with the hooks, run their critical
 /// sections, and release them in random order. Pushes onto `held`, which
 /// may already hold synthetic locks (the caller releases those).
-fn pool_chain<'a>(
-    pool: &'a [Slot],
-    idx: &[usize],
-    rng: &mut Rng,
-    held: &mut Vec<(Lock, Option<Guard<'a>>)>,
-) {
+fn pool_chain<'a>(pool: &'a [Slot], idx: &[usize], rng: &mut Rng, held: &mut Vec<Hold<'a>>) {
     for &i in idx {
         let slot = &pool[i];
-        let l = lock_at(slot.addr());
+        let l = slot.addr();
         let try_it = rng.below(8) == 0;
         let g = match &slot.lock {
             PoolLock::M(m) => {
                 if try_it {
                     match m.try_lock() {
                         Some(g) => {
-                            tried(l, Mode::Write);
+                            real_tried(l, Mode::Write);
                             Guard::M(g)
                         }
                         None => continue,
                     }
                 } else {
-                    Guard::M(wait_for(l, Mode::Write, || m.lock()))
+                    Guard::M(real_wait(l, Mode::Write, || m.lock()))
                 }
             }
             PoolLock::Rw(r) => {
@@ -333,18 +370,18 @@ fn pool_chain<'a>(
                 // klock's RwLock queues new readers behind a waiting writer:
                 // Mode::Read (the mode decides cycles only, and there are none).
                 match (read, try_it) {
-                    (true, false) => Guard::R(wait_for(l, Mode::Read, || r.read())),
-                    (false, false) => Guard::W(wait_for(l, Mode::Write, || r.write())),
+                    (true, false) => Guard::R(real_wait(l, Mode::Read, || r.read())),
+                    (false, false) => Guard::W(real_wait(l, Mode::Write, || r.write())),
                     (true, true) => match r.try_read() {
                         Some(g) => {
-                            tried(l, Mode::Read);
+                            real_tried(l, Mode::Read);
                             Guard::R(g)
                         }
                         None => continue,
                     },
                     (false, true) => match r.try_write() {
                         Some(g) => {
-                            tried(l, Mode::Write);
+                            real_tried(l, Mode::Write);
                             Guard::W(g)
                         }
                         None => continue,
@@ -354,18 +391,29 @@ fn pool_chain<'a>(
         };
         let mut g = g;
         critical(&mut g, slot, rng);
-        held.push((l, Some(g)));
+        held.push(Hold::Real(l, g));
     }
 }
 
 /// Release everything in `held`, in random order: the lock (if real), then
 /// the hook.
-fn release_all(held: &mut Vec<(Lock, Option<Guard<'_>>)>, rng: &mut Rng) {
+fn release_all(held: &mut Vec<Hold<'_>>, rng: &mut Rng) {
     while !held.is_empty() {
-        let (l, g) = held.swap_remove(rng.below(held.len() as u64) as usize);
-        drop(g);
-        released(l);
+        match held.swap_remove(rng.below(held.len() as u64) as usize) {
+            Hold::Fresh(l) => released(l),
+            Hold::Real(addr, g) => {
+                real_release(addr);
+                drop(g);
+            }
+        }
     }
+}
+
+/// A lock held by a chain: a synthetic one (hooks only) or a real one (its
+/// identity address and guard).
+enum Hold<'a> {
+    Fresh(Lock),
+    Real(usize, Guard<'a>),
 }
 
 /// `k` distinct pool indices, ascending.
@@ -458,7 +506,7 @@ fn add_edges(s: &Shared, rng: &mut Rng) -> bool {
         older.dedup();
         chain.extend(older);
     }
-    let mut held: Vec<(Lock, Option<Guard<'_>>)> = Vec::new();
+    let mut held: Vec<Hold<'_>> = Vec::new();
     for q in chain {
         let l = lock_at(fresh_addr(q));
         let mode = match rng.below(4) {
@@ -471,7 +519,7 @@ fn add_edges(s: &Shared, rng: &mut Rng) -> bool {
         } else {
             wait_for(l, mode, || ());
         }
-        held.push((l, None));
+        held.push(Hold::Fresh(l));
     }
     let k = rng.below(3) as usize;
     let idx = pick_pool(rng, k);
@@ -502,13 +550,13 @@ impl Churn {
     fn round(&mut self, s: &Shared, rng: &mut Rng) {
         let mut held = Vec::new();
         for (m, c) in self.locks.iter().zip(&mut self.counts) {
-            let l = lock_at(addr_of(&**m));
+            let l = mutex_addr(m);
             let mut g = if rng.below(6) == 0 {
                 let Some(g) = m.try_lock() else { continue };
-                tried(l, Mode::Write);
+                real_tried(l, Mode::Write);
                 g
             } else {
-                wait_for(l, Mode::Write, || m.lock())
+                real_wait(l, Mode::Write, || m.lock())
             };
             *g += 1;
             *c += 1;
@@ -516,8 +564,8 @@ impl Churn {
             held.push((l, g));
         }
         for (l, g) in held.into_iter().rev() {
+            real_release(l);
             drop(g);
-            released(l);
         }
         let allowed = paced(CHURN_CAP, s.start.elapsed(), s.run);
         if s.churned.load(Relaxed) >= allowed || s.churned.fetch_add(1, Relaxed) >= CHURN_CAP {
@@ -533,7 +581,7 @@ impl Churn {
         // way an address seen before must be a new lock now.
         let i = rng.below(CHURN_CHAIN as u64) as usize;
         let old = self.locks.remove(i);
-        let old_addr = addr_of(&*old);
+        let old_addr = mutex_addr(&old);
         let old_id = lockdep::lock_at_known(old_addr);
         assert!(old_id.is_some(), "churn: a lock taken had no identity");
         forget(old_addr);
@@ -563,10 +611,10 @@ impl Churn {
         } else {
             drop(old);
             let b = Box::new(Mutex::new(0));
-            let id = (addr_of(&*b) == old_addr).then_some(old_id).flatten();
+            let id = (mutex_addr(&b) == old_addr).then_some(old_id).flatten();
             (b, id)
         };
-        let new_id = lock_at(addr_of(&*new));
+        let new_id = lock_at(mutex_addr(&new));
         if before.is_some() {
             s.reused.fetch_add(1, Relaxed);
             assert_ne!(
@@ -582,7 +630,7 @@ impl Churn {
     /// Drop the chain as locks do: forget, then free.
     fn end(self) {
         for m in self.locks {
-            forget(addr_of(&*m));
+            forget(mutex_addr(&m));
             drop(m);
         }
     }
@@ -595,18 +643,18 @@ fn deliberate_cycle(s: &Shared, own: bool) {
     // Leaked: their addresses stay theirs for the life of the process.
     let a: &'static Mutex<u64> = Box::leak(Box::new(Mutex::new(0)));
     let b: &'static Mutex<u64> = Box::leak(Box::new(Mutex::new(0)));
-    s.pairs.lock().unwrap().push((addr_of(a), addr_of(b)));
+    s.pairs.lock().unwrap().push((mutex_addr(a), mutex_addr(b)));
     let order = move |x: &'static Mutex<u64>, y: &'static Mutex<u64>| {
         move || {
-            let (lx, ly) = (lock_at(addr_of(x)), lock_at(addr_of(y)));
-            let mut gx = wait_for(lx, Mode::Write, || x.lock());
-            let mut gy = wait_for(ly, Mode::Write, || y.lock());
+            let (lx, ly) = (mutex_addr(x), mutex_addr(y));
+            let mut gx = real_wait(lx, Mode::Write, || x.lock());
+            let mut gy = real_wait(ly, Mode::Write, || y.lock());
             *gx += 1;
             *gy += 1;
+            real_release(ly);
             drop(gy);
-            released(ly);
+            real_release(lx);
             drop(gx);
-            released(lx);
         }
     };
     if own {
