@@ -215,6 +215,9 @@ pub(super) fn add(g: &mut Graph, k: u64, tid: u32, frames: &[usize]) -> Option<C
     let _ = ids::rec(key.to)
         .site
         .compare_exchange(0, i as usize, Relaxed, Relaxed);
+    // Window: the edge is linked but not yet published; a reader misses it
+    // and rechecks under the lock (which this thread holds).
+    crate::chaos::point(crate::chaos::Site::ListEdit);
     publish(keys, k);
     cycle.map(|mut c| {
         c.edges[0] = i;

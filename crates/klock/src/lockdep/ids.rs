@@ -100,6 +100,8 @@ fn claim(cell: &AtomicU32, addr: usize) -> Option<u32> {
         return Some(id);
     }
     let new = new_id(addr)?;
+    // Window: another thread may claim the cell first (its id wins).
+    crate::chaos::point(crate::chaos::Site::ListEdit);
     // Release publishes the record (pairs with the Acquire load above);
     // Acquire on failure sees the winner's record. A losing id is wasted.
     match cell.compare_exchange(0, new, Ordering::AcqRel, Ordering::Acquire) {

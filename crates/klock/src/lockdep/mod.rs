@@ -281,6 +281,9 @@ pub fn acquire<R>(
     if !tried && needs_edges(unsafe { &*h }, lock, mode) {
         record_for(h, lock, mode);
     }
+    // Window: checked, not yet waiting (another thread may take the lock or
+    // retire an identity this thread holds).
+    crate::chaos::point(crate::chaos::Site::BeforeSleep);
     let r = take();
     if held_after(&r) {
         // SAFETY: as above.
@@ -381,6 +384,8 @@ fn record(new: &[u64]) {
     let frames = &frames[n.min(1)..n];
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() } as u32;
+    // Window: other threads may record these edges first (`add` rechecks).
+    crate::chaos::point(crate::chaos::Site::ListEdit);
     let mut g = graph::GRAPH.lock();
     let was_full = graph::full();
     for &k in new {
