@@ -22,9 +22,9 @@
 
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, Ordering::Relaxed};
 
-use super::Mode;
 use super::ids::{self, MAX_LOCKS};
 use super::region::Region;
+use super::types::Mode;
 use crate::reglock::RegLock;
 
 /// Distinct edges the process can record (then new orders go unchecked, said

@@ -18,8 +18,8 @@
 //!            [.., L+1, H] -> [.., L, H]
 //! ```
 
-use super::Mode;
 use super::region::Region;
+use super::types::Mode;
 
 /// Locks one thread can hold at once and still be validated (deeper ones are
 /// taken and released untracked: their edges are not checked).
