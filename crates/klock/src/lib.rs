@@ -63,6 +63,7 @@ mod asym;
 mod chaos;
 mod condvar;
 mod fork;
+mod ldhook;
 mod lockdep;
 mod mutex;
 mod node;

@@ -52,7 +52,12 @@ pub(super) fn format(cycle: &Cycle) -> Option<&'static [u8]> {
     let bytes = unsafe { core::slice::from_raw_parts_mut(text.as_ptr().cast_mut(), REPORT_BYTES) };
     let mut out = Buf::new(bytes);
     let mut exe_buf = [0u8; 512];
-    let sym = Symbolizer::live(format as *const () as usize, &mut exe_buf);
+    let mut sym = Symbolizer::live(format as *const () as usize, &mut exe_buf);
+    if sym.own_base == sym.main_base {
+        // klock is linked into the program (Rust): its frames are told
+        // apart by their symbols (`OWN_PREFIXES`), not by their object.
+        sym.own_base = 0;
+    }
     // The locks in cycle order: each edge's `from`.
     let mut locks = [0u32; super::graph::MAX_CYCLE];
     for (l, &e) in locks.iter_mut().zip(&cycle.edges[..cycle.len]) {
@@ -185,7 +190,9 @@ fn write_all(fd: i32, mut b: &[u8]) {
     }
 }
 
-/// Opens `path` (with `%p` expanded to the pid) for appending; -1 on failure.
+/// Opens `path` (with `%p` expanded to the pid) for appending, as the
+/// statistics file is opened: a symbolic link as the last component is
+/// refused, a new file gets mode 0644 under the umask; -1 on failure.
 fn open_append(path: &[u8]) -> i32 {
     let mut p = [0u8; 4096];
     let mut w = Buf::new(&mut p[..4095]);
@@ -207,7 +214,7 @@ fn open_append(path: &[u8]) -> i32 {
     unsafe {
         libc::open(
             p.as_ptr().cast(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
+            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC | libc::O_NOFOLLOW,
             0o644,
         )
     }
