@@ -23,8 +23,8 @@
 //!   input, compared byte for byte (condvar signal and timed-wait handoffs).
 //!
 //! Each program also runs a third time, preloaded with `KLOCK_LOCKDEP=1`
-//! ([`Mode::Lockdep`]), with the same checks and, in addition, no lockdep
-//! output: none of these programs has a lock-order cycle
+//! ([`Mode::Lockdep`]), with the same checks and, in addition, no
+//! `possible deadlock` report: none of these programs has a lock-order cycle
 //! (docs/results/2026-11-29-lockdep/real-programs.md gives the evidence:
 //! an independent recorder of every nested acquisition found their lock
 //! graphs acyclic). Time-bound or slow runs use smaller sizes there. The test
@@ -899,10 +899,11 @@ fn kc_phase_counts(out: &str) -> [Option<u64>; 3] {
     counts
 }
 
-/// Runs a Kyoto Cabinet test driver `prog` with `args` in each of `modes`.
-/// `order_records`: for an `order` test, the records it must count after
-/// setting and getting (T × rnum); `before`: called before each run (to remove a
-/// database file); `after`: an extra check after a successful run.
+/// Runs a Kyoto Cabinet test driver `prog` with `args` in each of `modes` and
+/// returns the failures. `order_records`: for an `order` test, the records it
+/// must count after setting and getting (T × rnum); `before`: called before
+/// each run (to remove a database file); `after`: an extra check after a
+/// successful run.
 fn check_kyoto(
     test: &str,
     prog: &Path,
@@ -911,8 +912,8 @@ fn check_kyoto(
     before: &dyn Fn(),
     after: &dyn Fn(Mode) -> Result<(), String>,
     modes: &[Mode],
-    failures: &mut Vec<String>,
-) {
+) -> Vec<String> {
+    let mut failures = Vec::new();
     for &mode in modes {
         before();
         let r = common::run(Command::new(prog).args(args), mode, TIMEOUT);
@@ -938,6 +939,7 @@ fn check_kyoto(
             failures.push(e);
         }
     }
+    failures
 }
 
 /// `kcstashtest`: the stash database, an array of 1,024 rwlock-protected slots
@@ -953,7 +955,7 @@ fn kyoto_stash() {
     let mut failures = Vec::new();
     let none = || {};
     let ok = |_: Mode| Ok(());
-    check_kyoto(
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["order", "-th", "4", "100000"],
@@ -961,9 +963,8 @@ fn kyoto_stash() {
         &none,
         &ok,
         &Mode::BOTH,
-        &mut failures,
-    );
-    check_kyoto(
+    ));
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["wicked", "-th", "8", "50000"],
@@ -971,11 +972,10 @@ fn kyoto_stash() {
         &none,
         &ok,
         &Mode::BOTH,
-        &mut failures,
-    );
+    ));
     // Lock-order validation, smaller: the same lock nesting (a record slot's
     // rwlock under the database rwlock, up to 11 deep in `wicked`).
-    check_kyoto(
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["order", "-th", "4", "20000"],
@@ -983,9 +983,8 @@ fn kyoto_stash() {
         &none,
         &ok,
         &[Mode::Lockdep],
-        &mut failures,
-    );
-    check_kyoto(
+    ));
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["wicked", "-th", "8", "10000"],
@@ -993,8 +992,7 @@ fn kyoto_stash() {
         &none,
         &ok,
         &[Mode::Lockdep],
-        &mut failures,
-    );
+    ));
     common::finish(test, failures);
 }
 
@@ -1011,7 +1009,7 @@ fn kyoto_cache() {
     let mut failures = Vec::new();
     let none = || {};
     let ok = |_: Mode| Ok(());
-    check_kyoto(
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["wicked", "-th", "8", "100000"],
@@ -1019,9 +1017,8 @@ fn kyoto_cache() {
         &none,
         &ok,
         &Mode::BOTH,
-        &mut failures,
-    );
-    check_kyoto(
+    ));
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["order", "-th", "4", "50000"],
@@ -1029,10 +1026,9 @@ fn kyoto_cache() {
         &none,
         &ok,
         &Mode::BOTH,
-        &mut failures,
-    );
+    ));
     // Lock-order validation, smaller.
-    check_kyoto(
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["wicked", "-th", "8", "20000"],
@@ -1040,9 +1036,8 @@ fn kyoto_cache() {
         &none,
         &ok,
         &[Mode::Lockdep],
-        &mut failures,
-    );
-    check_kyoto(
+    ));
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["order", "-th", "4", "10000"],
@@ -1050,8 +1045,7 @@ fn kyoto_cache() {
         &none,
         &ok,
         &[Mode::Lockdep],
-        &mut failures,
-    );
+    ));
     common::finish(test, failures);
 }
 
@@ -1092,7 +1086,7 @@ fn kyoto_tree() {
         Ok(())
     };
     let mut failures = Vec::new();
-    check_kyoto(
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["order", "-th", "4", &db_s, "50000"],
@@ -1100,9 +1094,8 @@ fn kyoto_tree() {
         &remove,
         &ok,
         &Mode::BOTH,
-        &mut failures,
-    );
-    check_kyoto(
+    ));
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["wicked", "-th", "8", &db_s, "20000"],
@@ -1110,13 +1103,12 @@ fn kyoto_tree() {
         &remove,
         &checked,
         &Mode::BOTH,
-        &mut failures,
-    );
+    ));
     // Lock-order validation, smaller. `wicked` still reaches
     // `PlantDB::synchronize`, which read-locks all 1,024 record-slot rwlocks
     // of the underlying hash database at once (`lock_reader_all`), so a
     // thread holds over 1,000 locks.
-    check_kyoto(
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["order", "-th", "4", &db_s, "10000"],
@@ -1124,9 +1116,8 @@ fn kyoto_tree() {
         &remove,
         &ok,
         &[Mode::Lockdep],
-        &mut failures,
-    );
-    check_kyoto(
+    ));
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["wicked", "-th", "8", &db_s, "10000"],
@@ -1134,8 +1125,7 @@ fn kyoto_tree() {
         &remove,
         &checked,
         &[Mode::Lockdep],
-        &mut failures,
-    );
+    ));
     remove();
     common::finish(test, failures);
 }
@@ -1349,6 +1339,15 @@ fn lockdep_canary_abba() {
     }
     if let Err(e) = Mode::Lockdep.check_marker(&r.stderr) {
         panic!("{}", r.report(&e));
+    }
+    // The check every real program's lockdep run goes through catches it.
+    match common::check_clean_exit(Mode::Lockdep, &r) {
+        Err(e) if e.contains("take_b_then_a") => {}
+        Err(e) => panic!("check_clean_exit failed the canary without its report: {e}"),
+        Ok(()) => panic!(
+            "{}",
+            r.report("check_clean_exit passed a lockdep run with a `possible deadlock` report")
+        ),
     }
     let reports = r
         .stderr

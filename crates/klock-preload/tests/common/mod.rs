@@ -23,8 +23,7 @@
 //! interposer validates the program's lock order and prints a report whose
 //! first line contains `possible deadlock` for each lock-order cycle (see
 //! docs/lockdep.md). [`check_clean_exit`] fails a lockdep run that printed
-//! any `klock lockdep` line, so a program documented as free of inversions
-//! stays so. The other modes remove `KLOCK_LOCKDEP` from the environment.
+//! such a report, so a program documented as free of inversions stays so. The other modes remove `KLOCK_LOCKDEP` from the environment.
 //!
 //! # Environment
 //!
@@ -484,8 +483,8 @@ pub fn run_to_file(
 }
 
 /// Standard checks for a run: clean exit 0, the load-check line exactly
-/// when preloaded, and under [`Mode::Lockdep`] no lockdep output at all (no
-/// lock-order cycle: see [`lockdep_lines`]).
+/// when preloaded, and under [`Mode::Lockdep`] no lock-order cycle report
+/// ([`check_no_lockdep_report`]).
 pub fn check_clean_exit(mode: Mode, r: &RunResult) -> Result<(), String> {
     if !r.success() {
         return Err(r.report(&format!("did not exit cleanly ({})", mode.name())));
@@ -494,37 +493,50 @@ pub fn check_clean_exit(mode: Mode, r: &RunResult) -> Result<(), String> {
     check_no_lockdep_report(mode, r)
 }
 
-/// The lines lockdep printed (reports and warnings) in `stderr`.
-pub fn lockdep_lines(stderr: &str) -> Vec<&str> {
-    stderr
-        .lines()
-        .filter(|l| l.trim_start().starts_with(LOCKDEP_PREFIX))
-        .collect()
-}
-
-/// Under [`Mode::Lockdep`]: fails if lockdep printed anything (a
-/// `possible deadlock` report, or any other `klock lockdep` line), with the
-/// whole stderr (the report's locks and stacks) in the message.
+/// Under [`Mode::Lockdep`]: fails if lockdep reported a lock-order cycle (a
+/// line containing `possible deadlock`), with every lockdep line (the
+/// reports' locks and stacks) in the message.
 pub fn check_no_lockdep_report(mode: Mode, r: &RunResult) -> Result<(), String> {
     if mode != Mode::Lockdep {
         return Ok(());
     }
-    let lines = lockdep_lines(&r.stderr);
-    if lines.is_empty() {
+    let reports = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains(LOCKDEP_REPORT))
+        .count();
+    if reports == 0 {
         return Ok(());
     }
-    let reports = lines.iter().filter(|l| l.contains(LOCKDEP_REPORT)).count();
     Err(format!(
-        "{}\n--- full stderr ---\n{}",
+        "{}\n--- lockdep output ---\n{}",
         r.report(&format!(
-            "lockdep printed {} line(s), {reports} `{LOCKDEP_REPORT}` report(s): a lock-order \
-             cycle in a program documented as free of them (docs/results/2026-11-29-lockdep/\
-             real-programs.md): a new inversion in the program or a false positive of the \
-             validator",
-            lines.len()
+            "lockdep reported {reports} lock-order cycle(s) (`{LOCKDEP_REPORT}`) in a program \
+             documented as free of them (docs/results/2026-11-29-lockdep/real-programs.md): \
+             a new inversion in the program, or a false positive of the validator"
         )),
-        r.stderr
+        report_blocks(&r.stderr)
     ))
+}
+
+/// Every lockdep report in `stderr` in full: from each `possible deadlock`
+/// line to its `end of report` line (its indented lock and frame lines).
+fn report_blocks(stderr: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for l in stderr.lines() {
+        if l.contains(LOCKDEP_REPORT) {
+            inside = true;
+        }
+        if inside {
+            out.push_str(l);
+            out.push('\n');
+        }
+        if l.starts_with(LOCKDEP_PREFIX) && l.contains("end of report") {
+            inside = false;
+        }
+    }
+    out
 }
 
 /// Searches `PATH` for an executable.
