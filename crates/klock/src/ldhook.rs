@@ -79,8 +79,11 @@ pub fn tried(addr: usize, mode: Mode, recursive: bool, got: bool) {
 pub fn release(addr: usize) {
     if on()
         && let Some(l) = lockdep::lock_at_known(addr)
+        && !lockdep::released(l)
     {
-        lockdep::released(l);
+        // Released by a thread that did not take it (`force_unlock`): a new
+        // identity, so the taker's stale entry forms no cycle.
+        lockdep::forget(addr);
     }
 }
 
@@ -90,7 +93,7 @@ pub fn changed(addr: usize, mode: Mode) {
     if on()
         && let Some(l) = lockdep::lock_at_known(addr)
     {
-        lockdep::released(l);
+        let _ = lockdep::released(l);
         lockdep::taken(l, mode, false, true);
     }
 }

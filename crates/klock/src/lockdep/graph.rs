@@ -112,9 +112,15 @@ pub(super) static GRAPH: RegLock<Graph> = RegLock::new(Graph {
     dropped: 0,
 });
 
+/// Where a key's probe starts: the edges out of one lock share a cache line
+/// (8 keys; the line is picked by the `from` lock, the slot in it by the
+/// rest), so a thread that keeps taking the same few locks under one lock
+/// keeps probing one line.
 #[inline]
 fn slot_of(k: u64) -> usize {
-    (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize
+    let line = ((k >> 34).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize;
+    let rest = ((k & ((1 << 34) - 1)).wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 61) as usize;
+    line << 3 | rest
 }
 
 /// Has the edge `k` been recorded? Lock-free.

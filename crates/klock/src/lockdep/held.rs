@@ -99,11 +99,12 @@ impl Held {
         true
     }
 
-    /// `id` was released: one depth less, the entry gone at depth 0. An id
-    /// not held (taken before validation began, or untracked) is ignored.
-    /// The newest entry is the usual case, handled inline.
+    /// `id` was released: one depth less, the entry gone at depth 0. False
+    /// for an id this thread does not hold (taken before validation began,
+    /// untracked, or another thread's: a mutex used as a semaphore). The
+    /// newest entry is the usual case, handled inline.
     #[inline(always)]
-    pub(super) fn pop(&mut self, id: u32) {
+    pub(super) fn pop(&mut self, id: u32) -> bool {
         let n = self.n;
         if n > 0 && n <= DEPTH && self.e[n - 1].id == id {
             if self.e[n - 1].depth > 1 {
@@ -111,24 +112,25 @@ impl Held {
             } else {
                 self.n = n - 1;
             }
-            return;
+            return true;
         }
-        self.pop_inner(id);
+        self.pop_inner(id)
     }
 
     /// [`pop`](Self::pop) of an entry below the newest (out-of-order release).
     #[cold]
     #[inline(never)]
-    fn pop_inner(&mut self, id: u32) {
-        let Some(i) = self.find(id) else { return };
+    fn pop_inner(&mut self, id: u32) -> bool {
+        let Some(i) = self.find(id) else { return false };
         if self.e[i].depth > 1 {
             self.e[i].depth -= 1;
-            return;
+            return true;
         }
         for j in i..self.n - 1 {
             self.e[j] = self.e[j + 1];
         }
         self.n -= 1;
+        true
     }
 
     /// Forget everything (a fork child's other threads are gone, but this
@@ -205,7 +207,7 @@ mod tests {
         assert_eq!(h.entries().len(), 1);
         assert_eq!(h.entries()[0].id, 2);
         assert!(h.entries()[0].tried);
-        h.pop(7); // not held: ignored
+        assert!(!h.pop(7)); // not held: ignored
         h.pop(2);
         assert!(h.entries().is_empty());
         for i in 0..DEPTH as u32 {

@@ -316,15 +316,29 @@ pub fn taken(lock: Lock, mode: Mode, recursive: bool, tried: bool) {
     }
 }
 
-/// `lock` was released (once: a recursive hold keeps the rest).
+/// `lock` was released (once: a recursive hold keeps the rest). False when
+/// this thread did not hold it: another thread did (a normal mutex or a
+/// spinlock used as a semaphore, unlocked by a thread that did not lock
+/// it), or it was taken before validation began. The caller then gives the
+/// lock a new identity ([`renew_stamped`], [`forget`]): the holder's stale
+/// entry then names a lock nobody takes again, so no cycle runs through it
+/// (it costs that thread the checks of the locks held below it until its
+/// stack unwinds past it).
 #[inline]
-pub fn released(lock: Lock) {
+pub fn released(lock: Lock) -> bool {
     // SAFETY: as in `acquire`; null when this thread is not validated.
-    if let Some(h) = unsafe { held::current().as_mut() }
-        && !h.busy
-    {
-        h.pop(lock.0)
+    match unsafe { held::current().as_mut() } {
+        Some(h) if !h.busy => h.pop(lock.0),
+        _ => true,
     }
+}
+
+/// The lock whose identity `stamp` holds gets a new one at its next
+/// acquisition (see [`released`]).
+#[inline]
+pub fn renew_stamped(stamp: &core::sync::atomic::AtomicU32) {
+    // Relaxed: the next `lock_stamped` CASes from 0 with its own ordering.
+    stamp.store(0, Relaxed);
 }
 
 /// The slow path of a check: copy the missing keys, mark the thread busy
