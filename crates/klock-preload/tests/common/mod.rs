@@ -23,7 +23,8 @@
 //! interposer validates the program's lock order and prints a report whose
 //! first line contains `possible deadlock` for each lock-order cycle (see
 //! docs/lockdep.md). [`check_clean_exit`] fails a lockdep run that printed
-//! such a report, so a program documented as free of inversions stays so. The other modes remove `KLOCK_LOCKDEP` from the environment.
+//! such a report, so a program documented as free of inversions stays so.
+//! The other modes leave `KLOCK_LOCKDEP` as the command has it.
 //!
 //! # Environment
 //!
@@ -129,15 +130,13 @@ impl Mode {
     /// Sets up the environment of `cmd` for this mode.
     pub fn apply(self, cmd: &mut Command) {
         match self {
+            // KLOCK_LOCKDEP stays as the command has it: tests/lockdep.rs
+            // sets it per run of a preloaded command.
             Mode::Plain => {
-                cmd.env_remove("LD_PRELOAD")
-                    .env_remove(CHECK_ENV)
-                    .env_remove(LOCKDEP_ENV);
+                cmd.env_remove("LD_PRELOAD").env_remove(CHECK_ENV);
             }
             Mode::Preload => {
-                cmd.env("LD_PRELOAD", preload_so())
-                    .env(CHECK_ENV, "1")
-                    .env_remove(LOCKDEP_ENV);
+                cmd.env("LD_PRELOAD", preload_so()).env(CHECK_ENV, "1");
             }
             Mode::Lockdep => {
                 cmd.env("LD_PRELOAD", preload_so())
