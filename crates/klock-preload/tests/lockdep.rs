@@ -123,7 +123,7 @@ fn check_ran(file: &str, mode: Mode, r: &RunResult) -> Result<(), String> {
             "{file}: did not run to completion ({})",
             match mode {
                 Mode::Plain => "WITHOUT the interposer: the test program itself is wrong",
-                Mode::Preload => "under the interposer",
+                Mode::Preload | Mode::Lockdep => "under the interposer",
             }
         )));
     }
