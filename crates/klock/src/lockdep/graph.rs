@@ -23,6 +23,7 @@
 use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, Ordering::Relaxed};
 
 use super::ids::{self, MAX_LOCKS};
+use super::order::{self, Order, Verdict};
 use super::region::Region;
 use super::types::Mode;
 use crate::reglock::RegLock;
@@ -85,6 +86,8 @@ pub(super) struct Edge {
     pub(super) key: AtomicU64,
     /// Next edge out of the same lock (index, 0 = none).
     pub(super) next: AtomicU32,
+    /// Next edge into the same lock (index, 0 = none).
+    pub(super) next_in: AtomicU32,
     /// The thread that first made it (kernel tid).
     pub(super) tid: AtomicU32,
     pub(super) frames_n: AtomicU32,
@@ -104,6 +107,8 @@ pub(super) struct Graph {
     generation: u32,
     /// Edges dropped because the table was full.
     pub(super) dropped: u64,
+    /// The topological order.
+    order: Order,
 }
 
 /// Set when the edge table filled: new orders are no longer checked (a
@@ -123,6 +128,7 @@ pub(super) static GRAPH: RegLock<Graph> = RegLock::new(Graph {
     edges: 0,
     generation: 0,
     dropped: 0,
+    order: Order::new(),
 });
 
 /// Where a key's probe starts: the edges out of one lock share a cache line
@@ -197,11 +203,17 @@ pub(super) fn add(g: &mut Graph, k: u64, tid: u32, frames: &[usize]) -> Option<C
         FULL.store(true, Relaxed);
         return None;
     }
-    let cycle = search(g, Key::of(k));
+    let key = Key::of(k);
+    // The order rules most edges out at once; the exact search runs only
+    // where the graph may have a cycle through this one.
+    let (from, to) = (ids::rec(key.from), ids::rec(key.to));
+    let cycle = match order::insert(&mut g.order, &key) {
+        Verdict::Acyclic => None,
+        Verdict::Search => search(g, key),
+    };
     g.edges += 1;
     let i = g.edges;
     let e = &edges[i as usize];
-    let key = Key::of(k);
     e.key.store(k, Relaxed);
     e.tid.store(tid, Relaxed);
     let n = frames.len().min(FRAMES);
@@ -209,9 +221,10 @@ pub(super) fn add(g: &mut Graph, k: u64, tid: u32, frames: &[usize]) -> Option<C
         slot.store(f, Relaxed);
     }
     e.frames_n.store(n as u32, Relaxed);
-    let from = ids::rec(key.from);
     e.next.store(from.out.load(Relaxed), Relaxed);
     from.out.store(i, Relaxed);
+    e.next_in.store(to.in_head.load(Relaxed), Relaxed);
+    to.in_head.store(i, Relaxed);
     let _ = ids::rec(key.to)
         .site
         .compare_exchange(0, i as usize, Relaxed, Relaxed);
@@ -223,6 +236,19 @@ pub(super) fn add(g: &mut Graph, k: u64, tid: u32, frames: &[usize]) -> Option<C
         c.edges[0] = i;
         c
     })
+}
+
+/// Does every recorded edge go up the topological order? `None` once the
+/// graph has a cycle (no order to keep). For tests.
+pub(super) fn order_holds() -> Option<bool> {
+    let g = GRAPH.lock();
+    if g.order.broken {
+        return None;
+    }
+    Some((1..=g.edges).all(|i| {
+        let k = Key::of(edge(i).key.load(Relaxed));
+        ids::rec(k.from).ord.load(Relaxed) < ids::rec(k.to).ord.load(Relaxed)
+    }))
 }
 
 /// Breadth-first search for a blocking path from the new edge's `to` back to

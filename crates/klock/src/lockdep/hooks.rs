@@ -16,6 +16,17 @@ pub fn reports() -> u64 {
     REPORTS.load(Relaxed)
 }
 
+/// Does every recorded edge agree with the validator's topological order of
+/// the locks (docs/lockdep.md, Cost)? `None` once the graph has a cycle.
+/// For tests of the validator.
+///
+/// ```
+/// assert_ne!(klock::internal::lockdep::order_holds(), Some(false));
+/// ```
+pub fn order_holds() -> Option<bool> {
+    graph::order_holds()
+}
+
 /// Locks not validated because the identity tables were full, plus lock
 /// orders not checked because the edge table was.
 pub fn untracked() -> usize {

@@ -44,6 +44,12 @@ pub(super) struct Rec {
     pub(super) site: AtomicUsize,
     /// Head of its list of outgoing edges (edge index, 0 = none).
     pub(super) out: AtomicU32,
+    /// Head of its list of incoming edges (edge index, 0 = none).
+    pub(super) in_head: AtomicU32,
+    /// Its place in the topological order (`order`; 0 = unplaced).
+    pub(super) ord: core::sync::atomic::AtomicI64,
+    /// The order's reordering marks.
+    pub(super) pk: AtomicU32,
     /// Search marks, per arrival kind (see `graph`): the search generation
     /// that reached it, and how (edge index << 1 | previous arrival kind).
     pub(super) seen: [AtomicU32; 2],

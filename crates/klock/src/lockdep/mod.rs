@@ -43,6 +43,7 @@ mod graph;
 mod held;
 mod hooks;
 mod ids;
+mod order;
 mod region;
 mod report;
 mod settings;
@@ -50,7 +51,7 @@ mod types;
 
 pub use hooks::{
     acquire, before_wait, forget, lock_at, lock_at_known, lock_stamped, lock_stamped_known,
-    released, renew_stamped, reports, retire, taken, untracked,
+    order_holds, released, renew_stamped, reports, retire, taken, untracked,
 };
 pub use settings::{enabled, set_enabled};
 pub use types::{Lock, Mode};

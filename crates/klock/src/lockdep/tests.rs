@@ -1,6 +1,6 @@
 //! The validator's rules, driven through its hooks by hand (one thread after
-//! another, so nothing really deadlocks). One test: reports are counted
-//! process-wide.
+//! another, so nothing really deadlocks). Reports are counted process-wide,
+//! so the tests run one at a time (`serial`).
 
 use super::*;
 
@@ -20,6 +20,12 @@ fn try_take(l: Lock, mode: Mode) {
     taken(l, mode, false, true);
 }
 
+/// The tests count reports process-wide: one at a time.
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static S: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    S.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Runs `f` on a new thread and waits for it.
 fn on_thread(f: impl FnOnce() + Send + 'static) {
     std::thread::spawn(f).join().unwrap();
@@ -34,6 +40,7 @@ fn reports_of(f: impl FnOnce()) -> u64 {
 
 #[test]
 fn the_rules() {
+    let _s = serial();
     set_enabled(true, false);
     // SAFETY: tests set a variable nobody else reads concurrently.
     unsafe { std::env::set_var("KLOCK_LOCKDEP_FILE", "/dev/null") };
