@@ -7,7 +7,7 @@ use core::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use super::settings;
 use super::types::{Lock, Mode};
-use super::{graph, held, ids, report};
+use super::{edges, graph, held, ids, report};
 
 static REPORTS: AtomicU64 = AtomicU64::new(0);
 
@@ -79,7 +79,7 @@ fn needs_edges(h: &held::Held, lock: Lock, mode: Mode) -> bool {
         return false;
     }
     for e in held.iter().rev() {
-        if !graph::seen(graph::key(e.id, e.mode, lock.0, mode)) {
+        if !graph::seen(edges::key(e.id, e.mode, lock.0, mode)) {
             return !graph::full();
         }
         if !e.tried {
@@ -94,7 +94,7 @@ fn needs_edges(h: &held::Held, lock: Lock, mode: Mode) -> bool {
 fn missing_edges(h: &held::Held, lock: Lock, mode: Mode, out: &mut [u64; held::DEPTH]) -> usize {
     let mut n = 0;
     for e in h.entries().iter().rev() {
-        let k = graph::key(e.id, e.mode, lock.0, mode);
+        let k = edges::key(e.id, e.mode, lock.0, mode);
         if !graph::seen(k) {
             out[n] = k;
             n += 1;
@@ -224,10 +224,10 @@ fn record_for(h: *mut held::Held, lock: Lock, mode: Mode) {
 #[cold]
 #[inline(never)]
 fn record(new: &[u64]) {
-    let mut raw = [core::ptr::null_mut(); graph::FRAMES + 2];
+    let mut raw = [core::ptr::null_mut(); edges::FRAMES + 2];
     // SAFETY: a writable array of raw.len() pointers.
     let n = unsafe { libc::backtrace(raw.as_mut_ptr(), raw.len() as i32) }.max(0) as usize;
-    let mut frames = [0usize; graph::FRAMES + 2];
+    let mut frames = [0usize; edges::FRAMES + 2];
     for (f, r) in frames.iter_mut().zip(&raw[..n]) {
         *f = *r as usize;
     }
@@ -251,7 +251,7 @@ fn record(new: &[u64]) {
             }
         }
     }
-    const _: () = assert!(graph::MAX_EDGES == 262_144, "the message below says so");
+    const _: () = assert!(edges::MAX_EDGES == 262_144, "the message below says so");
     if !was_full && graph::full() {
         report::write_out(
             b"klock lockdep: the lock-order table is full (262 144 orders); new orders \

@@ -39,6 +39,7 @@
 //!     lockdep::released(la);
 //! }
 //! ```
+mod edges;
 mod graph;
 mod held;
 mod hooks;

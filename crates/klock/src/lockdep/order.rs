@@ -24,7 +24,7 @@
 
 use core::sync::atomic::Ordering::Relaxed;
 
-use super::graph::{Key, edge};
+use super::edges::{Key, edge};
 use super::ids::{self, MAX_LOCKS};
 use super::region::Region;
 

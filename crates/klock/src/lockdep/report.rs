@@ -15,7 +15,8 @@
 use core::fmt::Write as _;
 use core::sync::atomic::Ordering::Relaxed;
 
-use super::graph::{Cycle, Key, edge};
+use super::edges::{Edge, Key, edge};
+use super::graph::Cycle;
 use super::ids;
 use super::region::Region;
 use crate::symbolize::{Buf, Symbolizer, self_exe};
@@ -123,7 +124,7 @@ fn text_bytes(text: &'static [u8; REPORT_BYTES]) -> &'static [u8] {
 
 /// An edge's stack, the locks' own frames at its top dropped: at most `max`
 /// frames, each on its own indented line (one frame: inline, no number).
-fn frames(sym: &Symbolizer<'_>, ed: &super::graph::Edge, out: &mut Buf<'_>, max: usize) {
+fn frames(sym: &Symbolizer<'_>, ed: &Edge, out: &mut Buf<'_>, max: usize) {
     let n = ed.frames_n.load(Relaxed) as usize;
     let mut shown = 0;
     let mut line = [0u8; 512];
