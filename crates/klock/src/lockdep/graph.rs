@@ -76,15 +76,14 @@ pub(super) static GRAPH: RegLock<Graph> = RegLock::new(Graph {
     order: Order::new(),
 });
 
-/// Where a key's probe starts: the edges out of one lock share a cache line
-/// (8 keys; the line is picked by the `from` lock, the slot in it by the
-/// rest), so a thread that keeps taking the same few locks under one lock
-/// keeps probing one line.
+/// Where a key's probe starts: the whole key mixed (a lock with thousands
+/// of out-edges, such as Kyoto Cabinet's database lock over its slot locks,
+/// must not crowd one region of the set: clustered starts made probe runs
+/// long enough to dominate a validated acquisition).
 #[inline]
 fn slot_of(k: u64) -> usize {
-    let line = ((k >> 34).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize;
-    let rest = ((k & ((1 << 34) - 1)).wrapping_mul(0xC2B2_AE3D_27D4_EB4F) >> 61) as usize;
-    line << 3 | rest
+    let h = (k ^ (k >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    (h ^ (h >> 32)) as usize
 }
 
 /// Has the edge `k` been recorded? Lock-free.
