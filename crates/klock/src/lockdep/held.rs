@@ -47,8 +47,14 @@ const EMPTY: Entry = Entry {
     depth: 0,
 };
 
+/// Edge keys a thread remembers as seen (power of two): a direct-mapped
+/// cache in front of the shared edge set, in the thread's own cache lines.
+const SEEN_CACHE: usize = 256;
+
 /// A thread's held locks.
 pub(super) struct Held {
+    /// Recently seen edge keys (0 = empty), indexed by [`cache_slot`].
+    cache: [u64; SEEN_CACHE],
     n: usize,
     /// The value of `ids::RETIRED` when the stack was last purged.
     retired: u32,
@@ -61,11 +67,25 @@ pub(super) struct Held {
 impl Held {
     const fn new() -> Held {
         Held {
+            cache: [0; SEEN_CACHE],
             n: 0,
             retired: 0,
             e: [EMPTY; DEPTH],
             busy: false,
         }
+    }
+
+    /// Has this thread seen the edge `k` recorded? (False: ask the shared
+    /// set.)
+    #[inline(always)]
+    pub(super) fn cached(&self, k: u64) -> bool {
+        self.cache[cache_slot(k)] == k
+    }
+
+    /// Remember that the edge `k` is recorded.
+    #[inline(always)]
+    pub(super) fn remember(&mut self, k: u64) {
+        self.cache[cache_slot(k)] = k;
     }
 
     /// The held locks, oldest first.
@@ -156,6 +176,12 @@ impl Held {
     pub(super) fn clear(&mut self) {
         self.n = 0;
     }
+}
+
+/// A key's slot in a thread's seen-edge cache.
+#[inline(always)]
+fn cache_slot(k: u64) -> usize {
+    ((k ^ (k >> 31)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize & (SEEN_CACHE - 1)
 }
 
 static HELD: Region<Held, THREADS> = Region::new();

@@ -73,14 +73,19 @@ pub fn forget(addr: usize) {
 /// tried one it is not. A relock of a held lock adds none: recursive, or one
 /// that fails or self-deadlocks, which is not an order between two locks.
 #[inline(always)]
-fn needs_edges(h: &held::Held, lock: Lock, mode: Mode) -> bool {
-    let held = h.entries();
-    if held.is_empty() || h.busy || h.find(lock.0).is_some() {
+fn needs_edges(h: &mut held::Held, lock: Lock, mode: Mode) -> bool {
+    let n = h.entries().len();
+    if n == 0 || h.busy || h.find(lock.0).is_some() {
         return false;
     }
-    for e in held.iter().rev() {
-        if !graph::seen(edges::key(e.id, e.mode, lock.0, mode)) {
-            return !graph::full();
+    for i in (0..n).rev() {
+        let e = h.entries()[i];
+        let k = edges::key(e.id, e.mode, lock.0, mode);
+        if !h.cached(k) {
+            if !graph::seen(k) {
+                return !graph::full();
+            }
+            h.remember(k);
         }
         if !e.tried {
             return false;
@@ -129,7 +134,7 @@ pub fn acquire<R>(
     }
     // SAFETY: this thread's, valid for the process's life; each borrow below
     // ends before any call that may take a lock (`current`'s rule).
-    if !tried && needs_edges(unsafe { &*h }, lock, mode) {
+    if !tried && needs_edges(unsafe { &mut *h }, lock, mode) {
         record_for(h, lock, mode);
     }
     // Window: checked, not yet waiting (another thread may take the lock or
@@ -154,7 +159,7 @@ pub fn before_wait(lock: Lock, mode: Mode, recursive: bool) {
     let _ = recursive;
     let h = held::current();
     // SAFETY: as in `acquire`.
-    if !h.is_null() && needs_edges(unsafe { &*h }, lock, mode) {
+    if !h.is_null() && needs_edges(unsafe { &mut *h }, lock, mode) {
         record_for(h, lock, mode);
     }
 }
