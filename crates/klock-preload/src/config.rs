@@ -146,10 +146,11 @@ pub fn get() -> Config {
 }
 
 /// The fast paths' gate: [`GATE_TAS`] once the configuration is read with
-/// `KLOCK_SPIN` = `tas`, and [`GATE_STATS`] once statistics are on. Both
-/// only ever get set (`fetch_or`), so no update is lost. The spinlock fast
-/// path runs iff the value is exactly `GATE_TAS`, the mutex and rwlock ones
-/// iff `GATE_STATS` is clear. Relaxed: a filter; the
+/// `KLOCK_SPIN` = `tas`, [`GATE_STATS`] once statistics are on and
+/// [`GATE_LOCKDEP`] once lock-order validation is. All only ever get set
+/// (`fetch_or`), so no update is lost. The spinlock fast path runs iff the
+/// value is exactly `GATE_TAS`, the mutex and rwlock ones iff neither of
+/// the other two is set. Relaxed: a filter; the
 /// full path re-reads the configuration and statistics itself.
 ///
 /// On x86-64 the word is a hidden symbol defined in assembly and read
@@ -224,6 +225,9 @@ mod gate {
 }
 const GATE_TAS: u32 = 1;
 const GATE_STATS: u32 = 2;
+const GATE_LOCKDEP: u32 = 4;
+/// Either bit closes the mutex and rwlock fast paths.
+const GATE_CLOSED: u32 = GATE_STATS | GATE_LOCKDEP;
 
 /// May `pthread_spin_*` take its fast path (glibc's word protocol, no
 /// statistics)? One relaxed load; `false` until the configuration is read
@@ -240,14 +244,28 @@ pub fn spin_fast() -> bool {
 /// [`stats::enabled`]: crate::stats::enabled
 #[inline(always)]
 pub fn locks_fast() -> bool {
-    gate::load() & GATE_STATS == 0
+    gate::load() & GATE_CLOSED == 0
 }
 
-/// Statistics or lock-order validation were switched on: close the fast
-/// paths for good.
+/// Is lock-order validation the only reason the fast paths are closed
+/// (statistics off)? Then a mutex entry takes its validated fast path
+/// (`mutex::lock_validated`). One relaxed load.
+#[inline(always)]
+pub fn validated_only() -> bool {
+    gate::load() & GATE_CLOSED == GATE_LOCKDEP
+}
+
+/// Statistics were switched on: close the fast paths for good.
 pub(crate) fn close_fast_paths() {
     // Relaxed: see `gate`.
     gate::word().fetch_or(GATE_STATS, Ordering::Relaxed);
+}
+
+/// Lock-order validation is on: close the fast paths for good (the mutex
+/// entries then take their validated fast path while statistics are off).
+pub(crate) fn close_for_lockdep() {
+    // Relaxed: see `gate`.
+    gate::word().fetch_or(GATE_LOCKDEP, Ordering::Relaxed);
 }
 
 #[cold]
@@ -280,7 +298,7 @@ fn read() -> Config {
         Err(v) => unpack(v),
     };
     if klock::internal::lockdep::enabled() {
-        close_fast_paths();
+        close_for_lockdep();
     }
     if c.spin == SpinVariant::Glibc {
         // Relaxed: see `gate`.
@@ -320,7 +338,7 @@ pub fn plain_spin_entry() -> bool {
     let want = if PACKED.load(Ordering::Relaxed) != 0 {
         spin_fast()
     } else {
-        gate::load() & GATE_STATS == 0 && initial_env_is_plain()
+        gate::load() & GATE_CLOSED == 0 && initial_env_is_plain()
     };
     settle_entry(if want { ENTRY_PLAIN } else { ENTRY_GATED }) && want
 }

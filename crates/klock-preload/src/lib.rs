@@ -53,7 +53,7 @@ extern "C" fn init() {
     let _ = klock::internal::wait::effective_cpus();
     stats::init();
     if klock::internal::lockdep::enabled() {
-        config::close_fast_paths();
+        config::close_for_lockdep();
     }
     if config::env(c"KLOCK_PRELOAD_CHECK") == Some(b"1") {
         let mut line = config::Line::new();

@@ -373,6 +373,91 @@ unsafe fn acquire_entry(m: *mut pthread_mutex_t, how: How) -> c_int {
     by_mutex_variant!(acquire(m, how))
 }
 
+/// A blocking or try acquisition with lock-order validation on and
+/// statistics off: the check and the uncontended CAS here, the contended
+/// path only when the CAS fails (`KMutex::acquire` of the configured
+/// variant, which the gate-closed [`acquire`] would reach through four more
+/// calls). glibc's mutexes and a failed identity take the general path.
+///
+/// # Safety
+///
+/// `m` is non-null and points to a mutex.
+#[inline(never)]
+unsafe fn lock_validated(m: *mut pthread_mutex_t, how: How) -> c_int {
+    // SAFETY: caller's contract.
+    if unsafe { is_glibc(m) } {
+        let tried = how.is_try();
+        let take = || {
+            if tried {
+                call_real!(mutex_trylock(m), trivially_ok = true)
+            } else {
+                call_real!(mutex_lock(m), trivially_ok = true)
+            }
+        };
+        // SAFETY: checked above.
+        return unsafe { glibc_acquire(m, tried, take) };
+    }
+    // SAFETY: a klock mutex (checked above); the fast CAS is the same for
+    // both variants (see `lock_fast`).
+    let k = unsafe { km::<SpinOsq>(m) };
+    let recursive = k.kind() == Ok(Kind::Recursive);
+    let take = || {
+        if k.lock_fast() {
+            0
+        } else {
+            by_mutex_variant!(acquire_unwatched(m, how))
+        }
+    };
+    lockdep::acquire(
+        m as usize,
+        lockdep::MUTEX,
+        Mode::Write,
+        recursive,
+        how.is_try(),
+        take,
+    )
+}
+
+/// [`KMutex::acquire`] of variant `S`, unvalidated and uncounted (the caller
+/// validates).
+fn acquire_unwatched<S: SpinPolicy>(m: *mut pthread_mutex_t, how: How) -> c_int {
+    // SAFETY: the caller checked `m` is a live klock mutex.
+    unsafe { km::<S>(m) }.acquire(how)
+}
+
+/// An unlock with lock-order validation on and statistics off: the
+/// identity read before the release, the uncontended CAS here, the full
+/// unlock of the configured variant only when it fails.
+///
+/// # Safety
+///
+/// `m` is non-null and points to a mutex.
+#[inline(never)]
+unsafe fn unlock_validated(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: caller's contract.
+    if unsafe { is_glibc(m) } {
+        return lockdep::release(m as usize, lockdep::Ident::Addr, || {
+            call_real!(mutex_unlock(m), trivially_ok = true)
+        });
+    }
+    // SAFETY: a klock mutex (checked above); the fast CAS is the same for
+    // both variants.
+    let k = unsafe { km::<SpinOsq>(m) };
+    lockdep::release(m as usize, lockdep::MUTEX, || {
+        if k.unlock_fast() {
+            0
+        } else {
+            by_mutex_variant!(unlock_unwatched(m))
+        }
+    })
+}
+
+/// [`KMutex::unlock`] of variant `S`, unvalidated and uncounted.
+fn unlock_unwatched<S: SpinPolicy>(m: *mut pthread_mutex_t) -> c_int {
+    // SAFETY: the caller checked `m` is a live klock mutex.
+    unsafe { km::<S>(m) }.unlock()
+}
+
 /// `pthread_mutex_lock`. Normal: relocking by the holder deadlocks (as in
 /// glibc); recursive: counts; errorcheck: EDEADLK.
 ///
@@ -400,6 +485,10 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
 /// `m` is non-null and points to a mutex.
 #[inline(never)]
 unsafe extern "C" fn lock_full(m: *mut pthread_mutex_t) -> c_int {
+    if config::validated_only() {
+        // SAFETY: caller's contract.
+        return unsafe { lock_validated(m, How::Block) };
+    }
     // SAFETY: caller's contract.
     if unsafe { is_glibc(m) } {
         let take = || call_real!(mutex_lock(m), trivially_ok = true);
@@ -435,6 +524,10 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int
 /// `m` is non-null and points to a mutex.
 #[inline(never)]
 unsafe extern "C" fn trylock_full(m: *mut pthread_mutex_t) -> c_int {
+    if config::validated_only() {
+        // SAFETY: caller's contract.
+        return unsafe { lock_validated(m, How::Try) };
+    }
     // SAFETY: caller's contract.
     if unsafe { is_glibc(m) } {
         let take = || call_real!(mutex_trylock(m), trivially_ok = true);
@@ -526,6 +619,10 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int 
 /// `m` is non-null and points to a mutex.
 #[inline(never)]
 unsafe extern "C" fn unlock_full(m: *mut pthread_mutex_t) -> c_int {
+    if config::validated_only() {
+        // SAFETY: caller's contract.
+        return unsafe { unlock_validated(m) };
+    }
     // SAFETY: caller's contract.
     if unsafe { is_glibc(m) } {
         if lockdep::on() {
