@@ -12,13 +12,15 @@
  * An idle second thread is started first, so the process is a threaded one
  * (glibc and the interposer leave their single-threaded shortcuts).
  *
- * Usage: held_cost [N [LOOPS]]   (default 2000000 9; new1 uses N/100 mutexes)
+ * Usage: held_cost [N [LOOPS [CASE]]]   (default 2000000 9, every case; new1
+ * uses N/100 mutexes; CASE: held0, held1, held3 or new1 runs only that one)
  * Prints one line per case:
  *   held_cost case=held0 held=0 pairs=N loops=L min_ns=X median_ns=Y
  *   ... case=held1, case=held3, case=new1 (pairs = mutexes per loop) */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -121,9 +123,22 @@ int main(int argc, char **argv) {
         perror("idle thread");
         return 2;
     }
-    held_case(0, n, loops);
-    held_case(1, n, loops);
-    held_case(3, n, loops);
-    new_case(n / 100, loops);
+    const char *only = argc > 3 ? argv[3] : NULL;
+    int any = 0;
+    static const int helds[] = {0, 1, 3};
+    static const char *names[] = {"held0", "held1", "held3"};
+    for (int i = 0; i < 3; i++)
+        if (!only || strcmp(only, names[i]) == 0) {
+            held_case(helds[i], n, loops);
+            any = 1;
+        }
+    if (!only || strcmp(only, "new1") == 0) {
+        new_case(n / 100, loops);
+        any = 1;
+    }
+    if (!any) {
+        fprintf(stderr, "held_cost: unknown case '%s'; allowed: held0, held1, held3, new1\n", only);
+        return 2;
+    }
     return 0;
 }
