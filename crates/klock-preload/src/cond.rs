@@ -48,12 +48,14 @@
 //! [`klock_c::core::time`]); a CLOCK_REALTIME step during the wait does not
 //! move it.
 
+use crate::lockdep;
 use crate::mutex::{self, call_real};
 use crate::real;
 use crate::stats::{self, Family};
 use crate::sys;
 use klock::{SpinOff, SpinOsq, SpinPolicy};
 use klock_c::core::cond::{KCond, Wait};
+use klock_c::core::mutex::Kind;
 use klock_c::core::time;
 use libc::{
     CLOCK_REALTIME, EINVAL, ETIMEDOUT, c_int, c_void, clockid_t, pthread_cond_t,
@@ -332,6 +334,9 @@ unsafe extern "C" fn wait_begin<S: SpinPolicy>(
             if stats::enabled() {
                 stats::released(m as usize, Family::Mutex);
             }
+            if lockdep::on() {
+                lockdep::wait_released(m as usize, lockdep::MUTEX);
+            }
             0
         }
         Err(e) => e,
@@ -383,8 +388,16 @@ unsafe extern "C" fn wait_end<S: SpinPolicy>(
             std::ptr::read(ticket.cast::<Wait>()),
         )
     };
-    // SAFETY: the ticket's contract, as above.
-    let r = unsafe { cv.end(mx, w, give_up != 0) };
+    let retake = || {
+        // SAFETY: the ticket's contract, as above.
+        unsafe { cv.end(mx, w, give_up != 0) }
+    };
+    let r = if lockdep::on() {
+        let recursive = mx.kind() == Ok(Kind::Recursive);
+        lockdep::wait_retaken(m as usize, lockdep::MUTEX, recursive, retake)
+    } else {
+        retake()
+    };
     if stats::enabled() {
         stats::acquired(m as usize, Family::Mutex, false, 0);
     }
@@ -421,6 +434,9 @@ unsafe extern "C" fn foreign_begin<S: SpinPolicy>(
         let _ = cv.end_foreign(w, true);
         return r;
     }
+    if lockdep::on() {
+        lockdep::wait_released(m as usize, lockdep::Ident::Addr);
+    }
     // SAFETY: as in `wait_begin`.
     unsafe { std::ptr::write(ticket.cast::<Wait>(), w) };
     0
@@ -444,10 +460,17 @@ unsafe extern "C" fn foreign_end<S: SpinPolicy>(
     let (cv, w) = unsafe { (kc::<S>(c.cast()), std::ptr::read(ticket.cast::<Wait>())) };
     let timed_out = cv.end_foreign(w, give_up != 0);
     let m: *mut pthread_mutex_t = m.cast();
-    match call_real!(mutex_lock(m), trivially_ok = false) {
+    let retake = || match call_real!(mutex_lock(m), trivially_ok = false) {
         0 => timed_out,
         e => e,
+    };
+    if lockdep::on() {
+        // A glibc-served kind keeps its type in `__kind`'s low bits.
+        // SAFETY: a live glibc-served mutex (the caller's contract).
+        let recursive = unsafe { mutex::glibc_is_recursive(m) };
+        return lockdep::wait_retaken(m as usize, lockdep::Ident::Addr, recursive, retake);
     }
+    retake()
 }
 
 static OPS_FOREIGN_OSQ: WaitOps = WaitOps {
@@ -527,6 +550,9 @@ unsafe extern "C" fn klock_release<S: SpinPolicy>(m: *mut c_void, depth: *mut u3
             if stats::enabled() {
                 stats::released(m as usize, Family::Mutex);
             }
+            if lockdep::on() {
+                lockdep::wait_released(m as usize, lockdep::MUTEX);
+            }
             0
         }
         Err(e) => e,
@@ -541,7 +567,17 @@ unsafe extern "C" fn klock_release<S: SpinPolicy>(m: *mut c_void, depth: *mut u3
 /// `m` is the klock mutex `klock_release` released on this thread.
 unsafe extern "C" fn klock_reacquire<S: SpinPolicy>(m: *mut c_void, depth: u32) {
     // SAFETY: caller's contract.
-    unsafe { mutex::km::<S>(m.cast()) }.relock_after_wait(depth);
+    let mx = unsafe { mutex::km::<S>(m.cast()) };
+    if lockdep::on() {
+        let recursive = mx.kind() == Ok(Kind::Recursive);
+        let retake = || {
+            mx.relock_after_wait(depth);
+            0
+        };
+        let _ = lockdep::wait_retaken(m as usize, lockdep::MUTEX, recursive, retake);
+    } else {
+        mx.relock_after_wait(depth);
+    }
     if stats::enabled() {
         stats::acquired(m as usize, Family::Mutex, false, 0);
     }

@@ -243,8 +243,9 @@ pub fn locks_fast() -> bool {
     gate::load() & GATE_STATS == 0
 }
 
-/// Statistics were switched on: close the fast paths for good.
-pub(crate) fn stats_on() {
+/// Statistics or lock-order validation were switched on: close the fast
+/// paths for good.
+pub(crate) fn close_fast_paths() {
     // Relaxed: see `gate`.
     gate::word().fetch_or(GATE_STATS, Ordering::Relaxed);
 }
@@ -278,6 +279,9 @@ fn read() -> Config {
         Ok(_) => c,
         Err(v) => unpack(v),
     };
+    if klock::internal::lockdep::enabled() {
+        close_fast_paths();
+    }
     if c.spin == SpinVariant::Glibc {
         // Relaxed: see `gate`.
         gate::word().fetch_or(GATE_TAS, Ordering::Relaxed);
@@ -306,8 +310,8 @@ fn settle_entry(want: u8) -> bool {
 /// configuration once it is read, else from the environment the process
 /// started with (a resolver may run before the C library can `getenv`, at
 /// start-up under `-z now`), read from `/proc/self/environ` with raw system
-/// calls: `KLOCK_SPIN` and `KLOCK_STATS` each unset, or exactly `tas` and
-/// `0`. Anything else, or no `/proc`, binds the gated pair, which serves
+/// calls: `KLOCK_SPIN`, `KLOCK_STATS` and `KLOCK_LOCKDEP` each unset, or
+/// exactly `tas`, `0` and `0`. Anything else, or no `/proc`, binds the gated pair, which serves
 /// every configuration. Settles [`ENTRY`]; a configuration read later that
 /// asks for a queued spinlock then keeps `tas` with a warning.
 #[cfg_attr(not(ifunc_entry), allow(dead_code))]
@@ -321,11 +325,16 @@ pub fn plain_spin_entry() -> bool {
     settle_entry(if want { ENTRY_PLAIN } else { ENTRY_GATED }) && want
 }
 
-/// Does the environment the process started with leave `KLOCK_SPIN` and
-/// `KLOCK_STATS` at their defaults (unset, or `tas` and `0`)? `false` when
+/// Does the environment the process started with leave `KLOCK_SPIN`,
+/// `KLOCK_STATS` and `KLOCK_LOCKDEP` at their defaults (unset, or `tas`,
+/// `0` and `0`)? `false` when
 /// `/proc/self/environ` cannot be read.
 fn initial_env_is_plain() -> bool {
-    let mut scan = EnvScan::new(&[(b"KLOCK_SPIN=", b"tas"), (b"KLOCK_STATS=", b"0")]);
+    let mut scan = EnvScan::new(&[
+        (b"KLOCK_SPIN=", b"tas"),
+        (b"KLOCK_STATS=", b"0"),
+        (b"KLOCK_LOCKDEP=", b"0"),
+    ]);
     // One page-sized read or so per call; the scan streams, so any size works.
     let mut buf = [0u8; 1024];
     match sys::read_file(c"/proc/self/environ", &mut buf, |chunk| scan.feed(chunk)) {

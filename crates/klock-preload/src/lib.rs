@@ -25,6 +25,7 @@
 pub mod c11;
 pub mod cond;
 pub mod config;
+pub mod lockdep;
 pub mod mutex;
 pub mod real;
 pub mod rwlock;
@@ -51,6 +52,9 @@ extern "C" fn init() {
     let _ = klock::tune::get();
     let _ = klock::internal::wait::effective_cpus();
     stats::init();
+    if klock::internal::lockdep::enabled() {
+        config::close_fast_paths();
+    }
     if config::env(c"KLOCK_PRELOAD_CHECK") == Some(b"1") {
         let mut line = config::Line::new();
         line.push(b"klock-preload: active\n");

@@ -20,9 +20,11 @@
 //! word: robust list, PI futexes; other processes use them without klock).
 
 use crate::config;
+use crate::lockdep;
 use crate::real;
 use crate::stats::{self, Family};
 use crate::sys;
+use klock::internal::lockdep::Mode;
 use klock::{SpinOff, SpinOsq, SpinPolicy};
 use klock_c::core::how::How;
 use klock_c::core::mutex::{KMutex, Kind};
@@ -89,9 +91,10 @@ pub(crate) unsafe fn km<'a, S: SpinPolicy>(m: *mut pthread_mutex_t) -> &'a KMute
 }
 
 /// One acquisition of a klock mutex past the entry's uncontended try:
-/// core's [`KMutex::acquire`], or with statistics on [`acquire_counted`].
-/// The gate decides, as at the entry (`config::locks_fast`): it only
-/// closes, so an open gate here means the entry asked the try.
+/// core's [`KMutex::acquire`], or with statistics or lock-order validation
+/// on [`acquire_watched`]. The gate decides, as at the entry
+/// (`config::locks_fast`): it only closes, so an open gate here means the
+/// entry asked the try.
 #[inline(always)]
 fn acquire<S: SpinPolicy>(m: *mut pthread_mutex_t, how: How) -> c_int {
     // SAFETY: the caller (an entry point) checked `m` is non-null and not
@@ -100,14 +103,82 @@ fn acquire<S: SpinPolicy>(m: *mut pthread_mutex_t, how: How) -> c_int {
     if config::locks_fast() {
         return k.acquire(how);
     }
-    acquire_counted(m, k, how)
+    acquire_watched(m, k, how)
+}
+
+/// [`acquire`] with the gate closed (the entry asked no uncontended try):
+/// the whole call, counted ([`acquire_counted`]) with statistics on, and
+/// validated ([`lockdep::acquire`]) with lock-order validation on.
+#[cold]
+#[inline(never)]
+fn acquire_watched<S: SpinPolicy>(m: *mut pthread_mutex_t, k: &KMutex<S>, how: How) -> c_int {
+    let tried = how.is_try();
+    let run = move || {
+        if stats::enabled() {
+            acquire_counted(m, k, how)
+        } else {
+            k.lock(how)
+        }
+    };
+    if !lockdep::on() {
+        return run();
+    }
+    let recursive = k.kind() == Ok(Kind::Recursive);
+    lockdep::acquire(
+        m as usize,
+        lockdep::MUTEX,
+        Mode::Write,
+        recursive,
+        tried,
+        run,
+    )
+}
+
+/// Is the glibc-served mutex `m` of the recursive type (its `__kind`'s low
+/// bits, under the robust/PI/PP/pshared flags)?
+///
+/// # Safety
+///
+/// `m` is a live glibc-served mutex.
+#[inline]
+pub(crate) unsafe fn glibc_is_recursive(m: *const pthread_mutex_t) -> bool {
+    // Relaxed: as in `is_glibc`.
+    // SAFETY: caller's contract.
+    unsafe { kind_word(m) }.load(Ordering::Relaxed) & 3 == libc::PTHREAD_MUTEX_RECURSIVE
+}
+
+/// A glibc-served mutex's acquisition `take` (the real function), validated
+/// when lock-order validation is on (kept by address: glibc owns every
+/// byte of the object).
+///
+/// # Safety
+///
+/// `m` is a live glibc-served mutex.
+#[inline(always)]
+unsafe fn glibc_acquire(
+    m: *mut pthread_mutex_t,
+    tried: bool,
+    take: impl FnOnce() -> c_int,
+) -> c_int {
+    if !lockdep::on() {
+        return take();
+    }
+    // SAFETY: caller's contract.
+    let recursive = unsafe { glibc_is_recursive(m) };
+    lockdep::acquire(
+        m as usize,
+        lockdep::Ident::Addr,
+        Mode::Write,
+        recursive,
+        tried,
+        take,
+    )
 }
 
 /// [`acquire`] with statistics on (the entry asked no uncontended try): a
 /// first try, the whole call ([`KMutex::lock`]), tells contended from not,
 /// and the wait is timed.
-#[cold]
-#[inline(never)]
+#[inline(always)]
 fn acquire_counted<S: SpinPolicy>(m: *mut pthread_mutex_t, k: &KMutex<S>, how: How) -> c_int {
     let first = k.lock(How::Try);
     if first != EBUSY || how.is_try() {
@@ -135,7 +206,11 @@ fn unlock<S: SpinPolicy>(m: *mut pthread_mutex_t) -> c_int {
         stats::released(m as usize, Family::Mutex);
     }
     // SAFETY: as in `acquire`.
-    unsafe { km::<S>(m) }.unlock()
+    let k = unsafe { km::<S>(m) };
+    if lockdep::on() {
+        return lockdep::release(m as usize, lockdep::MUTEX, || k.unlock());
+    }
+    k.unlock()
 }
 
 fn destroy<S: SpinPolicy>(m: *mut pthread_mutex_t) -> c_int {
@@ -230,7 +305,10 @@ pub unsafe extern "C" fn pthread_mutex_init(
         // SAFETY: non-null attribute from the program.
         match unsafe { read_attr(attr) } {
             Ok(AttrKind::Klock(k)) => k,
-            Ok(AttrKind::Glibc) => return call_real!(mutex_init(m, attr), trivially_ok = true),
+            Ok(AttrKind::Glibc) => {
+                lockdep::forget(m as usize);
+                return call_real!(mutex_init(m, attr), trivially_ok = true);
+            }
             Err(e) => return e,
         }
     };
@@ -251,6 +329,7 @@ pub unsafe extern "C" fn pthread_mutex_destroy(m: *mut pthread_mutex_t) -> c_int
     }
     // SAFETY: non-null mutex from the program.
     if unsafe { is_glibc(m) } {
+        lockdep::forget(m as usize);
         return call_real!(mutex_destroy(m), trivially_ok = true);
     }
     by_mutex_variant!(destroy(m))
@@ -323,7 +402,9 @@ pub unsafe extern "C" fn pthread_mutex_lock(m: *mut pthread_mutex_t) -> c_int {
 unsafe extern "C" fn lock_full(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     if unsafe { is_glibc(m) } {
-        return call_real!(mutex_lock(m), trivially_ok = true);
+        let take = || call_real!(mutex_lock(m), trivially_ok = true);
+        // SAFETY: checked above.
+        return unsafe { glibc_acquire(m, false, take) };
     }
     // SAFETY: checked above.
     unsafe { acquire_entry(m, How::Block) }
@@ -356,7 +437,9 @@ pub unsafe extern "C" fn pthread_mutex_trylock(m: *mut pthread_mutex_t) -> c_int
 unsafe extern "C" fn trylock_full(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     if unsafe { is_glibc(m) } {
-        return call_real!(mutex_trylock(m), trivially_ok = true);
+        let take = || call_real!(mutex_trylock(m), trivially_ok = true);
+        // SAFETY: checked above.
+        return unsafe { glibc_acquire(m, true, take) };
     }
     // SAFETY: checked above.
     unsafe { acquire_entry(m, How::Try) }
@@ -379,7 +462,9 @@ pub unsafe extern "C" fn pthread_mutex_timedlock(
     }
     // SAFETY: non-null mutex from the program.
     if unsafe { is_glibc(m) } {
-        return call_real!(mutex_timedlock(m, abstime), trivially_ok = true);
+        let take = || call_real!(mutex_timedlock(m, abstime), trivially_ok = true);
+        // SAFETY: checked above.
+        return unsafe { glibc_acquire(m, false, take) };
     }
     // SAFETY: checked above; `abstime` is the program's, null or a
     // timespec readable for the call (the core checks null).
@@ -403,7 +488,9 @@ pub unsafe extern "C" fn pthread_mutex_clocklock(
     }
     // SAFETY: non-null mutex from the program.
     if unsafe { is_glibc(m) } {
-        return call_real!(mutex_clocklock(m, clock, abstime), trivially_ok = true);
+        let take = || call_real!(mutex_clocklock(m, clock, abstime), trivially_ok = true);
+        // SAFETY: checked above.
+        return unsafe { glibc_acquire(m, false, take) };
     }
     if !klock_c::core::time::valid_clock(clock) {
         // glibc checks the clock before anything else.
@@ -441,6 +528,11 @@ pub unsafe extern "C" fn pthread_mutex_unlock(m: *mut pthread_mutex_t) -> c_int 
 unsafe extern "C" fn unlock_full(m: *mut pthread_mutex_t) -> c_int {
     // SAFETY: caller's contract.
     if unsafe { is_glibc(m) } {
+        if lockdep::on() {
+            return lockdep::release(m as usize, lockdep::Ident::Addr, || {
+                call_real!(mutex_unlock(m), trivially_ok = true)
+            });
+        }
         return call_real!(mutex_unlock(m), trivially_ok = true);
     }
     by_mutex_variant!(unlock(m))

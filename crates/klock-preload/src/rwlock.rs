@@ -35,10 +35,12 @@
 //!   glibc's init only) is nonzero.
 
 use crate::config::{self, RwPolicy};
+use crate::lockdep;
 use crate::mutex::call_real;
 use crate::real;
 use crate::stats::{self, Family};
 use crate::sys;
+use klock::internal::lockdep::Mode;
 use klock::internal::rwlock::RawRwLockInternals as _;
 use klock::{SpinOff, SpinOsq, SpinPolicy};
 use klock_c::core::how::How;
@@ -145,6 +147,16 @@ enum Side {
 }
 
 impl Side {
+    /// How lock-order validation sees this side: a reader-preferring read
+    /// never waits while the lock is only read-held.
+    fn mode(self) -> Mode {
+        match self {
+            Side::Read(ReadPolicy::PreferReaders) => Mode::ReadPassing,
+            Side::Read(_) => Mode::Read,
+            Side::Write => Mode::Write,
+        }
+    }
+
     /// The statistics family.
     fn family(self) -> Family {
         match self {
@@ -185,7 +197,7 @@ fn acquire<S: SpinPolicy>(l: *mut pthread_rwlock_t, side: Side, how: How, asked:
     // SAFETY: the entry point checked `l` non-null and klock's.
     let k = unsafe { kr::<S>(l) };
     if !config::locks_fast() {
-        return acquire_counted(l, k, side, how);
+        return acquire_watched(l, k, side, how);
     }
     if asked {
         side.acquire(k, how)
@@ -194,11 +206,44 @@ fn acquire<S: SpinPolicy>(l: *mut pthread_rwlock_t, side: Side, how: How, asked:
     }
 }
 
+/// [`acquire`] with the gate closed (the entry asked no uncontended try):
+/// the whole call, counted ([`acquire_counted`]) with statistics on, and
+/// validated ([`lockdep::acquire`]) with lock-order validation on. A read
+/// relock by a reader is recursive.
+#[cold]
+#[inline(never)]
+fn acquire_watched<S: SpinPolicy>(
+    l: *mut pthread_rwlock_t,
+    k: &KRwLock<S>,
+    side: Side,
+    how: How,
+) -> c_int {
+    let tried = how.is_try();
+    let run = move || {
+        if stats::enabled() {
+            acquire_counted(l, k, side, how)
+        } else {
+            side.lock(k, how)
+        }
+    };
+    if !lockdep::on() {
+        return run();
+    }
+    let mode = side.mode();
+    lockdep::acquire(
+        l as usize,
+        lockdep::RWLOCK,
+        mode,
+        mode.is_read(),
+        tried,
+        run,
+    )
+}
+
 /// [`acquire`] with statistics on (the entry asked no uncontended try): a
 /// first try, the whole call, tells contended from not, and the wait is
 /// timed.
-#[cold]
-#[inline(never)]
+#[inline(always)]
 fn acquire_counted<S: SpinPolicy>(
     l: *mut pthread_rwlock_t,
     k: &KRwLock<S>,
@@ -232,6 +277,9 @@ fn unlock<S: SpinPolicy>(l: *mut pthread_rwlock_t) -> c_int {
             Family::RwRead
         };
         stats::released(l as usize, fam);
+    }
+    if lockdep::on() {
+        return lockdep::release(l as usize, lockdep::RWLOCK, || k.unlock());
     }
     k.unlock()
 }
@@ -280,6 +328,7 @@ pub unsafe extern "C" fn pthread_rwlock_init(
             return EINVAL;
         }
         if pshared != libc::PTHREAD_PROCESS_PRIVATE {
+            lockdep::forget(l as usize);
             return call_real!(rwlock_init(l, attr), trivially_ok = false);
         }
     }
@@ -300,6 +349,7 @@ pub unsafe extern "C" fn pthread_rwlock_destroy(l: *mut pthread_rwlock_t) -> c_i
     }
     // SAFETY: non-null rwlock from the program.
     if unsafe { is_glibc(l) } {
+        lockdep::forget(l as usize);
         return call_real!(rwlock_destroy(l), trivially_ok = false);
     }
     config::by_variant!(config::get().rwlock, destroy(l))
@@ -334,6 +384,11 @@ pub unsafe extern "C" fn pthread_rwlock_unlock(l: *mut pthread_rwlock_t) -> c_in
 unsafe extern "C" fn unlock_full(l: *mut pthread_rwlock_t) -> c_int {
     // SAFETY: caller's contract.
     if unsafe { is_glibc(l) } {
+        if lockdep::on() {
+            return lockdep::release(l as usize, lockdep::Ident::Addr, || {
+                call_real!(rwlock_unlock(l), trivially_ok = false)
+            });
+        }
         return call_real!(rwlock_unlock(l), trivially_ok = false);
     }
     config::by_variant!(config::get().rwlock, unlock(l))
@@ -370,16 +425,22 @@ macro_rules! rw_entry {
             /// the entry can tail-call it).
             #[inline(never)]
             unsafe extern "C" fn full(l: *mut pthread_rwlock_t $(, $p: $t)*) -> c_int {
-                // SAFETY: non-null rwlock from the program.
-                if unsafe { is_glibc(l) } {
-                    return call_real!($real(l $(, $p)*), trivially_ok = false);
-                }
                 let ($l, $c) = (l, config::get());
-                // SAFETY: `l` is a non-null, klock-served rwlock (checked
-                // above; a read's side reads its kind word); a timespec is
-                // the program's, null or readable for the call.
+                // SAFETY: `l` is a non-null rwlock (a read's side reads its
+                // kind word, `__flags`, glibc's and klock's alike); a
+                // timespec is the program's, null or readable for the call.
                 #[allow(unused_unsafe)]
                 let (side, how) = unsafe { ($side, $how) };
+                // SAFETY: non-null rwlock from the program.
+                if unsafe { is_glibc(l) } {
+                    let take = || call_real!($real(l $(, $p)*), trivially_ok = false);
+                    if lockdep::on() {
+                        let mode = side.mode();
+                        let (ident, tried) = (lockdep::Ident::Addr, how.is_try());
+                        return lockdep::acquire(l as usize, ident, mode, mode.is_read(), tried, take);
+                    }
+                    return take();
+                }
                 let asked = rw_entry!(@asked $($fast)?);
                 config::by_variant!($c.rwlock, acquire(l, side, how, asked))
             }

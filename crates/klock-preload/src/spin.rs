@@ -30,6 +30,7 @@
 
 use crate::config::{self, SpinVariant};
 use crate::stats::{self, Family};
+use klock::internal::lockdep::Mode;
 use klock::internal::spin::RawQSpinLockInternals as _;
 use klock::internal::wait::{Backoff, SpinBudget, spin_until, yield_now};
 use klock::{Native, Pv, PvBase, RawQSpinLock, SpinToken as Token, Unfair, WaitPolicy};
@@ -239,6 +240,7 @@ pub unsafe extern "C" fn pthread_spin_init(l: *mut pthread_spinlock_t, pshared: 
     // publishes it).
     // SAFETY: non-null storage for a spinlock.
     unsafe { word(l) }.store(if queued { 0 } else { FREE }, Ordering::Relaxed);
+    crate::lockdep::forget(l as usize);
     0
 }
 
@@ -249,7 +251,11 @@ pub unsafe extern "C" fn pthread_spin_init(l: *mut pthread_spinlock_t, pshared: 
 /// pthread's contract.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pthread_spin_destroy(l: *mut pthread_spinlock_t) -> c_int {
-    if l.is_null() { EINVAL } else { 0 }
+    if l.is_null() {
+        return EINVAL;
+    }
+    crate::lockdep::forget(l as usize);
+    0
 }
 
 /// `pthread_spin_lock` in every configuration: the variant gate, then
@@ -291,6 +297,23 @@ pub unsafe extern "C" fn spin_lock_gated(l: *mut pthread_spinlock_t) -> c_int {
 #[cold]
 #[inline(never)]
 unsafe extern "C" fn spin_lock_full(l: *mut pthread_spinlock_t) -> c_int {
+    if crate::lockdep::on() {
+        let (ident, mode) = (crate::lockdep::Ident::Addr, Mode::Write);
+        // SAFETY: the caller's contract.
+        let take = || unsafe { spin_lock_counted(l) };
+        return crate::lockdep::acquire(l as usize, ident, mode, false, false, take);
+    }
+    // SAFETY: the caller's contract.
+    unsafe { spin_lock_counted(l) }
+}
+
+/// [`spin_lock_full`]'s acquisition, counted with statistics on.
+///
+/// # Safety
+///
+/// `l` is non-null and points to a spinlock.
+#[inline(always)]
+unsafe fn spin_lock_counted(l: *mut pthread_spinlock_t) -> c_int {
     let on = stats::enabled();
     // SAFETY: non-null spinlock from the program.
     if on && unsafe { pthread_spin_trylock(l) } == 0 {
@@ -336,6 +359,10 @@ pub unsafe extern "C" fn pthread_spin_trylock(l: *mut pthread_spinlock_t) -> c_i
     if stats::enabled() {
         stats::acquired(l as usize, Family::Spin, false, 0);
     }
+    if crate::lockdep::on() {
+        let (ident, mode) = (crate::lockdep::Ident::Addr, Mode::Write);
+        return crate::lockdep::acquire(l as usize, ident, mode, false, true, || 0);
+    }
     0
 }
 
@@ -372,6 +399,22 @@ unsafe extern "C" fn spin_unlock_full(l: *mut pthread_spinlock_t) -> c_int {
     if stats::enabled() {
         stats::released(l as usize, Family::Spin);
     }
+    if crate::lockdep::on() {
+        let ident = crate::lockdep::Ident::Addr;
+        // SAFETY: the caller's contract.
+        return crate::lockdep::release(l as usize, ident, || unsafe { spin_unlock_now(l) });
+    }
+    // SAFETY: the caller's contract.
+    unsafe { spin_unlock_now(l) }
+}
+
+/// [`spin_unlock_full`]'s release in the configured protocol.
+///
+/// # Safety
+///
+/// `l` is non-null and points to a spinlock.
+#[inline(always)]
+unsafe fn spin_unlock_now(l: *mut pthread_spinlock_t) -> c_int {
     by_spin_variant!(
         {
             // Release pairs with the Acquire CAS of the next locker (ours

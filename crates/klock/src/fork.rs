@@ -118,6 +118,8 @@ pub(crate) enum Slot {
     /// `asym` under `chaos`: the emulated in-flight plain-store unlocks
     /// (none in the child).
     AsymChaos,
+    /// `lockdep`: the lock-order graph's lock.
+    Lockdep,
     /// Unit tests' own slots (fresh, so that a test can install one).
     #[cfg(test)]
     TestA,
@@ -128,9 +130,9 @@ pub(crate) enum Slot {
 /// How many [`Slot`]s the table has.
 #[cfg(not(loom))]
 const SLOTS: usize = if cfg!(test) {
-    Slot::AsymChaos as usize + 3
+    Slot::Lockdep as usize + 3
 } else {
-    Slot::AsymChaos as usize + 1
+    Slot::Lockdep as usize + 1
 };
 
 /// What one piece of state does at a fork. Each field defaults to

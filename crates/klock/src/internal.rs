@@ -430,6 +430,16 @@ pub mod spin {
 }
 
 /// Per-thread ids (the owner identity in lock words).
+/// Lock-order validation: the hooks the locks call (docs/lockdep.md).
+pub mod lockdep {
+    pub use crate::lockdep::*;
+}
+
+/// Naming code and data addresses of the running process, for reports.
+pub mod symbolize {
+    pub use crate::symbolize::*;
+}
+
 pub mod tid {
     pub use crate::tid::*;
 }

@@ -1,13 +1,15 @@
 //! `klockrun`: run a program with klock's pthread locks (like `mutrace prog`).
 //!
 //! ```text
-//! klockrun [--stats[=1|2]] [--stats-file FILE] [--mutex V] [--rwlock V] [--spin V] [--] PROG [ARGS...]
+//! klockrun [--stats[=1|2]] [--stats-file FILE] [--lockdep[=report|abort]] [--lockdep-file FILE]
+//!          [--mutex V] [--rwlock V] [--spin V] [--] PROG [ARGS...]
 //! ```
 //!
 //! Finds `libklock_preload.so` next to its own executable or in its `deps/` (the
 //! same cargo target directory; the newer of the two), or in `../lib`, or at
 //! `$KLOCK_PRELOAD_LIB`; prepends it to
 //! `LD_PRELOAD` (keeping what is there); sets `KLOCK_STATS`, `KLOCK_STATS_FILE`,
+//! `KLOCK_LOCKDEP`, `KLOCK_LOCKDEP_FILE`,
 //! `KLOCK_MUTEX`, `KLOCK_RWLOCK`, `KLOCK_SPIN` from the flags given (unset flags leave
 //! the environment alone); then `exec`s PROG, so its exit status and signals pass
 //! through unchanged.
@@ -42,6 +44,12 @@ options:
   --stats-file FILE    write the report to FILE (truncated first; %p = pid)
                        instead of stderr; implies --stats if not given. Use it
                        to keep the report apart from PROG's own stderr.
+  --lockdep[=report|abort]
+                       lock-order validation: report each lock-order cycle (a
+                       possible deadlock) on stderr when first seen; abort: and
+                       abort the program at the first (docs/lockdep.md)
+  --lockdep-file FILE  append the lock-order reports to FILE (%p = pid) instead
+                       of stderr; implies --lockdep if not given
   --mutex V            mutexes and condvars: klock (default), nospin
   --rwlock V           rwlocks: klock (default), nospin
   --spin V             spinlocks: tas (default), unfair, pv, pvbase, native
@@ -56,6 +64,8 @@ exit status: PROG's own; 2 usage error; 126 PROG not executable; 127 PROG not fo
 struct Opts {
     stats: Option<u8>,
     stats_file: Option<OsString>,
+    lockdep: Option<&'static str>,
+    lockdep_file: Option<OsString>,
     mutex: Option<String>,
     rwlock: Option<String>,
     spin: Option<String>,
@@ -124,6 +134,24 @@ fn parse(args: &[OsString]) -> Result<Opts, String> {
                 }
                 o.stats_file = Some(v);
             }
+            "--lockdep" => {
+                o.lockdep = Some(match inline.as_deref() {
+                    None | Some("report") | Some("1") => "1",
+                    Some("abort") => "abort",
+                    Some(v) => {
+                        return Err(format!(
+                            "bad value '{v}' for --lockdep: allowed are report, abort"
+                        ));
+                    }
+                });
+            }
+            "--lockdep-file" => {
+                let v = value(&mut i)?;
+                if v.is_empty() {
+                    return Err("--lockdep-file needs a non-empty file name".into());
+                }
+                o.lockdep_file = Some(v);
+            }
             "--mutex" | "--rwlock" | "--spin" => {
                 let v = value(&mut i)?;
                 let v = v.to_string_lossy();
@@ -142,7 +170,7 @@ fn parse(args: &[OsString]) -> Result<Opts, String> {
             _ => {
                 return Err(format!(
                     "unknown option '{s}': allowed are --stats[=1|2], --stats-file FILE, \
-                     --mutex {}, --rwlock {}, --spin {}, --help, and -- before PROG",
+                     --lockdep[=report|abort], --lockdep-file FILE, --mutex {}, --rwlock {}, --spin {}, --help, and -- before PROG",
                     SLEEP_VALUES.join("|"),
                     SLEEP_VALUES.join("|"),
                     SPIN_VALUES.join("|")
@@ -277,6 +305,21 @@ fn run() -> i32 {
     if let Some(l) = stats {
         cmd.env("KLOCK_STATS", l.to_string());
     }
+    let mut lockdep = o.lockdep;
+    if let Some(f) = &o.lockdep_file {
+        // Absolute, since PROG may change directory; appended to.
+        let p = PathBuf::from(f);
+        let p = if p.is_absolute() {
+            p
+        } else {
+            std::env::current_dir().map(|d| d.join(&p)).unwrap_or(p)
+        };
+        cmd.env("KLOCK_LOCKDEP_FILE", &p);
+        lockdep.get_or_insert("1");
+    }
+    if let Some(l) = lockdep {
+        cmd.env("KLOCK_LOCKDEP", l);
+    }
     for (var, v) in [
         ("KLOCK_MUTEX", &o.mutex),
         ("KLOCK_RWLOCK", &o.rwlock),
@@ -325,6 +368,15 @@ mod tests {
         let o = p(&["--stats-file", "x.txt", "true"]).unwrap();
         assert_eq!(o.stats_file, Some(OsString::from("x.txt")));
         assert!(p(&["--help"]).unwrap().help);
+        assert_eq!(p(&["--lockdep", "ls"]).unwrap().lockdep, Some("1"));
+        assert_eq!(
+            p(&["--lockdep=abort", "ls"]).unwrap().lockdep,
+            Some("abort")
+        );
+        let o = p(&["--lockdep-file", "ld.txt", "ls"]).unwrap();
+        assert_eq!(o.lockdep_file, Some(OsString::from("ld.txt")));
+        let e = p(&["--lockdep=loud", "ls"]).unwrap_err();
+        assert!(e.contains("allowed are report, abort"), "{e}");
     }
 
     #[test]

@@ -10,45 +10,7 @@
 use core::fmt::{self, Write as _};
 
 use crate::stats::table::{FRAMES, KIND_COND, KIND_RWLOCK, LockStat, PROBE_LIMIT, Totals};
-
-/// A `fmt::Write` into a fixed byte buffer; overflow truncates and is remembered.
-pub struct Buf<'a> {
-    buf: &'a mut [u8],
-    len: usize,
-    /// Whether something did not fit.
-    pub truncated: bool,
-}
-
-impl<'a> Buf<'a> {
-    /// An empty writer over `buf`.
-    pub fn new(buf: &'a mut [u8]) -> Buf<'a> {
-        Buf {
-            buf,
-            len: 0,
-            truncated: false,
-        }
-    }
-    /// The bytes written.
-    pub fn bytes(&self) -> &[u8] {
-        &self.buf[..self.len]
-    }
-    /// Appends raw bytes (a C string's contents, say).
-    pub fn push_bytes(&mut self, b: &[u8]) {
-        let n = b.len().min(self.buf.len() - self.len);
-        self.buf[self.len..self.len + n].copy_from_slice(&b[..n]);
-        self.len += n;
-        if n < b.len() {
-            self.truncated = true;
-        }
-    }
-}
-
-impl fmt::Write for Buf<'_> {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        self.push_bytes(s.as_bytes());
-        Ok(())
-    }
-}
+pub use klock::internal::symbolize::Buf;
 
 /// A count with thousands separators.
 struct Count(u64);
@@ -210,10 +172,7 @@ pub fn format_report(
 ) {
     let _ = write_report(w, h, t, top, conds, src);
     if w.truncated {
-        let keep = w.buf.len().saturating_sub(32);
-        w.len = w.len.min(keep);
-        w.truncated = false;
-        w.push_bytes(b"\nklock-stats: (report cut)\n");
+        w.end_cut(b"\nklock-stats: (report cut)\n");
     }
 }
 

@@ -67,7 +67,8 @@ pub use crate::stats::table::{
 };
 
 use crate::stats::output::warn;
-use crate::stats::symbolize::{LiveStacks, cstr_bytes, dl_info, self_exe};
+use crate::stats::symbolize::LiveStacks;
+use klock::internal::symbolize::{Symbolizer, cstr_bytes};
 
 /// Report buffer size; longer reports are cut and say so.
 const REPORT_BYTES: usize = 1 << 20;
@@ -178,7 +179,7 @@ pub fn configure(cfg: &Config<'_>) -> bool {
             // Acquire load of its slots pointer (paired with `alloc`'s Release).
             LEVEL.store(cfg.level.min(2), Relaxed);
             if cfg.level > 0 {
-                crate::config::stats_on();
+                crate::config::close_fast_paths();
             }
         } else {
             warn(b"klock-stats: cannot map the statistics table; statistics are off\n");
@@ -330,7 +331,7 @@ pub fn report_into(
     let (totals, n, nc) = TABLE.snapshot(&mut top[..k], &mut conds[..k]);
     // SAFETY: glibc sets program_invocation_name before any constructor runs; it may
     // be null only in exotic embeddings, which `cstr_bytes` handles.
-    let prog = cstr_bytes(unsafe { program_invocation_name });
+    let prog = unsafe { cstr_bytes(program_invocation_name) };
     // SAFETY: getpid has no preconditions.
     let pid = unsafe { libc::getpid() };
     let h = Header {
@@ -341,17 +342,10 @@ pub fn report_into(
         runtime_ns: now_ns().saturating_sub(START_NS.load(Relaxed)),
         level: level(),
     };
-    let main_base = {
-        // SAFETY: getauxval has no preconditions.
-        let phdr = unsafe { libc::getauxval(libc::AT_PHDR) } as usize;
-        dl_info(phdr).map_or(0, |i| i.dli_fbase as usize)
-    };
     let mut exe = [0u8; 4096];
     let mut src = LiveStacks {
         table: &TABLE,
-        own_base: dl_info(flush as *const () as usize).map_or(0, |i| i.dli_fbase as usize),
-        main_base,
-        exe: self_exe(&mut exe),
+        sym: Symbolizer::live(flush as *const () as usize, &mut exe),
     };
     format_report(w, &h, &totals, &top[..n], &conds[..nc], &mut src);
 }

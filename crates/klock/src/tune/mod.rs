@@ -741,6 +741,8 @@ pub(crate) const OTHER_VARS: &[OtherVar] = &[
     other("KLOCK_STATS_FILE", "interposer: report file"),
     other("KLOCK_STATS_TOP", "interposer: locks reported"),
     other("KLOCK_STATS_SLOTS", "interposer: statistics table"),
+    other("KLOCK_LOCKDEP", "lockdep: validation on/off/abort"),
+    other("KLOCK_LOCKDEP_FILE", "lockdep: report file"),
     other("KLOCK_PRELOAD_LIB", "klockrun, lockbench: interposer"),
     other("KLOCK_PROFILE", "klock-c install.sh: profile"),
     other("KLOCK_INSTALL_DEBUG", "klock-c install.sh: debug info"),
