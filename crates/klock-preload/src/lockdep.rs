@@ -77,8 +77,7 @@ fn lock(addr: usize, ident: Ident, make: bool) -> Option<Lock> {
 ///
 /// The caller makes sure `addr` is a live lock of its family while this
 /// runs (pthread's contract for the call it serves).
-#[cold]
-#[inline(never)]
+#[inline(always)]
 pub(crate) fn acquire(
     addr: usize,
     ident: Ident,
@@ -90,21 +89,15 @@ pub(crate) fn acquire(
     let Some(l) = lock(addr, ident, true) else {
         return take();
     };
-    if !tried {
-        ld::before_wait(l, mode, recursive);
-    }
-    let r = take();
-    if r == 0 || r == EOWNERDEAD {
-        ld::taken(l, mode, recursive, tried);
-    }
-    r
+    ld::acquire(l, mode, recursive, tried, take, |&r| {
+        r == 0 || r == EOWNERDEAD
+    })
 }
 
 /// One release `give` of the lock at `addr` under validation. The identity
 /// is read before the release (afterwards another thread may destroy the
 /// object).
-#[cold]
-#[inline(never)]
+#[inline(always)]
 pub(crate) fn release(addr: usize, ident: Ident, give: impl FnOnce() -> c_int) -> c_int {
     let l = lock(addr, ident, false);
     let r = give();
@@ -139,12 +132,8 @@ pub(crate) fn wait_retaken(
     let Some(l) = lock(addr, ident, true) else {
         return retake();
     };
-    ld::before_wait(l, Mode::Write, recursive);
-    let r = retake();
-    if !matches!(r, libc::ENOTRECOVERABLE | libc::EINVAL | libc::EPERM) {
-        ld::taken(l, Mode::Write, recursive, false);
-    }
-    r
+    let held = |&r: &c_int| !matches!(r, libc::ENOTRECOVERABLE | libc::EINVAL | libc::EPERM);
+    ld::acquire(l, Mode::Write, recursive, false, retake, held)
 }
 
 /// The lock kept by address at `addr` ends or starts over (init, destroy).

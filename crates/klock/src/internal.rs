@@ -431,6 +431,7 @@ pub mod spin {
 
 /// Per-thread ids (the owner identity in lock words).
 /// Lock-order validation: the hooks the locks call (docs/lockdep.md).
+#[cfg(not(loom))]
 pub mod lockdep {
     pub use crate::lockdep::*;
 }

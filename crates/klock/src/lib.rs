@@ -63,6 +63,7 @@ mod asym;
 mod chaos;
 mod condvar;
 mod fork;
+#[cfg(not(loom))]
 mod lockdep;
 mod mutex;
 mod node;

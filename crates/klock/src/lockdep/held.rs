@@ -1,6 +1,15 @@
 //! Each thread's stack of held locks: what it holds, in the order it took
 //! them, with how (read or exclusive, tried or waited for) and how deeply
-//! (recursive relocks). Thread-local, fixed size, no allocation.
+//! (recursive relocks). Fixed size, no allocation.
+//!
+//! **Where a thread's stack lives**: in one lazily mapped array indexed by
+//! the thread's klock id (`tid::current_id`, unique among live threads and
+//! one `%fs`-relative load), not in a `thread_local!`, which inside the
+//! interposer is a call to `__tls_get_addr` per access. Ids are recycled
+//! when threads end, so each thread clears its stack at its first use,
+//! marked in an initial-exec thread word (`fresh`, 0 in a new thread). A
+//! thread whose id is past the array (or the shared id of threads whose TLS
+//! is being torn down) is not validated.
 //!
 //! ```text
 //! take L:    [.., H]      -> [.., H, L]       (L not held)
@@ -9,23 +18,26 @@
 //!            [.., L+1, H] -> [.., L, H]
 //! ```
 
-use core::cell::UnsafeCell;
-
 use super::Mode;
+use super::region::Region;
 
 /// Locks one thread can hold at once and still be validated (deeper ones are
 /// taken and released untracked: their edges are not checked).
 pub(super) const DEPTH: usize = 48;
 
-/// One held lock.
+/// Threads validated at once (ids past it are not).
+const THREADS: usize = 1 << 16;
+
+/// One held lock (8 bytes).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Entry {
     pub(super) id: u32,
     pub(super) mode: Mode,
     /// Taken by a try (no wait edge led to it).
     pub(super) tried: bool,
-    /// Recursive holds (1 = once).
-    pub(super) depth: u32,
+    /// Recursive holds (1 = once; a deeper recursion stops counting at
+    /// u16::MAX and is then released early, which only loses edges).
+    pub(super) depth: u16,
 }
 
 const EMPTY: Entry = Entry {
@@ -54,44 +66,68 @@ impl Held {
     }
 
     /// The held locks, oldest first.
+    #[inline(always)]
     pub(super) fn entries(&self) -> &[Entry] {
-        &self.e[..self.n]
+        &self.e[..self.n.min(DEPTH)]
     }
 
-    /// The entry of `id`, if held.
+    /// The entry of `id`, if held (the newest hold).
+    #[inline(always)]
     pub(super) fn find(&self, id: u32) -> Option<usize> {
         self.entries().iter().rposition(|e| e.id == id)
     }
 
     /// `id` was taken: a new entry, or one more depth of a held one when
     /// `recursive`. False if the stack is full (not tracked).
+    #[inline(always)]
     pub(super) fn push(&mut self, id: u32, mode: Mode, tried: bool, recursive: bool) -> bool {
         if recursive && let Some(i) = self.find(id) {
-            self.e[i].depth += 1;
+            self.e[i].depth = self.e[i].depth.saturating_add(1);
             return true;
         }
-        if self.n == DEPTH {
+        let n = self.n;
+        if n >= DEPTH {
             return false;
         }
-        self.e[self.n] = Entry {
+        self.e[n] = Entry {
             id,
             mode,
             tried,
             depth: 1,
         };
-        self.n += 1;
+        self.n = n + 1;
         true
     }
 
     /// `id` was released: one depth less, the entry gone at depth 0. An id
     /// not held (taken before validation began, or untracked) is ignored.
+    /// The newest entry is the usual case, handled inline.
+    #[inline(always)]
     pub(super) fn pop(&mut self, id: u32) {
+        let n = self.n;
+        if n > 0 && n <= DEPTH && self.e[n - 1].id == id {
+            if self.e[n - 1].depth > 1 {
+                self.e[n - 1].depth -= 1;
+            } else {
+                self.n = n - 1;
+            }
+            return;
+        }
+        self.pop_inner(id);
+    }
+
+    /// [`pop`](Self::pop) of an entry below the newest (out-of-order release).
+    #[cold]
+    #[inline(never)]
+    fn pop_inner(&mut self, id: u32) {
         let Some(i) = self.find(id) else { return };
         if self.e[i].depth > 1 {
             self.e[i].depth -= 1;
             return;
         }
-        self.e.copy_within(i + 1..self.n, i);
+        for j in i..self.n - 1 {
+            self.e[j] = self.e[j + 1];
+        }
         self.n -= 1;
     }
 
@@ -103,17 +139,52 @@ impl Held {
     }
 }
 
-thread_local! {
-    static HELD: UnsafeCell<Held> = const { UnsafeCell::new(Held::new()) };
+static HELD: Region<Held, THREADS> = Region::new();
+
+// This thread's "stack cleared" mark (0 in a new thread; see the module
+// docs). An initial-exec thread word on x86-64 Linux; elsewhere a
+// const-initialised `thread_local!`.
+#[cfg(all(target_arch = "x86_64", target_os = "linux"))]
+crate::__klock_thread_word!(mod fresh = "klock_lockdep_fresh_v1");
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+mod fresh {
+    use std::cell::Cell;
+    std::thread_local! {
+        static FRESH: Cell<u32> = const { Cell::new(0) };
+    }
+    #[inline]
+    pub(super) fn get() -> u32 {
+        FRESH.try_with(|c| c.get()).unwrap_or(0)
+    }
+    #[inline]
+    pub(super) fn set(v: u32) {
+        let _ = FRESH.try_with(|c| c.set(v));
+    }
 }
 
-/// Runs `f` on this thread's held locks.
+/// This thread's held locks, as a pointer valid for the life of the process
+/// (null: this thread is not validated). Callers make each `&mut` from it
+/// short: never alive across a call that may take a lock (the acquisition
+/// itself, the slow path's `backtrace`), where a nested hook makes its own.
 #[inline]
-pub(super) fn with<R>(f: impl FnOnce(&mut Held) -> R) -> R {
-    // SAFETY: the cell is this thread's, and `with` is never re-entered while
-    // `f` runs: the hooks call it once each, and the slow path they call
-    // sets `busy` (checked first by every hook) before it can take a lock.
-    HELD.with(|h| f(unsafe { &mut *h.get() }))
+pub(super) fn current() -> *mut Held {
+    let id = crate::tid::current_id() as usize;
+    if id >= THREADS {
+        return core::ptr::null_mut();
+    }
+    let Some(base) = HELD.base() else {
+        return core::ptr::null_mut();
+    };
+    // SAFETY: `id < THREADS`, inside the mapping.
+    let h = unsafe { base.add(id) };
+    if fresh::get() == 0 {
+        // SAFETY: slot `id` belongs to this thread while it lives (ids are
+        // unique among live threads); nothing else borrows it now.
+        unsafe { *h = Held::new() };
+        fresh::set(1);
+    }
+    h
 }
 
 #[cfg(test)]

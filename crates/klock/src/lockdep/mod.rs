@@ -16,7 +16,7 @@
 //!   cannot on a reader-preferring lock ([`Mode::ReadPassing`]) but can on one
 //!   whose readers queue behind a waiting writer ([`Mode::Read`]);
 //! * a condvar wait releases and retakes its mutex (the caller calls
-//!   [`released`], then [`before_wait`] and [`taken`]).
+//!   [`released`], then [`acquire`]).
 //!
 //! **Cost**: with validation off, every hook is one relaxed load
 //! ([`enabled`]); on, an acquisition reads the thread's held entries and
@@ -30,10 +30,9 @@
 //! if lockdep::enabled() {
 //!     let (a, b) = (0x1000usize, 0x2000usize);
 //!     let (la, lb) = (lockdep::lock_at(a).unwrap(), lockdep::lock_at(b).unwrap());
-//!     lockdep::before_wait(la, Mode::Write, false);
-//!     lockdep::taken(la, Mode::Write, false, false);
-//!     lockdep::before_wait(lb, Mode::Write, false);
-//!     lockdep::taken(lb, Mode::Write, false, false);
+//!     let lock = |l| lockdep::acquire(l, Mode::Write, false, false, || 0, |r| *r == 0);
+//!     lock(la);
+//!     lock(lb);
 //!     lockdep::released(lb);
 //!     lockdep::released(la);
 //! }
@@ -216,66 +215,133 @@ pub fn forget(addr: usize) {
 // Hooks
 // ---------------------------------------------------------------------------
 
+/// Does a thread holding `h` need new edges to wait for `lock` in `mode`?
+/// Only the held locks down to the first one that was waited for are
+/// checked: below it, the order is already known (its own edges); below a
+/// tried one it is not. A relock of a held lock adds none: recursive, or one
+/// that fails or self-deadlocks, which is not an order between two locks.
+#[inline(always)]
+fn needs_edges(h: &held::Held, lock: Lock, mode: Mode) -> bool {
+    let held = h.entries();
+    if held.is_empty() || h.busy || h.find(lock.0).is_some() {
+        return false;
+    }
+    for e in held.iter().rev() {
+        if !graph::seen(graph::key(e.id, e.mode, lock.0, mode)) {
+            return true;
+        }
+        if !e.tried {
+            return false;
+        }
+    }
+    false
+}
+
+/// The keys [`needs_edges`] found missing, copied out of `h` for the slow
+/// path (which may re-enter the hooks, so holds no borrow of `h`).
+fn missing_edges(h: &held::Held, lock: Lock, mode: Mode, out: &mut [u64; held::DEPTH]) -> usize {
+    let mut n = 0;
+    for e in h.entries().iter().rev() {
+        let k = graph::key(e.id, e.mode, lock.0, mode);
+        if !graph::seen(k) {
+            out[n] = k;
+            n += 1;
+        }
+        if !e.tried {
+            break;
+        }
+    }
+    n
+}
+
+/// One acquisition of `lock` in `mode` under validation: `take` acquires,
+/// and `held_after` says from its result whether the lock is now held. A
+/// blocking or timed acquisition (`tried` false) is checked before it
+/// waits: edges from the locks held, a report for a cycle one closes. A
+/// try adds no edge. `recursive`: a relock of a held `lock` is allowed (a
+/// recursive mutex, a read lock) and counts one more hold.
+///
+/// The caller checked [`enabled`]. `take` must not call these hooks.
+#[inline]
+pub fn acquire<R>(
+    lock: Lock,
+    mode: Mode,
+    recursive: bool,
+    tried: bool,
+    take: impl FnOnce() -> R,
+    held_after: impl FnOnce(&R) -> bool,
+) -> R {
+    let h = held::current();
+    if h.is_null() {
+        return take();
+    }
+    // SAFETY: this thread's, valid for the process's life; each borrow below
+    // ends before any call that may take a lock (`current`'s rule).
+    if !tried && needs_edges(unsafe { &*h }, lock, mode) {
+        record_for(h, lock, mode);
+    }
+    let r = take();
+    if held_after(&r) {
+        // SAFETY: as above.
+        let h = unsafe { &mut *h };
+        if !h.busy {
+            let _ = h.push(lock.0, mode, tried, recursive);
+        }
+    }
+    r
+}
+
 /// A thread is about to wait for `lock` in `mode` (a blocking or timed
-/// acquisition; a try calls only [`taken`]). Records the edges from the
-/// locks it holds and reports a cycle one closes. `recursive`: a relock of a
-/// held `lock` is allowed (a recursive mutex, a read lock that passes
-/// readers), and adds no edge.
+/// acquisition; a try calls only [`taken`]): [`acquire`]'s check, for a
+/// lock that cannot hand its acquisition over as a closure. `recursive` as
+/// for [`acquire`].
 pub fn before_wait(lock: Lock, mode: Mode, recursive: bool) {
-    let mut new = [0u64; held::DEPTH];
-    let n = held::with(|h| {
-        if h.busy {
-            return 0;
-        }
-        if h.find(lock.0).is_some() {
-            // A relock: recursive (no edge), or one that fails or
-            // self-deadlocks, which is not an order between two locks.
-            let _ = recursive;
-            return 0;
-        }
-        let mut n = 0;
-        for e in h.entries().iter().rev() {
-            let k = graph::key(e.id, e.mode, lock.0, mode);
-            if !graph::seen(k) {
-                new[n] = k;
-                n += 1;
-            }
-            // Below a lock that was waited for, the order is already known
-            // (its own edges); below a tried one it is not.
-            if !e.tried {
-                break;
-            }
-        }
-        if n > 0 {
-            h.busy = true;
-        }
-        n
-    });
-    if n > 0 {
-        record(&new[..n]);
-        held::with(|h| h.busy = false);
+    let _ = recursive;
+    let h = held::current();
+    // SAFETY: as in `acquire`.
+    if !h.is_null() && needs_edges(unsafe { &*h }, lock, mode) {
+        record_for(h, lock, mode);
     }
 }
 
 /// `lock` was acquired in `mode` (`tried`: by a try, which waited for
-/// nothing). `recursive` as for [`before_wait`].
+/// nothing). `recursive` as for [`acquire`].
 #[inline]
 pub fn taken(lock: Lock, mode: Mode, recursive: bool, tried: bool) {
-    held::with(|h| {
-        if !h.busy {
-            let _ = h.push(lock.0, mode, tried, recursive);
-        }
-    });
+    // SAFETY: as in `acquire`; null when this thread is not validated.
+    if let Some(h) = unsafe { held::current().as_mut() }
+        && !h.busy
+    {
+        let _ = h.push(lock.0, mode, tried, recursive);
+    }
 }
 
 /// `lock` was released (once: a recursive hold keeps the rest).
 #[inline]
 pub fn released(lock: Lock) {
-    held::with(|h| {
-        if !h.busy {
-            h.pop(lock.0)
-        }
-    });
+    // SAFETY: as in `acquire`; null when this thread is not validated.
+    if let Some(h) = unsafe { held::current().as_mut() }
+        && !h.busy
+    {
+        h.pop(lock.0)
+    }
+}
+
+/// The slow path of a check: copy the missing keys, mark the thread busy
+/// (its own lock calls inside `backtrace` are not validated), record them.
+#[cold]
+#[inline(never)]
+fn record_for(h: *mut held::Held, lock: Lock, mode: Mode) {
+    let mut keys = [0u64; held::DEPTH];
+    let n = {
+        // SAFETY: as in `acquire`; this borrow ends before `record`.
+        let h = unsafe { &mut *h };
+        h.busy = true;
+        missing_edges(h, lock, mode, &mut keys)
+    };
+    record(&keys[..n]);
+    // SAFETY: as in `acquire`.
+    unsafe { (*h).busy = false };
 }
 
 /// The slow path: new edges. The stack is captured once, outside the graph
@@ -291,7 +357,7 @@ fn record(new: &[u64]) {
     for (f, r) in frames.iter_mut().zip(&raw[..n]) {
         *f = *r as usize;
     }
-    // Drop `record` and `before_wait` themselves.
+    // Drop `record` itself.
     let frames = &frames[n.min(1)..n];
     // SAFETY: gettid has no preconditions.
     let tid = unsafe { libc::gettid() } as u32;

@@ -40,6 +40,13 @@ impl<T, const N: usize> Region<T, N> {
         self.map()
     }
 
+    /// The array's first element as a raw pointer, for a `T` that its owner
+    /// mutates in place (a thread's own slot); `None` if unmappable.
+    #[inline]
+    pub(super) fn base(&self) -> Option<*mut T> {
+        self.get().map(|a| a.as_ptr().cast_mut())
+    }
+
     #[cold]
     fn map(&self) -> Option<&[T; N]> {
         let bytes = core::mem::size_of::<[T; N]>();

@@ -185,7 +185,9 @@ fn write_all(fd: i32, mut b: &[u8]) {
     }
 }
 
-/// Opens `path` (with `%p` expanded to the pid) for appending; -1 on failure.
+/// Opens `path` (with `%p` expanded to the pid) for appending, as the
+/// statistics file is opened: a symbolic link as the last component is
+/// refused, a new file gets mode 0644 under the umask; -1 on failure.
 fn open_append(path: &[u8]) -> i32 {
     let mut p = [0u8; 4096];
     let mut w = Buf::new(&mut p[..4095]);
@@ -207,7 +209,7 @@ fn open_append(path: &[u8]) -> i32 {
     unsafe {
         libc::open(
             p.as_ptr().cast(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC,
+            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC | libc::O_NOFOLLOW,
             0o644,
         )
     }
