@@ -36,13 +36,18 @@ pub struct Side<'a> {
     pub name: &'static str,
     /// The interposer, for the klock sides.
     pub preload: Option<&'a Path>,
+    /// Part of a `--lockdep` run: `KLOCK_LOCKDEP` and `KLOCK_LOCKDEP_FILE` are
+    /// removed from every other side's environment (without `--lockdep` they reach
+    /// the preloaded runs as they are, like `KLOCK_MUTEX`).
+    pub lockdep_run: bool,
 }
 
 impl Side<'_> {
     /// A command running `prog` on this side: preloaded for the klock sides, with
-    /// `KLOCK_LOCKDEP=1` on [`LOCKDEP`] (removed, as `KLOCK_LOCKDEP_FILE` is, on the
-    /// others: lockdep's reports go to stderr, where they are counted), the
-    /// `TSAN_OPTIONS` of [`TSAN`], under `valgrind --tool=helgrind` on [`HELGRIND`].
+    /// `KLOCK_LOCKDEP=1` and without `KLOCK_LOCKDEP_FILE` on [`LOCKDEP`] (its reports
+    /// go to stderr, where they are counted; on a `--lockdep` run the others lose
+    /// both), the `TSAN_OPTIONS` of [`TSAN`], under `valgrind --tool=helgrind` on
+    /// [`HELGRIND`].
     pub fn command(&self, prog: &OsStr) -> Command {
         let mut c = if self.name == HELGRIND {
             let mut c = Command::new("valgrind");
@@ -54,11 +59,11 @@ impl Side<'_> {
         if let Some(lib) = self.preload {
             preload(&mut c, lib);
         }
-        c.env_remove("KLOCK_LOCKDEP_FILE");
         if self.name == LOCKDEP {
-            c.env("KLOCK_LOCKDEP", "1");
-        } else {
-            c.env_remove("KLOCK_LOCKDEP");
+            c.env("KLOCK_LOCKDEP", "1").env_remove("KLOCK_LOCKDEP_FILE");
+        } else if self.lockdep_run {
+            c.env_remove("KLOCK_LOCKDEP")
+                .env_remove("KLOCK_LOCKDEP_FILE");
         }
         if self.name == TSAN {
             c.env("TSAN_OPTIONS", TSAN_OPTIONS);
@@ -317,15 +322,22 @@ mod tests {
 
     #[test]
     fn the_klock_side_preloads_the_library() {
-        let side = Side {
+        let mut side = Side {
             name: KLOCK,
             preload: Some(Path::new("/x.so")),
+            lockdep_run: false,
         };
         let c = side.command(OsStr::new("true"));
         let env: Vec<_> = c.get_envs().collect();
         assert!(env.iter().any(|(k, v)| *k == "LD_PRELOAD"
             && v.is_some_and(|v| v.to_string_lossy().starts_with("/x.so"))));
-        assert!(env.contains(&(OsStr::new("KLOCK_LOCKDEP"), None)));
+        assert!(!env.iter().any(|(k, _)| *k == "KLOCK_LOCKDEP"));
+        side.lockdep_run = true;
+        let c = side.command(OsStr::new("true"));
+        assert!(
+            c.get_envs()
+                .any(|e| e == (OsStr::new("KLOCK_LOCKDEP"), None))
+        );
     }
 
     #[test]
@@ -339,6 +351,7 @@ mod tests {
         let side = |name| Side {
             name,
             preload: (name == LOCKDEP).then_some(lib),
+            lockdep_run: true,
         };
         let c = side(LOCKDEP).command(OsStr::new("prog"));
         assert_eq!(env(&c, "KLOCK_LOCKDEP").as_deref(), Some("1"));

@@ -32,7 +32,8 @@
 //! `cc -O2 -fsanitize=thread` under `TSAN_OPTIONS=detect_deadlocks=1` (1/10 of the
 //! iterations), and under `valgrind --tool=helgrind` (1/1000); a side whose tool
 //! is missing is skipped with a note. `KLOCK_LOCKDEP` and `KLOCK_LOCKDEP_FILE` are
-//! removed from the other sides' environment.
+//! then removed from the other sides' environment (without `--lockdep` they reach
+//! the preloaded runs unchanged).
 //!
 //! Every (workload, T) point runs `--runs` times with and without the interposer,
 //! interleaved (the order alternates between repetitions; with `--lockdep` each
@@ -196,6 +197,7 @@ impl Plan<'_> {
         Side {
             name,
             preload: (name == KLOCK || name == LOCKDEP).then_some(self.lib),
+            lockdep_run: self.lockdep,
         }
     }
     /// Every (workload, T, side) point in run order: without `--lockdep`, per
@@ -288,6 +290,7 @@ fn plan<'a>(
     lib: &'a Path,
 ) -> Result<(Plan<'a>, Vec<String>), CliError> {
     let mut names: Vec<&str> = ws.iter().filter_map(|w| w.built()).collect();
+    names.sort_unstable();
     names.dedup();
     let built = if names.is_empty() {
         None
