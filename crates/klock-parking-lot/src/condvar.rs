@@ -299,9 +299,11 @@ impl Condvar {
         deadlock::released(m.key(), Hold::Exclusive);
         let timed_out = match deadline {
             // SAFETY: we hold `m.inner` with `token`; the condvar re-locks it
-            // and replaces `token` before returning.
+            // and replaces `token` before returning. (Both arms are klock's
+            // lock_api 0.5 methods, which tell lockdep of the release and
+            // the retake.)
             None => {
-                unsafe { self.raw.wait(&m.inner, &mut token) };
+                unsafe { lock_api05::RawCondvar::wait(&self.raw, &m.inner, &mut token) };
                 false
             }
             // SAFETY: as above.

@@ -10,7 +10,8 @@
 //! correct: the token names the acquisition, not the releasing thread.
 
 use crate::deadlock::{self, Hold, Want};
-use crate::k::{MutexToken, RawMutex as KMutex};
+use crate::k::{MutexToken, RawMutex as KMutex, ldhook};
+use klock::internal::lockdep::Mode;
 use lock_api05::RawMutexTimed as _;
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
@@ -83,6 +84,13 @@ impl RawMutex {
         self as *const Self as usize
     }
 
+    /// Lockdep's name for this lock: klock's mutex's address (klock's
+    /// `lockdep` hooks; its drop forgets it).
+    #[inline]
+    fn ld(&self) -> usize {
+        ldhook::addr(&self.inner)
+    }
+
     /// Park the token of an acquisition.
     ///
     /// # Safety
@@ -138,12 +146,20 @@ unsafe impl lock_api::RawMutex for RawMutex {
 
     #[inline]
     fn lock(&self) {
-        let t = deadlock::acquire(
-            self.key(),
-            Want::Exclusive,
-            (None, Hold::Exclusive),
-            || self.inner.try_lock(),
-            || self.inner.lock(),
+        let t = ldhook::wait(
+            self.ld(),
+            Mode::Write,
+            false,
+            || {
+                deadlock::acquire(
+                    self.key(),
+                    Want::Exclusive,
+                    (None, Hold::Exclusive),
+                    || self.inner.try_lock(),
+                    || self.inner.lock(),
+                )
+            },
+            |_| true,
         );
         // SAFETY: `t` is the acquisition we just made.
         unsafe { self.park_token(t) };
@@ -151,11 +167,14 @@ unsafe impl lock_api::RawMutex for RawMutex {
 
     #[inline]
     fn try_lock(&self) -> bool {
-        self.got(self.inner.try_lock())
+        let got = self.got(self.inner.try_lock());
+        ldhook::tried(self.ld(), Mode::Write, false, got);
+        got
     }
 
     #[inline]
     unsafe fn unlock(&self) {
+        ldhook::release(self.ld());
         deadlock::released(self.key(), Hold::Exclusive);
         // SAFETY: the caller holds the mutex (lock_api's contract), whose
         // token is parked.
@@ -173,6 +192,7 @@ unsafe impl lock_api::RawMutex for RawMutex {
 unsafe impl lock_api::RawMutexFair for RawMutex {
     #[inline]
     unsafe fn unlock_fair(&self) {
+        ldhook::release(self.ld());
         deadlock::released(self.key(), Hold::Exclusive);
         // SAFETY: the caller holds the mutex, whose token is parked.
         unsafe { self.inner.unlock_fair(self.take_token()) }
@@ -180,6 +200,7 @@ unsafe impl lock_api::RawMutexFair for RawMutex {
 }
 
 // SAFETY: a timed acquisition returns true only when it holds the lock.
+// (Lockdep: klock's timed lock_api 0.5 methods carry the hooks.)
 unsafe impl lock_api::RawMutexTimed for RawMutex {
     type Duration = Duration;
     type Instant = Instant;

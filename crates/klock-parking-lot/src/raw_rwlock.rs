@@ -8,7 +8,8 @@
 //! which only the thread holding the write lock touches.
 
 use crate::deadlock::{self, Hold, Want};
-use crate::k::{RawRwLock as KRwLock, RwLockRecursiveExt as _, WriteToken};
+use crate::k::{RawRwLock as KRwLock, RwLockRecursiveExt as _, WriteToken, ldhook};
+use klock::internal::lockdep::Mode;
 use lock_api05::{GuardSend, RawRwLockFair as _, RawRwLockTimed as _, RawRwLockUpgradeTimed as _};
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
@@ -103,6 +104,13 @@ impl RawRwLock {
         unsafe { self.inner.raw() }
     }
 
+    /// Lockdep's name for this lock: the rwsem's address (klock's `lockdep`
+    /// hooks; its drop forgets it).
+    #[inline]
+    fn ld(&self) -> usize {
+        ldhook::addr(self.k())
+    }
+
     /// The deadlock detector's name for this lock: its address.
     #[inline]
     fn key(&self) -> usize {
@@ -174,6 +182,13 @@ impl RawRwLock {
     }
 }
 
+/// Lockdep's mode of a plain read: the rwsem's new readers queue behind a
+/// waiting writer. Recursive reads pass waiting writers (`ReadPassing`); an
+/// upgradable read is validated as a write. The lock_api 0.5 methods called
+/// here (fair unlocks, timed forms, timed recursive reads) carry klock's
+/// hooks; the inherent ones get theirs here.
+const READ: Mode = Mode::Read;
+
 // SAFETY: every acquisition forwards to klock's rwsem (its lock_api 0.5
 // impl's contract: writers exclusive, readers only without a writer,
 // Acquire/Release); the write token is parked and restored around it.
@@ -189,22 +204,33 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
     #[inline]
     fn lock_shared(&self) {
         let k = self.k();
-        deadlock::acquire(
-            self.key(),
-            Want::Shared,
-            (None, Hold::Shared),
-            || k.try_lock_shared().then_some(()),
-            || k.lock_shared(),
+        ldhook::wait(
+            self.ld(),
+            READ,
+            false,
+            || {
+                deadlock::acquire(
+                    self.key(),
+                    Want::Shared,
+                    (None, Hold::Shared),
+                    || k.try_lock_shared().then_some(()),
+                    || k.lock_shared(),
+                )
+            },
+            |_| true,
         )
     }
 
     #[inline]
     fn try_lock_shared(&self) -> bool {
-        self.got(self.k().try_lock_shared(), Hold::Shared)
+        let got = self.got(self.k().try_lock_shared(), Hold::Shared);
+        ldhook::tried(self.ld(), READ, false, got);
+        got
     }
 
     #[inline]
     unsafe fn unlock_shared(&self) {
+        ldhook::release(self.ld());
         deadlock::released(self.key(), Hold::Shared);
         // SAFETY: the caller holds a read lock (lock_api's contract).
         unsafe { self.k().unlock_shared() }
@@ -213,12 +239,20 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
     #[inline]
     fn lock_exclusive(&self) {
         let k = self.k();
-        let t = deadlock::acquire(
-            self.key(),
-            Want::Exclusive,
-            (None, Hold::Exclusive),
-            || k.try_lock_exclusive(),
-            || k.lock_exclusive(),
+        let t = ldhook::wait(
+            self.ld(),
+            Mode::Write,
+            false,
+            || {
+                deadlock::acquire(
+                    self.key(),
+                    Want::Exclusive,
+                    (None, Hold::Exclusive),
+                    || k.try_lock_exclusive(),
+                    || k.lock_exclusive(),
+                )
+            },
+            |_| true,
         );
         // SAFETY: `t` is the write acquisition we just made.
         unsafe { self.park(t) };
@@ -226,11 +260,14 @@ unsafe impl lock_api::RawRwLock for RawRwLock {
 
     #[inline]
     fn try_lock_exclusive(&self) -> bool {
-        self.wrote(self.k().try_lock_exclusive(), None)
+        let got = self.wrote(self.k().try_lock_exclusive(), None);
+        ldhook::tried(self.ld(), Mode::Write, false, got);
+        got
     }
 
     #[inline]
     unsafe fn unlock_exclusive(&self) {
+        ldhook::release(self.ld());
         deadlock::released(self.key(), Hold::Exclusive);
         // SAFETY: the caller holds the write lock, whose token is parked.
         unsafe { self.k().unlock_exclusive(self.unpark()) }
@@ -269,6 +306,7 @@ unsafe impl lock_api::RawRwLockFair for RawRwLock {
 unsafe impl lock_api::RawRwLockDowngrade for RawRwLock {
     #[inline]
     unsafe fn downgrade(&self) {
+        ldhook::changed(self.ld(), READ);
         deadlock::acquired(self.key(), Some(Hold::Exclusive), Hold::Shared);
         // SAFETY: the caller holds the write lock, whose token is parked.
         unsafe { self.k().downgrade(self.unpark()) }
@@ -312,18 +350,28 @@ unsafe impl lock_api::RawRwLockRecursive for RawRwLock {
     #[inline]
     fn lock_shared_recursive(&self) {
         let k = self.k();
-        deadlock::acquire(
-            self.key(),
-            Want::SharedRecursive,
-            (None, Hold::Shared),
-            || k.try_lock_shared_recursive().then_some(()),
-            || k.lock_shared_recursive(),
+        ldhook::wait(
+            self.ld(),
+            Mode::ReadPassing,
+            true,
+            || {
+                deadlock::acquire(
+                    self.key(),
+                    Want::SharedRecursive,
+                    (None, Hold::Shared),
+                    || k.try_lock_shared_recursive().then_some(()),
+                    || k.lock_shared_recursive(),
+                )
+            },
+            |_| true,
         )
     }
 
     #[inline]
     fn try_lock_shared_recursive(&self) -> bool {
-        self.got(self.k().try_lock_shared_recursive(), Hold::Shared)
+        let got = self.got(self.k().try_lock_shared_recursive(), Hold::Shared);
+        ldhook::tried(self.ld(), Mode::ReadPassing, true, got);
+        got
     }
 }
 
@@ -346,22 +394,33 @@ unsafe impl lock_api::RawRwLockUpgrade for RawRwLock {
     #[inline]
     fn lock_upgradable(&self) {
         let k = self.k();
-        deadlock::acquire(
-            self.key(),
-            Want::Upgradable,
-            (None, Hold::Upgradable),
-            || k.try_lock_upgradable().then_some(()),
-            || k.lock_upgradable(),
+        ldhook::wait(
+            self.ld(),
+            Mode::Write,
+            false,
+            || {
+                deadlock::acquire(
+                    self.key(),
+                    Want::Upgradable,
+                    (None, Hold::Upgradable),
+                    || k.try_lock_upgradable().then_some(()),
+                    || k.lock_upgradable(),
+                )
+            },
+            |_| true,
         )
     }
 
     #[inline]
     fn try_lock_upgradable(&self) -> bool {
-        self.got(self.k().try_lock_upgradable(), Hold::Upgradable)
+        let got = self.got(self.k().try_lock_upgradable(), Hold::Upgradable);
+        ldhook::tried(self.ld(), Mode::Write, false, got);
+        got
     }
 
     #[inline]
     unsafe fn unlock_upgradable(&self) {
+        ldhook::release(self.ld());
         deadlock::released(self.key(), Hold::Upgradable);
         // SAFETY: the caller holds the upgradable read lock.
         unsafe { self.k().unlock_upgradable() }
@@ -395,6 +454,7 @@ unsafe impl lock_api::RawRwLockUpgrade for RawRwLock {
 unsafe impl lock_api::RawRwLockUpgradeFair for RawRwLock {
     #[inline]
     unsafe fn unlock_upgradable_fair(&self) {
+        ldhook::release(self.ld());
         deadlock::released(self.key(), Hold::Upgradable);
         // SAFETY: the caller holds the upgradable read lock.
         unsafe { self.k().unlock_upgradable_fair() }
@@ -402,9 +462,17 @@ unsafe impl lock_api::RawRwLockUpgradeFair for RawRwLock {
 
     #[inline]
     unsafe fn bump_upgradable(&self) {
+        // Lockdep: a release and a blocking retake.
+        ldhook::release(self.ld());
         // SAFETY: the caller holds the upgradable read lock (it holds one
         // again when this returns).
-        unsafe { self.k().bump_upgradable() }
+        ldhook::wait(
+            self.ld(),
+            Mode::Write,
+            false,
+            || unsafe { self.k().bump_upgradable() },
+            |_| true,
+        )
     }
 }
 
@@ -412,6 +480,7 @@ unsafe impl lock_api::RawRwLockUpgradeFair for RawRwLock {
 unsafe impl lock_api::RawRwLockUpgradeDowngrade for RawRwLock {
     #[inline]
     unsafe fn downgrade_upgradable(&self) {
+        ldhook::changed(self.ld(), READ);
         deadlock::acquired(self.key(), Some(Hold::Upgradable), Hold::Shared);
         // SAFETY: the caller holds the upgradable read lock.
         unsafe { self.k().downgrade_upgradable() }

@@ -103,17 +103,34 @@ pub(crate) fn release(addr: usize, ident: Ident, give: impl FnOnce() -> c_int) -
     let r = give();
     if r == 0
         && let Some(l) = l
+        && !ld::released(l)
     {
-        ld::released(l);
+        // Released by a thread that did not take it (a normal mutex or a
+        // spinlock used as a semaphore): a new identity, and the old one
+        // retired, so the taker drops its stale entry. The object is still
+        // live: pthread's contract for the unlock that just returned.
+        renew(addr, ident);
+        ld::retire(l);
     }
     r
+}
+
+/// The lock at `addr` gets a new identity at its next acquisition.
+fn renew(addr: usize, ident: Ident) {
+    match ident {
+        Ident::Stamp(off) => {
+            // SAFETY: as in `lock`.
+            ld::renew_stamped(unsafe { &*((addr + off) as *const AtomicU32) })
+        }
+        Ident::Addr => ld::forget(addr),
+    }
 }
 
 /// A condvar wait released the mutex at `addr` (its retake is an
 /// [`acquire`]: a blocking one, checked against what the thread holds then).
 pub(crate) fn wait_released(addr: usize, ident: Ident) {
     if let Some(l) = lock(addr, ident, false) {
-        ld::released(l);
+        let _ = ld::released(l);
     }
 }
 

@@ -86,7 +86,7 @@ fn check_program(file: &str) {
                 Mode::Plain => "failed WITHOUT the interposer (plain glibc): the test \
                                 program itself is wrong"
                     .to_string(),
-                Mode::Preload => "failed under the interposer".to_string(),
+                Mode::Preload | Mode::Lockdep => "failed under the interposer".to_string(),
             })
         } else if !r.stdout.contains("PASS") {
             Some(format!(

@@ -22,6 +22,14 @@
 //! - xz and zstd: threaded compress / decompress round trips of the pigz
 //!   input, compared byte for byte (condvar signal and timed-wait handoffs).
 //!
+//! Each program also runs a third time, preloaded with `KLOCK_LOCKDEP=1`
+//! ([`Mode::Lockdep`]), with the same checks and, in addition, no
+//! `possible deadlock` report: none of these programs has a lock-order cycle
+//! (docs/results/2026-11-29-lockdep/real-programs.md gives the evidence:
+//! an independent recorder of every nested acquisition found their lock
+//! graphs acyclic). Time-bound or slow runs use smaller sizes there. The test
+//! `lockdep_canary_abba` shows that the mode does turn validation on.
+//!
 //! Programs are found on PATH. A missing program is a failure under
 //! `.ci/run` (`KLOCK_CI=1`) or when `CI` is set ("install <package>"); otherwise the test prints a SKIPPED line (to
 //! the terminal, past the output capture) and returns. The Debian packages
@@ -54,12 +62,18 @@ fn number_after(text: &str, key: &str) -> Option<f64> {
 
 // ---------------------------------------------------------------- sysbench
 
-fn check_sysbench(test: &str, args: &[&str]) {
+/// `lockdep_args`: the arguments of the [`Mode::Lockdep`] run.
+fn check_sysbench(test: &str, args: &[&str], lockdep_args: &[&str]) {
     let Some(sysbench) = common::require_program(test, "sysbench", "sysbench") else {
         return;
     };
     let mut failures = Vec::new();
-    for mode in Mode::BOTH {
+    for mode in Mode::ALL {
+        let args = if mode == Mode::Lockdep {
+            lockdep_args
+        } else {
+            args
+        };
         let r = common::run(Command::new(&sysbench).args(args), mode, TIMEOUT);
         if let Err(e) = common::check_clean_exit(mode, &r) {
             failures.push(e);
@@ -91,22 +105,28 @@ fn sysbench_threads() {
             "--time=2",
             "run",
         ],
+        &[
+            "threads",
+            "--threads=8",
+            "--thread-locks=1",
+            "--thread-yields=100",
+            "--time=1",
+            "run",
+        ],
     );
 }
 
 #[test]
 fn sysbench_mutex() {
-    check_sysbench(
-        "sysbench_mutex",
-        &[
-            "mutex",
-            "--threads=8",
-            "--mutex-num=1",
-            "--mutex-locks=200000",
-            "--mutex-loops=0",
-            "run",
-        ],
-    );
+    let args = [
+        "mutex",
+        "--threads=8",
+        "--mutex-num=1",
+        "--mutex-locks=200000",
+        "--mutex-loops=0",
+        "run",
+    ];
+    check_sysbench("sysbench_mutex", &args, &args);
 }
 
 // ---------------------------------------------------------------- stress-ng
@@ -150,13 +170,19 @@ fn is_stress_ng_startup_race(r: &RunResult) -> bool {
 
 const STRESS_NG_ATTEMPTS: u32 = 10;
 
-fn check_stress_ng(test: &str, args: &[&str]) {
+/// `lockdep_args`: the arguments of the [`Mode::Lockdep`] run.
+fn check_stress_ng(test: &str, args: &[&str], lockdep_args: &[&str]) {
     let Some(stress_ng) = common::require_program(test, "stress-ng", "stress-ng") else {
         return;
     };
     let tmp = common::tmp_subdir("stress-ng");
     let mut failures = Vec::new();
-    for mode in Mode::BOTH {
+    for mode in Mode::ALL {
+        let args = if mode == Mode::Lockdep {
+            lockdep_args
+        } else {
+            args
+        };
         let mut attempt = 0;
         let r = loop {
             attempt += 1;
@@ -199,18 +225,16 @@ fn check_stress_ng(test: &str, args: &[&str]) {
 
 #[test]
 fn stress_ng_mutex() {
-    check_stress_ng(
-        "stress_ng_mutex",
-        &[
-            "--mutex",
-            "2",
-            "--mutex-ops",
-            "20000",
-            "--verify",
-            "-t",
-            "5",
-        ],
-    );
+    let args = [
+        "--mutex",
+        "2",
+        "--mutex-ops",
+        "20000",
+        "--verify",
+        "-t",
+        "5",
+    ];
+    check_stress_ng("stress_ng_mutex", &args, &args);
 }
 
 #[test]
@@ -225,6 +249,15 @@ fn stress_ng_pthread() {
             "--verify",
             "-t",
             "5",
+        ],
+        &[
+            "--pthread",
+            "2",
+            "--pthread-max",
+            "64",
+            "--verify",
+            "-t",
+            "2",
         ],
     );
 }
@@ -283,7 +316,7 @@ fn pigz_roundtrip() {
     let original = fs::read(&input).expect("read pigz input");
     let dir = common::tmp_subdir("pigz");
     let mut failures = Vec::new();
-    for mode in Mode::BOTH {
+    for mode in Mode::ALL {
         let gz = dir.join(format!("out-{}-{}.gz", mode.name(), std::process::id()));
         let back = dir.join(format!("back-{}-{}.txt", mode.name(), std::process::id()));
         let r = common::run_to_file(
@@ -376,7 +409,7 @@ fn sqlite_threaded_bulk_insert() {
         panic!("{test}: {e}");
     }
     let mut failures = Vec::new();
-    for mode in Mode::BOTH {
+    for mode in Mode::ALL {
         let db = dir.join(format!("bulk-{}-{}.db", mode.name(), std::process::id()));
         let r = common::run(Command::new(&bin).arg(&db), mode, TIMEOUT);
         if let Err(e) = common::check_clean_exit(mode, &r) {
@@ -429,7 +462,7 @@ fn sqlite3_cli_concurrent_writers() {
     const ROWS: u32 = 20000;
     let dir = common::tmp_subdir("sqlite");
     let mut failures = Vec::new();
-    for mode in Mode::BOTH {
+    for mode in Mode::ALL {
         let db = dir.join(format!("cli-{}-{}.db", mode.name(), std::process::id()));
         for suffix in ["", "-wal", "-shm"] {
             let _ = fs::remove_file(format!("{}{suffix}", db.display()));
@@ -820,7 +853,7 @@ fn memcached_set_get() {
         memccapable: common::require_program(test, "memccapable", "libmemcached-tools"),
     };
     let mut failures = Vec::new();
-    for mode in Mode::BOTH {
+    for mode in Mode::ALL {
         if let Err(e) = memcached_round(&memcached, &tools, mode) {
             failures.push(e);
         }
@@ -866,10 +899,11 @@ fn kc_phase_counts(out: &str) -> [Option<u64>; 3] {
     counts
 }
 
-/// Runs a Kyoto Cabinet test driver `prog` with `args` in both modes.
-/// `order_records`: for an `order` test, the records it must count after
-/// setting and getting (T × rnum); `before`: called before each run (to remove a
-/// database file); `after`: an extra check after a successful run.
+/// Runs a Kyoto Cabinet test driver `prog` with `args` in each of `modes` and
+/// returns the failures. `order_records`: for an `order` test, the records it
+/// must count after setting and getting (T × rnum); `before`: called before
+/// each run (to remove a database file); `after`: an extra check after a
+/// successful run.
 fn check_kyoto(
     test: &str,
     prog: &Path,
@@ -877,9 +911,10 @@ fn check_kyoto(
     order_records: Option<u64>,
     before: &dyn Fn(),
     after: &dyn Fn(Mode) -> Result<(), String>,
-    failures: &mut Vec<String>,
-) {
-    for mode in Mode::BOTH {
+    modes: &[Mode],
+) -> Vec<String> {
+    let mut failures = Vec::new();
+    for &mode in modes {
         before();
         let r = common::run(Command::new(prog).args(args), mode, TIMEOUT);
         if let Err(e) = common::check_clean_exit(mode, &r) {
@@ -904,6 +939,7 @@ fn check_kyoto(
             failures.push(e);
         }
     }
+    failures
 }
 
 /// `kcstashtest`: the stash database, an array of 1,024 rwlock-protected slots
@@ -919,24 +955,44 @@ fn kyoto_stash() {
     let mut failures = Vec::new();
     let none = || {};
     let ok = |_: Mode| Ok(());
-    check_kyoto(
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["order", "-th", "4", "100000"],
         Some(400_000),
         &none,
         &ok,
-        &mut failures,
-    );
-    check_kyoto(
+        &Mode::BOTH,
+    ));
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["wicked", "-th", "8", "50000"],
         None,
         &none,
         &ok,
-        &mut failures,
-    );
+        &Mode::BOTH,
+    ));
+    // Lock-order validation, smaller: the same lock nesting (a record slot's
+    // rwlock under the database rwlock, up to 11 deep in `wicked`).
+    failures.extend(check_kyoto(
+        test,
+        &prog,
+        &["order", "-th", "4", "20000"],
+        Some(80_000),
+        &none,
+        &ok,
+        &[Mode::Lockdep],
+    ));
+    failures.extend(check_kyoto(
+        test,
+        &prog,
+        &["wicked", "-th", "8", "10000"],
+        None,
+        &none,
+        &ok,
+        &[Mode::Lockdep],
+    ));
     common::finish(test, failures);
 }
 
@@ -953,24 +1009,43 @@ fn kyoto_cache() {
     let mut failures = Vec::new();
     let none = || {};
     let ok = |_: Mode| Ok(());
-    check_kyoto(
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["wicked", "-th", "8", "100000"],
         None,
         &none,
         &ok,
-        &mut failures,
-    );
-    check_kyoto(
+        &Mode::BOTH,
+    ));
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["order", "-th", "4", "50000"],
         Some(200_000),
         &none,
         &ok,
-        &mut failures,
-    );
+        &Mode::BOTH,
+    ));
+    // Lock-order validation, smaller.
+    failures.extend(check_kyoto(
+        test,
+        &prog,
+        &["wicked", "-th", "8", "20000"],
+        None,
+        &none,
+        &ok,
+        &[Mode::Lockdep],
+    ));
+    failures.extend(check_kyoto(
+        test,
+        &prog,
+        &["order", "-th", "4", "10000"],
+        Some(40_000),
+        &none,
+        &ok,
+        &[Mode::Lockdep],
+    ));
     common::finish(test, failures);
 }
 
@@ -1011,24 +1086,46 @@ fn kyoto_tree() {
         Ok(())
     };
     let mut failures = Vec::new();
-    check_kyoto(
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["order", "-th", "4", &db_s, "50000"],
         Some(200_000),
         &remove,
         &ok,
-        &mut failures,
-    );
-    check_kyoto(
+        &Mode::BOTH,
+    ));
+    failures.extend(check_kyoto(
         test,
         &prog,
         &["wicked", "-th", "8", &db_s, "20000"],
         None,
         &remove,
         &checked,
-        &mut failures,
-    );
+        &Mode::BOTH,
+    ));
+    // Lock-order validation, smaller. `wicked` still reaches
+    // `PlantDB::synchronize`, which read-locks all 1,024 record-slot rwlocks
+    // of the underlying hash database at once (`lock_reader_all`), so a
+    // thread holds over 1,000 locks.
+    failures.extend(check_kyoto(
+        test,
+        &prog,
+        &["order", "-th", "4", &db_s, "10000"],
+        Some(40_000),
+        &remove,
+        &ok,
+        &[Mode::Lockdep],
+    ));
+    failures.extend(check_kyoto(
+        test,
+        &prog,
+        &["wicked", "-th", "8", &db_s, "10000"],
+        None,
+        &remove,
+        &checked,
+        &[Mode::Lockdep],
+    ));
     remove();
     common::finish(test, failures);
 }
@@ -1052,7 +1149,7 @@ fn compressor_roundtrip(
     let original = fs::read(&input).expect("read the test input");
     let dir = common::tmp_subdir(prog);
     let mut failures = Vec::new();
-    for mode in Mode::BOTH {
+    for mode in Mode::ALL {
         let packed = dir.join(format!("out-{}-{}.{prog}", mode.name(), std::process::id()));
         let back = dir.join(format!("back-{}-{}.txt", mode.name(), std::process::id()));
         let r = common::run_to_file(
@@ -1150,7 +1247,7 @@ fn pi_stress_inversions() {
         return;
     };
     let mut failures = Vec::new();
-    for mode in Mode::BOTH {
+    for mode in Mode::ALL {
         let r = common::run(
             Command::new(&pi_stress).args(["--inversions=20000", "--quiet"]),
             mode,
@@ -1181,4 +1278,102 @@ fn pi_stress_inversions() {
         }
     }
     common::finish(test, failures);
+}
+
+// ---------------------------------------------------------------- lockdep canary
+
+/// Two static mutexes taken in both orders, one after the other (so it never
+/// deadlocks): the one lock-order cycle lockdep must report.
+const ABBA_C: &str = r#"
+#include <pthread.h>
+#include <stdio.h>
+
+static pthread_mutex_t canary_a = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t canary_b = PTHREAD_MUTEX_INITIALIZER;
+
+__attribute__((noinline)) static void take_a_then_b(void) {
+    pthread_mutex_lock(&canary_a);
+    pthread_mutex_lock(&canary_b);
+    pthread_mutex_unlock(&canary_b);
+    pthread_mutex_unlock(&canary_a);
+}
+
+__attribute__((noinline)) static void *take_b_then_a(void *arg) {
+    pthread_mutex_lock(&canary_b);
+    pthread_mutex_lock(&canary_a);
+    pthread_mutex_unlock(&canary_a);
+    pthread_mutex_unlock(&canary_b);
+    return arg;
+}
+
+int main(void) {
+    pthread_t t;
+    take_a_then_b();
+    if (pthread_create(&t, NULL, take_b_then_a, NULL) != 0 || pthread_join(t, NULL) != 0)
+        return 1;
+    puts("PASS: abba");
+    return 0;
+}
+"#;
+
+/// [`Mode::Lockdep`] turns validation on: an A->B / B->A program run the way
+/// the real programs are gets exactly one report, naming both locks and both
+/// functions. (Without it, the real programs' "no report" would prove
+/// nothing.)
+#[test]
+fn lockdep_canary_abba() {
+    let test = "lockdep_canary_abba";
+    if common::require_program(test, "gcc", "gcc").is_none() {
+        return;
+    }
+    let dir = common::tmp_subdir("lockdep");
+    let src = dir.join(format!("abba-{}.c", std::process::id()));
+    let bin = dir.join(format!("abba-{}", std::process::id()));
+    fs::write(&src, ABBA_C).expect("write abba.c");
+    if let Err(e) = common::compile(&src, &bin, &[]) {
+        panic!("{test}: {e}");
+    }
+    let r = common::run(&mut Command::new(&bin), Mode::Lockdep, TIMEOUT);
+    if !r.success() || !r.stdout.contains("PASS: abba") {
+        panic!("{}", r.report("the canary did not run cleanly"));
+    }
+    if let Err(e) = Mode::Lockdep.check_marker(&r.stderr) {
+        panic!("{}", r.report(&e));
+    }
+    // The check every real program's lockdep run goes through catches it.
+    match common::check_clean_exit(Mode::Lockdep, &r) {
+        Err(e) if e.contains("take_b_then_a") => {}
+        Err(e) => panic!("check_clean_exit failed the canary without its report: {e}"),
+        Ok(()) => panic!(
+            "{}",
+            r.report("check_clean_exit passed a lockdep run with a `possible deadlock` report")
+        ),
+    }
+    let reports = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains(common::LOCKDEP_REPORT))
+        .count();
+    let missing: Vec<&str> = [
+        "canary_a",
+        "canary_b",
+        "take_a_then_b",
+        "take_b_then_a",
+        "klock lockdep: end of report",
+    ]
+    .into_iter()
+    .filter(|w| !r.stderr.contains(w))
+    .collect();
+    if reports != 1 || !missing.is_empty() {
+        panic!(
+            "{}",
+            r.report(&format!(
+                "expected one `{}` report naming canary_a, canary_b, take_a_then_b and \
+                 take_b_then_a; got {reports} report(s), missing {missing:?}",
+                common::LOCKDEP_REPORT
+            ))
+        );
+    }
+    let _ = fs::remove_file(&src);
+    let _ = fs::remove_file(&bin);
 }

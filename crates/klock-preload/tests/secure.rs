@@ -5,7 +5,9 @@
 //!   set-user-ID library in a trusted system directory, preloaded by bare
 //!   name) and a set-user-ID-root probe (`tests/setuid/probe.c`) run by
 //!   `nobody` with `KLOCK_STATS=2`, `KLOCK_STATS_FILE=<root-only dir>/x`,
-//!   `KLOCK_PRELOAD_CHECK=1` and invalid variant names. The probe checks that
+//!   `KLOCK_LOCKDEP=abort`, `KLOCK_LOCKDEP_FILE=<root-only dir>/ld` (the
+//!   probe takes two mutexes in both orders), `KLOCK_PRELOAD_CHECK=1` and
+//!   invalid variant names. The probe checks that
 //!   it runs with `AT_SECURE` and that the interposer serves its locks; the
 //!   test checks that nothing was created in the root-only directory and that
 //!   nothing klock-related reached stderr (no load-check line, no warnings).
@@ -302,7 +304,8 @@ fn setuid_program_ignores_klock_variables() {
     let o = run_probe_as_nobody(&drop_to_nobody, &lib_name, &base, &report);
     let what = format!(
         "set-user-ID-root probe run by nobody with LD_PRELOAD={lib_name} (installed in {}) \
-         KLOCK_STATS=2 KLOCK_STATS_FILE={} KLOCK_PRELOAD_CHECK=1 KLOCK_MUTEX=bogus ...",
+         KLOCK_STATS=2 KLOCK_STATS_FILE={} KLOCK_LOCKDEP=abort KLOCK_PRELOAD_CHECK=1 \
+         KLOCK_MUTEX=bogus ...",
         lib_dir.display(),
         report.display()
     );
@@ -486,6 +489,11 @@ fn run_probe_as_nobody(
         .arg(format!("LD_PRELOAD={lib_name}"))
         .arg("KLOCK_STATS=2")
         .arg(format!("KLOCK_STATS_FILE={}", report.display()))
+        .arg("KLOCK_LOCKDEP=abort")
+        .arg(format!(
+            "KLOCK_LOCKDEP_FILE={}",
+            report.with_file_name("ld").display()
+        ))
         .args([
             "KLOCK_PRELOAD_CHECK=1",
             "KLOCK_MUTEX=bogus",

@@ -429,9 +429,13 @@ pub mod spin {
     pub use crate::spin::*;
 }
 
-/// Per-thread ids (the owner identity in lock words).
+/// The lockdep hooks of klock's Rust lock types, for front ends over them
+/// (the parking_lot crate).
+pub mod ldhook {
+    pub use crate::ldhook::*;
+}
+
 /// Lock-order validation: the hooks the locks call (docs/lockdep.md).
-#[cfg(not(loom))]
 pub mod lockdep {
     pub use crate::lockdep::*;
 }
@@ -441,6 +445,7 @@ pub mod symbolize {
     pub use crate::symbolize::*;
 }
 
+/// Per-thread ids (the owner identity in lock words).
 pub mod tid {
     pub use crate::tid::*;
 }

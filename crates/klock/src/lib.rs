@@ -63,7 +63,7 @@ mod asym;
 mod chaos;
 mod condvar;
 mod fork;
-#[cfg(not(loom))]
+mod ldhook;
 mod lockdep;
 mod mutex;
 mod node;

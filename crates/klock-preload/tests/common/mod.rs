@@ -17,6 +17,15 @@
 //! missing constructor) cannot make the tests pass against plain glibc.
 //! Plain runs must not print it.
 //!
+//! # Lock-order validation (`Mode::Lockdep`)
+//!
+//! [`Mode::Lockdep`] is a preloaded run with `KLOCK_LOCKDEP=1`: the
+//! interposer validates the program's lock order and prints a report whose
+//! first line contains `possible deadlock` for each lock-order cycle (see
+//! docs/lockdep.md). [`check_clean_exit`] fails a lockdep run that printed
+//! such a report, so a program documented as free of inversions stays so.
+//! The other modes leave `KLOCK_LOCKDEP` as the command has it.
+//!
 //! # Environment
 //!
 //! - `KLOCK_PRELOAD_SO=/path/to/lib.so`: use this interposer instead of
@@ -42,6 +51,12 @@ use std::time::{Duration, Instant};
 pub const CHECK_ENV: &str = "KLOCK_PRELOAD_CHECK";
 /// The line the interposer prints to stderr at load when `CHECK_ENV=1`.
 pub const ACTIVE_LINE: &str = "klock-preload: active";
+/// Turns on the interposer's lock-order validation ([`Mode::Lockdep`]).
+pub const LOCKDEP_ENV: &str = "KLOCK_LOCKDEP";
+/// Every line lockdep prints starts with this.
+pub const LOCKDEP_PREFIX: &str = "klock lockdep";
+/// A cycle report's first line contains this.
+pub const LOCKDEP_REPORT: &str = "possible deadlock";
 
 /// Default watchdog for one program run.
 pub const RUN_TIMEOUT: Duration = Duration::from_secs(60);
@@ -84,31 +99,49 @@ pub fn tmp_subdir(name: &str) -> PathBuf {
     dir
 }
 
-/// Whether the run is plain glibc or under the interposer.
+/// Whether the run is plain glibc, under the interposer, or under the
+/// interposer with lock-order validation on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Plain,
     Preload,
+    /// Preloaded with `KLOCK_LOCKDEP=1`.
+    Lockdep,
 }
 
 impl Mode {
     pub const BOTH: [Mode; 2] = [Mode::Plain, Mode::Preload];
+    /// Plain, preloaded, and preloaded with lock-order validation.
+    pub const ALL: [Mode; 3] = [Mode::Plain, Mode::Preload, Mode::Lockdep];
 
     pub fn name(self) -> &'static str {
         match self {
             Mode::Plain => "plain",
             Mode::Preload => "preloaded",
+            Mode::Lockdep => "lockdep",
         }
+    }
+
+    /// Whether the interposer is loaded in this mode.
+    pub fn preloaded(self) -> bool {
+        self != Mode::Plain
     }
 
     /// Sets up the environment of `cmd` for this mode.
     pub fn apply(self, cmd: &mut Command) {
         match self {
+            // KLOCK_LOCKDEP stays as the command has it: tests/lockdep.rs
+            // sets it per run of a preloaded command.
             Mode::Plain => {
                 cmd.env_remove("LD_PRELOAD").env_remove(CHECK_ENV);
             }
             Mode::Preload => {
                 cmd.env("LD_PRELOAD", preload_so()).env(CHECK_ENV, "1");
+            }
+            Mode::Lockdep => {
+                cmd.env("LD_PRELOAD", preload_so())
+                    .env(CHECK_ENV, "1")
+                    .env(LOCKDEP_ENV, "1");
             }
         }
     }
@@ -116,14 +149,14 @@ impl Mode {
     /// Checks the load-check line: present exactly when preloaded.
     pub fn check_marker(self, stderr: &str) -> Result<(), String> {
         let seen = stderr.lines().any(|l| l.trim_end() == ACTIVE_LINE);
-        match (self, seen) {
-            (Mode::Preload, false) => Err(format!(
+        match (self.preloaded(), seen) {
+            (true, false) => Err(format!(
                 "the interposer did not announce itself: no `{ACTIVE_LINE}` line on stderr \
                  with {CHECK_ENV}=1 and LD_PRELOAD={} (not loaded, or the load-check \
                  contract in tests/common/mod.rs is not implemented)",
                 preload_so().display()
             )),
-            (Mode::Plain, true) => Err(format!(
+            (false, true) => Err(format!(
                 "`{ACTIVE_LINE}` printed by a plain run (LD_PRELOAD leaking in?)"
             )),
             _ => Ok(()),
@@ -379,7 +412,10 @@ fn read_lossy(p: &Path) -> String {
 /// Describes a command line for reports.
 pub fn describe(cmd: &Command, mode: Mode) -> String {
     let mut s = String::new();
-    if mode == Mode::Preload {
+    if mode == Mode::Lockdep {
+        s.push_str(&format!("{LOCKDEP_ENV}=1 "));
+    }
+    if mode.preloaded() {
         s.push_str(&format!(
             "{CHECK_ENV}=1 LD_PRELOAD={} ",
             preload_so().display()
@@ -445,13 +481,61 @@ pub fn run_to_file(
     spawn(cmd, mode, Some(stdout_to)).wait_timeout(timeout)
 }
 
-/// Standard checks for a run: clean exit 0, and the load-check line exactly
-/// when preloaded.
+/// Standard checks for a run: clean exit 0, the load-check line exactly
+/// when preloaded, and under [`Mode::Lockdep`] no lock-order cycle report
+/// ([`check_no_lockdep_report`]).
 pub fn check_clean_exit(mode: Mode, r: &RunResult) -> Result<(), String> {
     if !r.success() {
         return Err(r.report(&format!("did not exit cleanly ({})", mode.name())));
     }
-    mode.check_marker(&r.stderr).map_err(|e| r.report(&e))
+    mode.check_marker(&r.stderr).map_err(|e| r.report(&e))?;
+    check_no_lockdep_report(mode, r)
+}
+
+/// Under [`Mode::Lockdep`]: fails if lockdep reported a lock-order cycle (a
+/// line containing `possible deadlock`), with every lockdep line (the
+/// reports' locks and stacks) in the message.
+pub fn check_no_lockdep_report(mode: Mode, r: &RunResult) -> Result<(), String> {
+    if mode != Mode::Lockdep {
+        return Ok(());
+    }
+    let reports = r
+        .stderr
+        .lines()
+        .filter(|l| l.contains(LOCKDEP_REPORT))
+        .count();
+    if reports == 0 {
+        return Ok(());
+    }
+    Err(format!(
+        "{}\n--- lockdep output ---\n{}",
+        r.report(&format!(
+            "lockdep reported {reports} lock-order cycle(s) (`{LOCKDEP_REPORT}`) in a program \
+             documented as free of them (docs/results/2026-11-29-lockdep/real-programs.md): \
+             a new inversion in the program, or a false positive of the validator"
+        )),
+        report_blocks(&r.stderr)
+    ))
+}
+
+/// Every lockdep report in `stderr` in full: from each `possible deadlock`
+/// line to its `end of report` line (its indented lock and frame lines).
+fn report_blocks(stderr: &str) -> String {
+    let mut out = String::new();
+    let mut inside = false;
+    for l in stderr.lines() {
+        if l.contains(LOCKDEP_REPORT) {
+            inside = true;
+        }
+        if inside {
+            out.push_str(l);
+            out.push('\n');
+        }
+        if l.starts_with(LOCKDEP_PREFIX) && l.contains("end of report") {
+            inside = false;
+        }
+    }
+    out
 }
 
 /// Searches `PATH` for an executable.

@@ -3,7 +3,9 @@
  * the secure-execution flag (AT_SECURE) is what the test expects, and then
  * uses mutexes, a condvar and an rwlock from two threads, so that lock
  * statistics (if the interposer were collecting any) would have something to
- * report at exit.
+ * report at exit, and takes two mutexes in both orders (one after the
+ * other), so that lock-order validation (if it were on) would report, or
+ * with KLOCK_LOCKDEP=abort end the probe.
  *
  * Usage: probe secure | probe plain
  *
@@ -98,6 +100,15 @@ int main(int argc, char **argv)
         fail("pthread_join");
     if (counter != 2L * ROUNDS)
         fail("lost updates under the mutex");
+    static pthread_mutex_t a = PTHREAD_MUTEX_INITIALIZER, b = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&a);
+    pthread_mutex_lock(&b);
+    pthread_mutex_unlock(&b);
+    pthread_mutex_unlock(&a);
+    pthread_mutex_lock(&b);
+    pthread_mutex_lock(&a);
+    pthread_mutex_unlock(&a);
+    pthread_mutex_unlock(&b);
 
     printf("PASS at_secure=%lu pthread_mutex_lock from %s\n", at_secure, info.dli_fname);
     return 0;

@@ -833,7 +833,7 @@ unsafe impl<S: SpinPolicy> lock_api::RawCondvar for RawCondvar<S> {
 
     unsafe fn wait(&self, mutex: &RawMutex<S>, guard: &mut MutexToken) {
         // SAFETY: forwarded contract.
-        unsafe { RawCondvar::wait(self, mutex, guard) }
+        relocked(mutex, || unsafe { RawCondvar::wait(self, mutex, guard) })
     }
 
     fn notify_one(&self) -> bool {
@@ -866,7 +866,9 @@ unsafe impl<S: SpinPolicy> lock_api::RawCondvarTimed for RawCondvar<S> {
                 .min(u64::MAX as u128) as u64,
         );
         // SAFETY: forwarded contract.
-        unsafe { self.wait_until_ns(mutex, guard, Some(d)) }
+        relocked(mutex, || unsafe {
+            self.wait_until_ns(mutex, guard, Some(d))
+        })
     }
 
     unsafe fn wait_for(
@@ -877,8 +879,23 @@ unsafe impl<S: SpinPolicy> lock_api::RawCondvarTimed for RawCondvar<S> {
     ) -> bool {
         let d = wait::now_ns().saturating_add(timeout.as_nanos().min(u64::MAX as u128) as u64);
         // SAFETY: forwarded contract.
-        unsafe { self.wait_until_ns(mutex, guard, Some(d)) }
+        relocked(mutex, || unsafe {
+            self.wait_until_ns(mutex, guard, Some(d))
+        })
     }
+}
+
+/// Lockdep: a wait releases `mutex` and retakes it (a blocking acquisition,
+/// validated against the locks held then, which are those held now: the
+/// thread sleeps in between). The wait itself unlocks and relocks through
+/// the mutex's inherent methods, which carry no hooks.
+#[cfg(not(loom))]
+#[inline(always)]
+fn relocked<S: SpinPolicy, T>(mutex: &RawMutex<S>, wait: impl FnOnce() -> T) -> T {
+    use crate::{ldhook, lockdep::Mode};
+    let a = ldhook::addr(mutex);
+    ldhook::release(a);
+    ldhook::wait(a, Mode::Write, false, wait, |_| true)
 }
 
 #[cfg(test)]

@@ -6,69 +6,31 @@
 //!   open-addressing set of edge keys, written only under the graph lock and
 //!   read without it (a miss is checked again under the lock).
 //! * **A new edge** ([`add`]) takes the graph lock (klock's registry lock,
-//!   never a lock the program can see), searches for a path back from `L` to
-//!   `H`, links the edge into `H`'s out-list, and publishes its key last.
+//!   never a lock the program can see), asks the topological order
+//!   (`order`) whether it can close a cycle, searches for a path back from
+//!   `L` to `H` only if so, links the edge into `H`'s out-list and `L`'s
+//!   in-list, and publishes its key last.
 //!
 //! An edge's key carries the two modes that decide whether a cycle through
 //! it can block: `from_read` (H was held shared) and `to_passing` (L was
 //! wanted shared on a reader-preferring lock, which never waits while the
 //! lock is only read-held). A path is a deadlock only if no lock on it is
 //! entered by a `to_passing` edge and left by a `from_read` one
-//! ([`blocks`]): a passing reader does not wait for a reader.
-//!
-//! ```text
-//! key = from id (30 bits) << 34 | to id (30 bits) << 4 | to_read << 2 | from_read << 1 | to_passing
-//! ```
+//! ([`blocks`]): a passing reader does not wait for a reader. (The keys
+//! and the edge records are `edges`'.)
 
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering, Ordering::Relaxed};
+use core::sync::atomic::{AtomicU32, AtomicU64, Ordering, Ordering::Relaxed};
 
-use super::Mode;
+use super::edges::{EDGES, FRAMES, Key, MAX_EDGES, edge};
 use super::ids::{self, MAX_LOCKS};
+use super::order::{self, Order, Verdict};
 use super::region::Region;
 use crate::reglock::RegLock;
 
-/// Distinct edges the process can record (then new edges go unchecked, said
-/// once).
-pub(super) const MAX_EDGES: usize = 1 << 18;
 /// Key-set slots: twice the edges, so probes stay short.
 const SET: usize = MAX_EDGES * 2;
-/// Frames kept of the stack that first made an edge.
-pub(super) const FRAMES: usize = 14;
 /// Longest cycle a report spells out.
 pub(super) const MAX_CYCLE: usize = 16;
-
-/// An edge's key (see the module docs): `from` held in `from_mode`, `to`
-/// wanted in `to_mode`.
-#[inline]
-pub(super) fn key(from: u32, from_mode: Mode, to: u32, to_mode: Mode) -> u64 {
-    (from as u64) << 34
-        | (to as u64) << 4
-        | (to_mode.is_read() as u64) << 2
-        | (from_mode.is_read() as u64) << 1
-        | (to_mode == Mode::ReadPassing) as u64
-}
-
-/// The parts of a key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Key {
-    pub(super) from: u32,
-    pub(super) to: u32,
-    pub(super) from_read: bool,
-    pub(super) to_read: bool,
-    pub(super) to_passing: bool,
-}
-
-impl Key {
-    pub(super) fn of(k: u64) -> Key {
-        Key {
-            from: (k >> 34) as u32,
-            to: ((k >> 4) & ((1 << 30) - 1)) as u32,
-            from_read: k & 2 != 0,
-            to_read: k & 4 != 0,
-            to_passing: k & 1 != 0,
-        }
-    }
-}
 
 /// Can a thread that arrived at a lock by an edge with `arrived_passing`
 /// leave it by an edge with `from_read` and still be blocked there? Not when
@@ -78,21 +40,7 @@ pub(super) fn blocks(arrived_passing: bool, from_read: bool) -> bool {
     !(arrived_passing && from_read)
 }
 
-/// One recorded edge: written under the graph lock before its key is
-/// published, never changed after (Relaxed: the lock orders it).
-#[derive(Default)]
-pub(super) struct Edge {
-    pub(super) key: AtomicU64,
-    /// Next edge out of the same lock (index, 0 = none).
-    pub(super) next: AtomicU32,
-    /// The thread that first made it (kernel tid).
-    pub(super) tid: AtomicU32,
-    pub(super) frames_n: AtomicU32,
-    pub(super) frames: [AtomicUsize; FRAMES],
-}
-
 static KEYS: Region<AtomicU64, SET> = Region::new();
-static EDGES: Region<Edge, MAX_EDGES> = Region::new();
 /// The BFS queue of a search: states `id << 1 | arrived_passing`.
 static QUEUE: Region<AtomicU32, { MAX_LOCKS * 2 }> = Region::new();
 
@@ -104,17 +52,38 @@ pub(super) struct Graph {
     generation: u32,
     /// Edges dropped because the table was full.
     pub(super) dropped: u64,
+    /// The topological order.
+    order: Order,
+}
+
+/// Set when the edge table filled: new orders are no longer checked (a
+/// seen edge still costs its lookup; an unseen one no longer takes the
+/// slow path).
+static FULL: core::sync::atomic::AtomicBool = core::sync::atomic::AtomicBool::new(false);
+
+/// Has the edge table filled?
+#[inline]
+pub(super) fn full() -> bool {
+    // Relaxed: a one-way flag; a thread that misses it takes the slow path
+    // once more, which checks again under the lock.
+    FULL.load(Relaxed)
 }
 
 pub(super) static GRAPH: RegLock<Graph> = RegLock::new(Graph {
     edges: 0,
     generation: 0,
     dropped: 0,
+    order: Order::new(),
 });
 
+/// Where a key's probe starts: the whole key mixed (a lock with thousands
+/// of out-edges, such as Kyoto Cabinet's database lock over its slot locks,
+/// must not crowd one region of the set: clustered starts made probe runs
+/// long enough to dominate a validated acquisition).
 #[inline]
 fn slot_of(k: u64) -> usize {
-    (k.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40) as usize
+    let h = (k ^ (k >> 29)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    (h ^ (h >> 32)) as usize
 }
 
 /// Has the edge `k` been recorded? Lock-free.
@@ -152,11 +121,6 @@ fn publish(keys: &[AtomicU64; SET], k: u64) {
     }
 }
 
-/// The edge with index `i` (1-based). Only for indices handed out by [`add`].
-pub(super) fn edge(i: u32) -> &'static Edge {
-    &EDGES.get().expect("an index implies the edges are mapped")[i as usize]
-}
-
 /// A cycle closed by a new edge: the new edge first, then the path back
 /// to its start (edge indices), `len` of them kept and `more` not.
 pub(super) struct Cycle {
@@ -175,13 +139,20 @@ pub(super) fn add(g: &mut Graph, k: u64, tid: u32, frames: &[usize]) -> Option<C
     }
     if g.edges as usize + 1 >= MAX_EDGES {
         g.dropped += 1;
+        FULL.store(true, Relaxed);
         return None;
     }
-    let cycle = search(g, Key::of(k));
+    let key = Key::of(k);
+    // The order rules most edges out at once; the exact search runs only
+    // where the graph may have a cycle through this one.
+    let (from, to) = (ids::rec(key.from), ids::rec(key.to));
+    let cycle = match order::insert(&mut g.order, &key) {
+        Verdict::Acyclic => None,
+        Verdict::Search => search(g, key),
+    };
     g.edges += 1;
     let i = g.edges;
     let e = &edges[i as usize];
-    let key = Key::of(k);
     e.key.store(k, Relaxed);
     e.tid.store(tid, Relaxed);
     let n = frames.len().min(FRAMES);
@@ -189,17 +160,34 @@ pub(super) fn add(g: &mut Graph, k: u64, tid: u32, frames: &[usize]) -> Option<C
         slot.store(f, Relaxed);
     }
     e.frames_n.store(n as u32, Relaxed);
-    let from = ids::rec(key.from);
     e.next.store(from.out.load(Relaxed), Relaxed);
     from.out.store(i, Relaxed);
+    e.next_in.store(to.in_head.load(Relaxed), Relaxed);
+    to.in_head.store(i, Relaxed);
     let _ = ids::rec(key.to)
         .site
         .compare_exchange(0, i as usize, Relaxed, Relaxed);
+    // Window: the edge is linked but not yet published; a reader misses it
+    // and rechecks under the lock (which this thread holds).
+    crate::chaos::point(crate::chaos::Site::ListEdit);
     publish(keys, k);
     cycle.map(|mut c| {
         c.edges[0] = i;
         c
     })
+}
+
+/// Does every recorded edge go up the topological order? `None` once the
+/// graph has a cycle (no order to keep). For tests.
+pub(super) fn order_holds() -> Option<bool> {
+    let g = GRAPH.lock();
+    if g.order.broken {
+        return None;
+    }
+    Some((1..=g.edges).all(|i| {
+        let k = Key::of(edge(i).key.load(Relaxed));
+        ids::rec(k.from).ord.load(Relaxed) < ids::rec(k.to).ord.load(Relaxed)
+    }))
 }
 
 /// Breadth-first search for a blocking path from the new edge's `to` back to
@@ -288,26 +276,6 @@ const MAX_LOCKS_IN_PATH: usize = 64;
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_key_round_trips() {
-        let k = key(0x3fff_ffff, Mode::Read, 5, Mode::Write);
-        assert_eq!(
-            Key::of(k),
-            Key {
-                from: 0x3fff_ffff,
-                to: 5,
-                from_read: true,
-                to_read: false,
-                to_passing: false
-            }
-        );
-        let k = Key::of(key(7, Mode::Write, 0x3fff_ffff, Mode::ReadPassing));
-        assert_eq!(k.to, 0x3fff_ffff);
-        assert!(k.to_passing && k.to_read && !k.from_read);
-        let k = Key::of(key(7, Mode::ReadPassing, 8, Mode::Read));
-        assert!(!k.to_passing && k.to_read && k.from_read);
-    }
 
     #[test]
     fn a_passing_reader_is_not_blocked_by_a_reader() {

@@ -18,8 +18,8 @@
 //!            [.., L+1, H] -> [.., L, H]
 //! ```
 
-use super::Mode;
 use super::region::Region;
+use super::types::Mode;
 
 /// Locks one thread can hold at once and still be validated (deeper ones are
 /// taken and released untracked: their edges are not checked).
@@ -47,9 +47,17 @@ const EMPTY: Entry = Entry {
     depth: 0,
 };
 
+/// Edge keys a thread remembers as seen (power of two): a direct-mapped
+/// cache in front of the shared edge set, in the thread's own cache lines.
+const SEEN_CACHE: usize = 256;
+
 /// A thread's held locks.
 pub(super) struct Held {
+    /// Recently seen edge keys (0 = empty), indexed by [`cache_slot`].
+    cache: [u64; SEEN_CACHE],
     n: usize,
+    /// The value of `ids::RETIRED` when the stack was last purged.
+    retired: u32,
     e: [Entry; DEPTH],
     /// Set while this thread is inside lockdep's slow path (backtrace,
     /// graph, report), whose own lock calls are not validated.
@@ -59,10 +67,25 @@ pub(super) struct Held {
 impl Held {
     const fn new() -> Held {
         Held {
+            cache: [0; SEEN_CACHE],
             n: 0,
+            retired: 0,
             e: [EMPTY; DEPTH],
             busy: false,
         }
+    }
+
+    /// Has this thread seen the edge `k` recorded? (False: ask the shared
+    /// set.)
+    #[inline(always)]
+    pub(super) fn cached(&self, k: u64) -> bool {
+        self.cache[cache_slot(k)] == k
+    }
+
+    /// Remember that the edge `k` is recorded.
+    #[inline(always)]
+    pub(super) fn remember(&mut self, k: u64) {
+        self.cache[cache_slot(k)] = k;
     }
 
     /// The held locks, oldest first.
@@ -99,11 +122,12 @@ impl Held {
         true
     }
 
-    /// `id` was released: one depth less, the entry gone at depth 0. An id
-    /// not held (taken before validation began, or untracked) is ignored.
-    /// The newest entry is the usual case, handled inline.
+    /// `id` was released: one depth less, the entry gone at depth 0. False
+    /// for an id this thread does not hold (taken before validation began,
+    /// untracked, or another thread's: a mutex used as a semaphore). The
+    /// newest entry is the usual case, handled inline.
     #[inline(always)]
-    pub(super) fn pop(&mut self, id: u32) {
+    pub(super) fn pop(&mut self, id: u32) -> bool {
         let n = self.n;
         if n > 0 && n <= DEPTH && self.e[n - 1].id == id {
             if self.e[n - 1].depth > 1 {
@@ -111,24 +135,39 @@ impl Held {
             } else {
                 self.n = n - 1;
             }
-            return;
+            return true;
         }
-        self.pop_inner(id);
+        self.pop_inner(id)
     }
 
     /// [`pop`](Self::pop) of an entry below the newest (out-of-order release).
     #[cold]
     #[inline(never)]
-    fn pop_inner(&mut self, id: u32) {
-        let Some(i) = self.find(id) else { return };
+    fn pop_inner(&mut self, id: u32) -> bool {
+        let Some(i) = self.find(id) else { return false };
         if self.e[i].depth > 1 {
             self.e[i].depth -= 1;
-            return;
+            return true;
         }
         for j in i..self.n - 1 {
             self.e[j] = self.e[j + 1];
         }
         self.n -= 1;
+        true
+    }
+
+    /// Drop the entries of retired identities (released by another thread).
+    #[cold]
+    #[inline(never)]
+    fn purge_retired(&mut self) {
+        let mut k = 0;
+        for i in 0..self.n.min(DEPTH) {
+            if !super::ids::retired(self.e[i].id) {
+                self.e[k] = self.e[i];
+                k += 1;
+            }
+        }
+        self.n = k;
     }
 
     /// Forget everything (a fork child's other threads are gone, but this
@@ -137,6 +176,12 @@ impl Held {
     pub(super) fn clear(&mut self) {
         self.n = 0;
     }
+}
+
+/// A key's slot in a thread's seen-edge cache.
+#[inline(always)]
+fn cache_slot(k: u64) -> usize {
+    ((k ^ (k >> 31)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 56) as usize & (SEEN_CACHE - 1)
 }
 
 static HELD: Region<Held, THREADS> = Region::new();
@@ -184,6 +229,14 @@ pub(super) fn current() -> *mut Held {
         unsafe { *h = Held::new() };
         fresh::set(1);
     }
+    // Acquire pairs with the Release increment in `ids::retire`.
+    let retired = super::ids::RETIRED.load(core::sync::atomic::Ordering::Acquire);
+    // SAFETY: as above.
+    let held = unsafe { &mut *h };
+    if held.retired != retired {
+        held.purge_retired();
+        held.retired = retired;
+    }
     h
 }
 
@@ -205,7 +258,7 @@ mod tests {
         assert_eq!(h.entries().len(), 1);
         assert_eq!(h.entries()[0].id, 2);
         assert!(h.entries()[0].tried);
-        h.pop(7); // not held: ignored
+        assert!(!h.pop(7)); // not held: ignored
         h.pop(2);
         assert!(h.entries().is_empty());
         for i in 0..DEPTH as u32 {

@@ -44,10 +44,19 @@ pub(super) struct Rec {
     pub(super) site: AtomicUsize,
     /// Head of its list of outgoing edges (edge index, 0 = none).
     pub(super) out: AtomicU32,
+    /// Head of its list of incoming edges (edge index, 0 = none).
+    pub(super) in_head: AtomicU32,
+    /// Its place in the topological order (`order`; 0 = unplaced).
+    pub(super) ord: core::sync::atomic::AtomicI64,
+    /// The order's reordering marks.
+    pub(super) pk: AtomicU32,
     /// Search marks, per arrival kind (see `graph`): the search generation
     /// that reached it, and how (edge index << 1 | previous arrival kind).
     pub(super) seen: [AtomicU32; 2],
     pub(super) via: [AtomicU32; 2],
+    /// Retired ([`retire`]): released by a thread that did not hold it, so a
+    /// holder's entry for it is stale.
+    pub(super) dead: core::sync::atomic::AtomicBool,
 }
 
 static RECS: Region<Rec, MAX_LOCKS> = Region::new();
@@ -97,6 +106,8 @@ fn claim(cell: &AtomicU32, addr: usize) -> Option<u32> {
         return Some(id);
     }
     let new = new_id(addr)?;
+    // Window: another thread may claim the cell first (its id wins).
+    crate::chaos::point(crate::chaos::Site::ListEdit);
     // Release publishes the record (pairs with the Acquire load above);
     // Acquire on failure sees the winner's record. A losing id is wasted.
     match cell.compare_exchange(0, new, Ordering::AcqRel, Ordering::Acquire) {
@@ -173,6 +184,28 @@ pub(super) fn forget(addr: usize) {
         // Release: nothing to publish really; pairs with `claim`'s Acquire.
         s.id.store(0, Ordering::Release);
     }
+}
+
+/// Bumped by every [`retire`]: a thread whose stack saw an older value
+/// drops its entries of retired ids before it uses the stack again.
+pub(super) static RETIRED: AtomicU32 = AtomicU32::new(0);
+
+/// The identity `id` was released by a thread that did not hold it (a mutex
+/// used as a semaphore); its lock already has a new identity. Whoever holds
+/// an entry of it drops the entry at its next hook (`held::current`).
+pub(super) fn retire(id: u32) {
+    // Relaxed: published by the Release increment below.
+    rec(id).dead.store(true, Ordering::Relaxed);
+    // Release pairs with the Acquire load in `held::current`: a thread that
+    // sees the new count sees the mark.
+    RETIRED.fetch_add(1, Ordering::Release);
+}
+
+/// Is `id` retired?
+#[inline]
+pub(super) fn retired(id: u32) -> bool {
+    // Relaxed: ordered by `RETIRED` (see `retire`).
+    rec(id).dead.load(Ordering::Relaxed)
 }
 
 /// Locks not validated because a table was full.

@@ -6,6 +6,9 @@
 use core::marker::PhantomData;
 use core::sync::atomic::{AtomicPtr, Ordering};
 
+/// Regions at least this large ask for transparent huge pages.
+const HUGE: usize = 2 << 20;
+
 /// A fixed-capacity array of `N` `T`s, all zero bytes until written.
 pub(super) struct Region<T, const N: usize> {
     ptr: AtomicPtr<T>,
@@ -63,6 +66,13 @@ impl<T, const N: usize> Region<T, N> {
         };
         if m == libc::MAP_FAILED {
             return None;
+        }
+        if bytes >= HUGE {
+            // A table probed at random (the edge keys): transparent huge
+            // pages spare the TLB a miss per probe. Advice only; ignored
+            // where THP is off.
+            // SAFETY: our own fresh mapping.
+            unsafe { libc::madvise(m, bytes, libc::MADV_HUGEPAGE) };
         }
         let mine = m.cast::<T>();
         // AcqRel: Release publishes the zero mapping (pairs with the Acquire

@@ -15,7 +15,8 @@
 use core::fmt::Write as _;
 use core::sync::atomic::Ordering::Relaxed;
 
-use super::graph::{Cycle, Key, edge};
+use super::edges::{Edge, Key, edge};
+use super::graph::Cycle;
 use super::ids;
 use super::region::Region;
 use crate::symbolize::{Buf, Symbolizer, self_exe};
@@ -52,7 +53,12 @@ pub(super) fn format(cycle: &Cycle) -> Option<&'static [u8]> {
     let bytes = unsafe { core::slice::from_raw_parts_mut(text.as_ptr().cast_mut(), REPORT_BYTES) };
     let mut out = Buf::new(bytes);
     let mut exe_buf = [0u8; 512];
-    let sym = Symbolizer::live(format as *const () as usize, &mut exe_buf);
+    let mut sym = Symbolizer::live(format as *const () as usize, &mut exe_buf);
+    if sym.own_base == sym.main_base {
+        // klock is linked into the program (Rust): its frames are told
+        // apart by their symbols (`OWN_PREFIXES`), not by their object.
+        sym.own_base = 0;
+    }
     // The locks in cycle order: each edge's `from`.
     let mut locks = [0u32; super::graph::MAX_CYCLE];
     for (l, &e) in locks.iter_mut().zip(&cycle.edges[..cycle.len]) {
@@ -118,7 +124,7 @@ fn text_bytes(text: &'static [u8; REPORT_BYTES]) -> &'static [u8] {
 
 /// An edge's stack, the locks' own frames at its top dropped: at most `max`
 /// frames, each on its own indented line (one frame: inline, no number).
-fn frames(sym: &Symbolizer<'_>, ed: &super::graph::Edge, out: &mut Buf<'_>, max: usize) {
+fn frames(sym: &Symbolizer<'_>, ed: &Edge, out: &mut Buf<'_>, max: usize) {
     let n = ed.frames_n.load(Relaxed) as usize;
     let mut shown = 0;
     let mut line = [0u8; 512];

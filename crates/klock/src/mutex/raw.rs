@@ -7,6 +7,10 @@ use super::token::MutexToken;
 use super::word::{
     claim, handed_to, is_free, locked_by, owed_to_waiter, owner_id, pick_up, unlock_list,
 };
+#[cfg(not(loom))]
+use crate::ldhook;
+#[cfg(not(loom))]
+use crate::lockdep::Mode;
 use crate::node;
 use crate::osq::Osq;
 use crate::spin_policy::{SpinOsq, SpinPolicy};
@@ -412,6 +416,7 @@ impl<S: SpinPolicy> RawMutex<S> {
 // SAFETY: mutual exclusion: the id field is set only by a CAS from id 0 (or a
 // PICKUP addressed to one waiter) and cleared only by the owner's unlock;
 // Acquire on every successful acquisition, Release on every release.
+// The lockdep hooks (`crate::ldhook`) only record; they do not touch the word.
 unsafe impl<S: SpinPolicy> lock_api::RawMutex for RawMutex<S> {
     #[allow(clippy::declare_interior_mutable_const)]
     const INIT: Self = Self::new();
@@ -419,16 +424,25 @@ unsafe impl<S: SpinPolicy> lock_api::RawMutex for RawMutex<S> {
 
     #[inline]
     fn lock(&self) -> MutexToken {
-        RawMutex::lock(self)
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || RawMutex::lock(self),
+            |_| true,
+        )
     }
 
     #[inline]
     fn try_lock(&self) -> Option<MutexToken> {
-        RawMutex::try_lock(self)
+        let t = RawMutex::try_lock(self);
+        ldhook::tried(ldhook::addr(self), Mode::Write, false, t.is_some());
+        t
     }
 
     #[inline]
     unsafe fn unlock(&self, guard: MutexToken) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded contract: `guard` is this mutex's live acquisition.
         unsafe { RawMutex::unlock(self, guard) }
     }
@@ -444,6 +458,7 @@ unsafe impl<S: SpinPolicy> lock_api::RawMutex for RawMutex<S> {
 unsafe impl<S: SpinPolicy> lock_api::RawMutexFair for RawMutex<S> {
     #[inline]
     unsafe fn unlock_fair(&self, guard: MutexToken) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded contract.
         unsafe { RawMutex::unlock_fair(self, guard) }
     }
@@ -457,10 +472,33 @@ unsafe impl<S: SpinPolicy> lock_api::RawMutexTimed for RawMutex<S> {
 
     fn try_lock_for(&self, timeout: std::time::Duration) -> Option<MutexToken> {
         let d = wait::now_ns().saturating_add(timeout.as_nanos().min(u64::MAX as u128) as u64);
-        self.lock_until_ns(d)
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || self.lock_until_ns(d),
+            Option::is_some,
+        )
     }
 
     fn try_lock_until(&self, timeout: std::time::Instant) -> Option<MutexToken> {
-        self.lock_until_ns(wait::instant_to_ns(timeout))
+        let d = wait::instant_to_ns(timeout);
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || self.lock_until_ns(d),
+            Option::is_some,
+        )
+    }
+}
+
+/// Lockdep: the mutex at this address ends; a mutex made here later is a
+/// new lock. (Only with the feature: a type with `Drop` cannot be taken
+/// apart by value, which nothing does, and `const INIT` is unaffected.)
+#[cfg(feature = "lockdep")]
+impl<S: SpinPolicy> Drop for RawMutex<S> {
+    fn drop(&mut self) {
+        crate::ldhook::forget(crate::ldhook::addr(self));
     }
 }

@@ -9,6 +9,10 @@ use super::word::{
     is_lockable_by, is_plain_read_release, is_read_lockable, owned_by_readers, owned_by_writer,
     owner_id, readers,
 };
+#[cfg(not(loom))]
+use crate::ldhook;
+#[cfg(not(loom))]
+use crate::lockdep::Mode;
 use crate::osq::Osq;
 use crate::spin_policy::{SpinOsq, SpinPolicy};
 use crate::stat::{self, Event};
@@ -466,6 +470,12 @@ impl<S: SpinPolicy> RawRwLock<S> {
 // lock_api
 // ---------------------------------------------------------------------------
 
+/// Lockdep's mode of a read: the rwsem's new readers queue behind a waiting
+/// writer (after its hand-off request, always), so a read can wait while
+/// the lock is read-held.
+#[cfg(not(loom))]
+const READ: Mode = Mode::Read;
+
 #[cfg(not(loom))]
 // SAFETY: a writer holds WRITER, set only by a CAS from a free count (or
 // passed to it in the releasing CAS of a hand-off); readers hold a count
@@ -480,28 +490,46 @@ unsafe impl<S: SpinPolicy> lock_api::RawRwLock for RawRwLock<S> {
 
     #[inline]
     fn lock_shared(&self) -> lock_api::GuardSend {
-        RawRwLock::lock_shared(self);
+        ldhook::wait(
+            ldhook::addr(self),
+            READ,
+            false,
+            || RawRwLock::lock_shared(self),
+            |_| true,
+        );
         lock_api::GuardSend::new()
     }
     #[inline]
     fn try_lock_shared(&self) -> Option<lock_api::GuardSend> {
-        RawRwLock::try_lock_shared(self).then(lock_api::GuardSend::new)
+        let got = RawRwLock::try_lock_shared(self);
+        ldhook::tried(ldhook::addr(self), READ, false, got);
+        got.then(lock_api::GuardSend::new)
     }
     #[inline]
     unsafe fn unlock_shared(&self, _: lock_api::GuardSend) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded.
         unsafe { RawRwLock::unlock_shared(self) }
     }
     #[inline]
     fn lock_exclusive(&self) -> WriteToken {
-        RawRwLock::lock_exclusive(self)
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || RawRwLock::lock_exclusive(self),
+            |_| true,
+        )
     }
     #[inline]
     fn try_lock_exclusive(&self) -> Option<WriteToken> {
-        RawRwLock::try_lock_exclusive(self)
+        let t = RawRwLock::try_lock_exclusive(self);
+        ldhook::tried(ldhook::addr(self), Mode::Write, false, t.is_some());
+        t
     }
     #[inline]
     unsafe fn unlock_exclusive(&self, t: WriteToken) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded.
         unsafe { RawRwLock::unlock_exclusive(self, t) }
     }
@@ -518,11 +546,13 @@ unsafe impl<S: SpinPolicy> lock_api::RawRwLock for RawRwLock<S> {
 // writer at the head is granted the lock in the releasing CAS.
 unsafe impl<S: SpinPolicy> lock_api::RawRwLockFair for RawRwLock<S> {
     unsafe fn unlock_shared_fair(&self, _: lock_api::GuardSend) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded.
         unsafe { self.release_share(READER_BIAS, 0, true) }
     }
     unsafe fn unlock_exclusive_fair(&self, t: WriteToken) {
         let _ = t;
+        ldhook::release(ldhook::addr(self));
         // Relaxed: a hint, cleared before the release.
         self.owner.store(0, Ordering::Relaxed);
         // SAFETY: forwarded.
@@ -534,6 +564,7 @@ unsafe impl<S: SpinPolicy> lock_api::RawRwLockFair for RawRwLock<S> {
 // SAFETY: see `RawRwLock::downgrade`: WRITER becomes one reader count in one RMW.
 unsafe impl<S: SpinPolicy> lock_api::RawRwLockDowngrade for RawRwLock<S> {
     unsafe fn downgrade(&self, t: WriteToken) -> lock_api::GuardSend {
+        ldhook::changed(ldhook::addr(self), READ);
         // SAFETY: forwarded.
         unsafe { RawRwLock::downgrade(self, t) };
         lock_api::GuardSend::new()
@@ -547,18 +578,46 @@ unsafe impl<S: SpinPolicy> lock_api::RawRwLockTimed for RawRwLock<S> {
     type Instant = std::time::Instant;
 
     fn try_lock_shared_for(&self, t: Self::Duration) -> Option<lock_api::GuardSend> {
-        self.lock_shared_until_ns(wait::deadline_after(t))
-            .then(lock_api::GuardSend::new)
+        let d = wait::deadline_after(t);
+        ldhook::wait(
+            ldhook::addr(self),
+            READ,
+            false,
+            || self.lock_shared_until_ns(d),
+            |&ok| ok,
+        )
+        .then(lock_api::GuardSend::new)
     }
     fn try_lock_shared_until(&self, t: Self::Instant) -> Option<lock_api::GuardSend> {
-        self.lock_shared_until_ns(wait::instant_to_ns(t))
-            .then(lock_api::GuardSend::new)
+        let d = wait::instant_to_ns(t);
+        ldhook::wait(
+            ldhook::addr(self),
+            READ,
+            false,
+            || self.lock_shared_until_ns(d),
+            |&ok| ok,
+        )
+        .then(lock_api::GuardSend::new)
     }
     fn try_lock_exclusive_for(&self, t: Self::Duration) -> Option<WriteToken> {
-        self.lock_exclusive_until_ns(wait::deadline_after(t))
+        let d = wait::deadline_after(t);
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || self.lock_exclusive_until_ns(d),
+            Option::is_some,
+        )
     }
     fn try_lock_exclusive_until(&self, t: Self::Instant) -> Option<WriteToken> {
-        self.lock_exclusive_until_ns(wait::instant_to_ns(t))
+        let d = wait::instant_to_ns(t);
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || self.lock_exclusive_until_ns(d),
+            Option::is_some,
+        )
     }
 }
 
@@ -566,17 +625,29 @@ unsafe impl<S: SpinPolicy> lock_api::RawRwLockTimed for RawRwLock<S> {
 // SAFETY: UPGRADE is held with one reader count and excludes writers and
 // other upgraders; upgrade turns it into WRITER only when it is the last
 // reader (one CAS).
+// Lockdep: an upgradable read excludes writers and other upgradable reads,
+// so it is validated as a write; the upgrade and the downgrade to
+// upgradable keep that mode (no new wait edge: the lock is held).
 unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgrade for RawRwLock<S> {
     type UpgradableGuard = lock_api::GuardSend;
 
     fn lock_upgradable(&self) -> lock_api::GuardSend {
-        RawRwLock::lock_upgradable(self);
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || RawRwLock::lock_upgradable(self),
+            |_| true,
+        );
         lock_api::GuardSend::new()
     }
     fn try_lock_upgradable(&self) -> Option<lock_api::GuardSend> {
-        RawRwLock::try_lock_upgradable(self).then(lock_api::GuardSend::new)
+        let got = RawRwLock::try_lock_upgradable(self);
+        ldhook::tried(ldhook::addr(self), Mode::Write, false, got);
+        got.then(lock_api::GuardSend::new)
     }
     unsafe fn unlock_upgradable(&self, _: lock_api::GuardSend) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded.
         unsafe { RawRwLock::unlock_upgradable(self) }
     }
@@ -600,12 +671,22 @@ unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgrade for RawRwLock<S> {
 // aborts).
 unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgradeFair for RawRwLock<S> {
     unsafe fn unlock_upgradable_fair(&self, _: lock_api::GuardSend) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded.
         unsafe { RawRwLock::unlock_upgradable_fair(self) }
     }
     unsafe fn bump_upgradable(&self, _: &mut lock_api::GuardSend) {
+        // Lockdep: a release and a blocking retake.
+        let a = ldhook::addr(self);
+        ldhook::release(a);
         // SAFETY: forwarded; the guard state (a marker) stays valid.
-        unsafe { RawRwLock::bump_upgradable(self) }
+        ldhook::wait(
+            a,
+            Mode::Write,
+            false,
+            || unsafe { RawRwLock::bump_upgradable(self) },
+            |_| true,
+        )
     }
 }
 
@@ -616,6 +697,7 @@ unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgradeFair for RawRwLock<S> {
 // writer's critical section to later acquisitions.
 unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgradeDowngrade for RawRwLock<S> {
     unsafe fn downgrade_upgradable(&self, _: lock_api::GuardSend) -> lock_api::GuardSend {
+        ldhook::changed(ldhook::addr(self), READ);
         // SAFETY: forwarded.
         unsafe { RawRwLock::downgrade_upgradable(self) };
         lock_api::GuardSend::new()
@@ -634,12 +716,26 @@ unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgradeDowngrade for RawRwLock<S> 
 // keeps the reader count and UPGRADE).
 unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgradeTimed for RawRwLock<S> {
     fn try_lock_upgradable_for(&self, t: Self::Duration) -> Option<lock_api::GuardSend> {
-        self.lock_upgradable_until_ns(wait::deadline_after(t))
-            .then(lock_api::GuardSend::new)
+        let d = wait::deadline_after(t);
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || self.lock_upgradable_until_ns(d),
+            |&ok| ok,
+        )
+        .then(lock_api::GuardSend::new)
     }
     fn try_lock_upgradable_until(&self, t: Self::Instant) -> Option<lock_api::GuardSend> {
-        self.lock_upgradable_until_ns(wait::instant_to_ns(t))
-            .then(lock_api::GuardSend::new)
+        let d = wait::instant_to_ns(t);
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || self.lock_upgradable_until_ns(d),
+            |&ok| ok,
+        )
+        .then(lock_api::GuardSend::new)
     }
     unsafe fn try_upgrade_for(
         &self,
@@ -656,5 +752,14 @@ unsafe impl<S: SpinPolicy> lock_api::RawRwLockUpgradeTimed for RawRwLock<S> {
     ) -> Result<WriteToken, lock_api::GuardSend> {
         // SAFETY: forwarded.
         unsafe { self.upgrade_until_ns(wait::instant_to_ns(t)) }.ok_or(g)
+    }
+}
+
+/// Lockdep: the rwsem at this address ends; one made here later is a new
+/// lock (only with the feature; `const INIT` is unaffected).
+#[cfg(feature = "lockdep")]
+impl<S: SpinPolicy> Drop for RawRwLock<S> {
+    fn drop(&mut self) {
+        crate::ldhook::forget(crate::ldhook::addr(self));
     }
 }

@@ -3,6 +3,10 @@
 //! [`RwLockRecursiveExt`] methods it gives `lock_api::RwLock`.
 
 use super::raw::RawRwLock;
+#[cfg(not(loom))]
+use crate::ldhook;
+#[cfg(not(loom))]
+use crate::lockdep::Mode;
 use crate::spin_policy::SpinPolicy;
 use crate::wait;
 
@@ -25,14 +29,32 @@ pub trait RawRwLockRecursive: lock_api::RawRwLock<SharedGuard = lock_api::GuardS
 
 #[cfg(not(loom))]
 impl<S: SpinPolicy> RawRwLockRecursive for RawRwLock<S> {
+    // Lockdep: a recursive read passes waiting writers (it waits only for
+    // a write-holder), and a relock by a reader adds no edge.
     fn lock_shared_recursive(&self) {
-        RawRwLock::lock_shared_recursive(self)
+        let a = ldhook::addr(self);
+        ldhook::wait(
+            a,
+            Mode::ReadPassing,
+            true,
+            || RawRwLock::lock_shared_recursive(self),
+            |_| true,
+        )
     }
     fn try_lock_shared_recursive(&self) -> bool {
-        RawRwLock::try_lock_shared_recursive(self)
+        let got = RawRwLock::try_lock_shared_recursive(self);
+        ldhook::tried(ldhook::addr(self), Mode::ReadPassing, true, got);
+        got
     }
     fn lock_shared_recursive_until_ns(&self, deadline_ns: u64) -> bool {
-        RawRwLock::lock_shared_recursive_until_ns(self, deadline_ns)
+        let (a, d) = (ldhook::addr(self), deadline_ns);
+        ldhook::wait(
+            a,
+            Mode::ReadPassing,
+            true,
+            || RawRwLock::lock_shared_recursive_until_ns(self, d),
+            |&ok| ok,
+        )
     }
 }
 

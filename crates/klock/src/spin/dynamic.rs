@@ -19,6 +19,10 @@ use super::qspinlock::RawQSpinLock;
 use super::tas::RawTasLock;
 use super::ticket::RawTicketLock;
 use super::token::Token;
+#[cfg(not(loom))]
+use crate::ldhook;
+#[cfg(not(loom))]
+use crate::lockdep::Mode;
 use crate::sync::atomic::AtomicU32;
 use crate::tune::SpinKind;
 
@@ -200,16 +204,25 @@ unsafe impl lock_api::RawMutex for RawSpin {
 
     #[inline]
     fn lock(&self) -> Token {
-        RawSpin::lock(self)
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || RawSpin::lock(self),
+            |_| true,
+        )
     }
 
     #[inline]
     fn try_lock(&self) -> Option<Token> {
-        RawSpin::try_lock(self)
+        let t = RawSpin::try_lock(self);
+        ldhook::tried(ldhook::addr(self), Mode::Write, false, t.is_some());
+        t
     }
 
     #[inline]
     unsafe fn unlock(&self, guard: Token) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded contract.
         unsafe { RawSpin::unlock(self, guard) }
     }
@@ -217,5 +230,14 @@ unsafe impl lock_api::RawMutex for RawSpin {
     #[inline]
     fn is_locked(&self) -> bool {
         RawSpin::is_locked(self)
+    }
+}
+
+/// Lockdep: the lock at this address ends; one made here later is a new
+/// lock (only with the feature; `const INIT` is unaffected).
+#[cfg(feature = "lockdep")]
+impl Drop for RawSpin {
+    fn drop(&mut self) {
+        crate::ldhook::forget(crate::ldhook::addr(self));
     }
 }

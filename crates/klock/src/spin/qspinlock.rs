@@ -72,6 +72,10 @@ use super::policy::WaitPolicy;
 use super::qsnode::{QsNode, QsState};
 use super::token::Token;
 use crate::chaos::{self, Site};
+#[cfg(not(loom))]
+use crate::ldhook;
+#[cfg(not(loom))]
+use crate::lockdep::Mode;
 use crate::node::{self, QNode, TAIL_MASK};
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering, fence};
@@ -816,16 +820,25 @@ unsafe impl<P: WaitPolicy> lock_api::RawMutex for RawQSpinLock<P> {
 
     #[inline]
     fn lock(&self) -> Token {
-        RawQSpinLock::lock(self)
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || RawQSpinLock::lock(self),
+            |_| true,
+        )
     }
 
     #[inline]
     fn try_lock(&self) -> Option<Token> {
-        RawQSpinLock::try_lock(self)
+        let t = RawQSpinLock::try_lock(self);
+        ldhook::tried(ldhook::addr(self), Mode::Write, false, t.is_some());
+        t
     }
 
     #[inline]
     unsafe fn unlock(&self, guard: Token) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded contract: held by the caller, with its token.
         unsafe { RawQSpinLock::unlock(self, guard) }
     }
@@ -833,6 +846,15 @@ unsafe impl<P: WaitPolicy> lock_api::RawMutex for RawQSpinLock<P> {
     #[inline]
     fn is_locked(&self) -> bool {
         RawQSpinLock::is_locked(self)
+    }
+}
+
+/// Lockdep: the lock at this address ends; one made here later is a new
+/// lock (only with the feature; `const INIT` is unaffected).
+#[cfg(feature = "lockdep")]
+impl<P> Drop for RawQSpinLock<P> {
+    fn drop(&mut self) {
+        crate::ldhook::forget(crate::ldhook::addr(self));
     }
 }
 

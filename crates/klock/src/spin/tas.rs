@@ -22,6 +22,10 @@
 //! possible. Ordering: Acquire CAS/swap pairs with the Release unlock.
 
 use super::policy::WaitPolicy;
+#[cfg(not(loom))]
+use crate::ldhook;
+#[cfg(not(loom))]
+use crate::lockdep::Mode;
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{Backoff, SpinBudget, futex_wait, futex_wake, spin_until};
@@ -208,17 +212,26 @@ unsafe impl<P: WaitPolicy> lock_api::RawMutex for RawTasLock<P> {
 
     #[inline]
     fn lock(&self) -> lock_api::GuardSend {
-        RawTasLock::lock(self);
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || RawTasLock::lock(self),
+            |_| true,
+        );
         lock_api::GuardSend::new()
     }
 
     #[inline]
     fn try_lock(&self) -> Option<lock_api::GuardSend> {
-        RawTasLock::try_lock(self).then(lock_api::GuardSend::new)
+        let got = RawTasLock::try_lock(self);
+        ldhook::tried(ldhook::addr(self), Mode::Write, false, got);
+        got.then(lock_api::GuardSend::new)
     }
 
     #[inline]
     unsafe fn unlock(&self, _guard: lock_api::GuardSend) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded contract: held by the caller.
         unsafe { RawTasLock::unlock(self) }
     }
@@ -226,5 +239,14 @@ unsafe impl<P: WaitPolicy> lock_api::RawMutex for RawTasLock<P> {
     #[inline]
     fn is_locked(&self) -> bool {
         RawTasLock::is_locked(self)
+    }
+}
+
+/// Lockdep: the lock at this address ends; one made here later is a new
+/// lock (only with the feature; `const INIT` is unaffected).
+#[cfg(feature = "lockdep")]
+impl<P> Drop for RawTasLock<P> {
+    fn drop(&mut self) {
+        crate::ldhook::forget(crate::ldhook::addr(self));
     }
 }

@@ -46,6 +46,10 @@
 use super::policy::WaitPolicy;
 use crate::asym::{self, lot};
 use crate::chaos::{self, Site};
+#[cfg(not(loom))]
+use crate::ldhook;
+#[cfg(not(loom))]
+use crate::lockdep::Mode;
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{self, SpinBudget};
@@ -282,17 +286,26 @@ unsafe impl<P: WaitPolicy, S: TasSleeper> lock_api::RawMutex for RawTasSleepLock
 
     #[inline]
     fn lock(&self) -> lock_api::GuardSend {
-        RawTasSleepLock::lock(self);
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || RawTasSleepLock::lock(self),
+            |_| true,
+        );
         lock_api::GuardSend::new()
     }
 
     #[inline]
     fn try_lock(&self) -> Option<lock_api::GuardSend> {
-        RawTasSleepLock::try_lock(self).then(lock_api::GuardSend::new)
+        let got = RawTasSleepLock::try_lock(self);
+        ldhook::tried(ldhook::addr(self), Mode::Write, false, got);
+        got.then(lock_api::GuardSend::new)
     }
 
     #[inline]
     unsafe fn unlock(&self, _guard: lock_api::GuardSend) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded contract: held by the caller.
         unsafe { RawTasSleepLock::unlock(self) }
     }
@@ -334,5 +347,14 @@ mod tests {
         unsafe { l.unlock() };
         t.join().unwrap();
         assert!(!l.is_locked());
+    }
+}
+
+/// Lockdep: the lock at this address ends; one made here later is a new
+/// lock (only with the feature; `const INIT` is unaffected).
+#[cfg(feature = "lockdep")]
+impl<P, S> Drop for RawTasSleepLock<P, S> {
+    fn drop(&mut self) {
+        crate::ldhook::forget(crate::ldhook::addr(self));
     }
 }

@@ -32,6 +32,10 @@
 //! sleeper count, or the sleeper's re-load sees the new ticket.
 
 use super::policy::WaitPolicy;
+#[cfg(not(loom))]
+use crate::ldhook;
+#[cfg(not(loom))]
+use crate::lockdep::Mode;
 use crate::stat::{self, Event};
 use crate::sync::atomic::{AtomicU32, Ordering};
 use crate::wait::{SpinBudget, futex_wait_bitset, futex_wake_bitset, spin_until};
@@ -228,17 +232,26 @@ unsafe impl<P: WaitPolicy> lock_api::RawMutex for RawTicketLock<P> {
 
     #[inline]
     fn lock(&self) -> lock_api::GuardSend {
-        RawTicketLock::lock(self);
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || RawTicketLock::lock(self),
+            |_| true,
+        );
         lock_api::GuardSend::new()
     }
 
     #[inline]
     fn try_lock(&self) -> Option<lock_api::GuardSend> {
-        RawTicketLock::try_lock(self).then(lock_api::GuardSend::new)
+        let got = RawTicketLock::try_lock(self);
+        ldhook::tried(ldhook::addr(self), Mode::Write, false, got);
+        got.then(lock_api::GuardSend::new)
     }
 
     #[inline]
     unsafe fn unlock(&self, _guard: lock_api::GuardSend) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded contract: held by the caller.
         unsafe { RawTicketLock::unlock(self) }
     }
@@ -246,6 +259,15 @@ unsafe impl<P: WaitPolicy> lock_api::RawMutex for RawTicketLock<P> {
     #[inline]
     fn is_locked(&self) -> bool {
         RawTicketLock::is_locked(self)
+    }
+}
+
+/// Lockdep: the lock at this address ends; one made here later is a new
+/// lock (only with the feature; `const INIT` is unaffected).
+#[cfg(feature = "lockdep")]
+impl<P> Drop for RawTicketLock<P> {
+    fn drop(&mut self) {
+        crate::ldhook::forget(crate::ldhook::addr(self));
     }
 }
 

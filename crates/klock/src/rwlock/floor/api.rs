@@ -4,7 +4,16 @@
 //! [`RawRwLockRecursive`](crate::rwlock::RawRwLockRecursive) for the recursive reads.
 
 use super::RawRwLockFloorOf;
+use crate::ldhook;
+use crate::lockdep::Mode;
 use crate::wait;
+
+/// Lockdep's mode of a read: the floor is writer-preferring (a new reader
+/// waits while a writer waits), so a read can wait while the lock is
+/// read-held. Recursive reads pass waiting writers: `ReadPassing`. An
+/// upgradable read excludes writers and other upgradable reads: validated
+/// as a write (the upgrade keeps that mode).
+const READ: Mode = Mode::Read;
 
 // SAFETY: mutual exclusion: the readers field leaves 0 for write-locked only
 // by an Acquire CAS from a free word, and no reader adds while it reads
@@ -20,29 +29,47 @@ unsafe impl<const PHASED: bool, const READ_TURN_US: u32> lock_api::RawRwLock
 
     #[inline]
     fn lock_shared(&self) -> lock_api::GuardSend {
-        Self::lock_shared(self);
+        ldhook::wait(
+            ldhook::addr(self),
+            READ,
+            false,
+            || Self::lock_shared(self),
+            |_| true,
+        );
         lock_api::GuardSend::new()
     }
     #[inline]
     fn try_lock_shared(&self) -> Option<lock_api::GuardSend> {
-        Self::try_lock_shared(self).then(lock_api::GuardSend::new)
+        let got = Self::try_lock_shared(self);
+        ldhook::tried(ldhook::addr(self), READ, false, got);
+        got.then(lock_api::GuardSend::new)
     }
     #[inline]
     unsafe fn unlock_shared(&self, _: lock_api::GuardSend) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded: the guard is a live read lock.
         unsafe { Self::unlock_shared(self) }
     }
     #[inline]
     fn lock_exclusive(&self) -> lock_api::GuardSend {
-        Self::lock_exclusive(self);
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || Self::lock_exclusive(self),
+            |_| true,
+        );
         lock_api::GuardSend::new()
     }
     #[inline]
     fn try_lock_exclusive(&self) -> Option<lock_api::GuardSend> {
-        Self::try_lock_exclusive(self).then(lock_api::GuardSend::new)
+        let got = Self::try_lock_exclusive(self);
+        ldhook::tried(ldhook::addr(self), Mode::Write, false, got);
+        got.then(lock_api::GuardSend::new)
     }
     #[inline]
     unsafe fn unlock_exclusive(&self, _: lock_api::GuardSend) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded: the guard is the live write lock.
         unsafe { Self::unlock_exclusive(self) }
     }
@@ -62,20 +89,48 @@ unsafe impl<const PHASED: bool, const READ_TURN_US: u32> lock_api::RawRwLockTime
     type Instant = std::time::Instant;
 
     fn try_lock_shared_for(&self, t: Self::Duration) -> Option<lock_api::GuardSend> {
-        self.lock_shared_until_ns(wait::deadline_after(t))
-            .then(lock_api::GuardSend::new)
+        let d = wait::deadline_after(t);
+        ldhook::wait(
+            ldhook::addr(self),
+            READ,
+            false,
+            || self.lock_shared_until_ns(d),
+            |&ok| ok,
+        )
+        .then(lock_api::GuardSend::new)
     }
     fn try_lock_shared_until(&self, t: Self::Instant) -> Option<lock_api::GuardSend> {
-        self.lock_shared_until_ns(wait::instant_to_ns(t))
-            .then(lock_api::GuardSend::new)
+        let d = wait::instant_to_ns(t);
+        ldhook::wait(
+            ldhook::addr(self),
+            READ,
+            false,
+            || self.lock_shared_until_ns(d),
+            |&ok| ok,
+        )
+        .then(lock_api::GuardSend::new)
     }
     fn try_lock_exclusive_for(&self, t: Self::Duration) -> Option<lock_api::GuardSend> {
-        self.lock_exclusive_until_ns(wait::deadline_after(t))
-            .then(lock_api::GuardSend::new)
+        let d = wait::deadline_after(t);
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || self.lock_exclusive_until_ns(d),
+            |&ok| ok,
+        )
+        .then(lock_api::GuardSend::new)
     }
     fn try_lock_exclusive_until(&self, t: Self::Instant) -> Option<lock_api::GuardSend> {
-        self.lock_exclusive_until_ns(wait::instant_to_ns(t))
-            .then(lock_api::GuardSend::new)
+        let d = wait::instant_to_ns(t);
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || self.lock_exclusive_until_ns(d),
+            |&ok| ok,
+        )
+        .then(lock_api::GuardSend::new)
     }
 }
 
@@ -86,10 +141,12 @@ unsafe impl<const PHASED: bool, const READ_TURN_US: u32> lock_api::RawRwLockFair
     for RawRwLockFloorOf<PHASED, READ_TURN_US>
 {
     unsafe fn unlock_shared_fair(&self, _: lock_api::GuardSend) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded: the guard is a live read lock.
         unsafe { Self::unlock_shared(self) }
     }
     unsafe fn unlock_exclusive_fair(&self, _: lock_api::GuardSend) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded: the guard is the live write lock.
         unsafe { Self::unlock_exclusive(self) }
     }
@@ -101,6 +158,7 @@ unsafe impl<const PHASED: bool, const READ_TURN_US: u32> lock_api::RawRwLockDown
     for RawRwLockFloorOf<PHASED, READ_TURN_US>
 {
     unsafe fn downgrade(&self, _: lock_api::GuardSend) -> lock_api::GuardSend {
+        ldhook::changed(ldhook::addr(self), READ);
         // SAFETY: forwarded: the guard is the live write lock.
         unsafe { Self::downgrade(self) };
         lock_api::GuardSend::new()
@@ -117,13 +175,22 @@ unsafe impl<const PHASED: bool, const READ_TURN_US: u32> lock_api::RawRwLockUpgr
     type UpgradableGuard = lock_api::GuardSend;
 
     fn lock_upgradable(&self) -> lock_api::GuardSend {
-        Self::lock_upgradable(self);
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || Self::lock_upgradable(self),
+            |_| true,
+        );
         lock_api::GuardSend::new()
     }
     fn try_lock_upgradable(&self) -> Option<lock_api::GuardSend> {
-        Self::try_lock_upgradable(self).then(lock_api::GuardSend::new)
+        let got = Self::try_lock_upgradable(self);
+        ldhook::tried(ldhook::addr(self), Mode::Write, false, got);
+        got.then(lock_api::GuardSend::new)
     }
     unsafe fn unlock_upgradable(&self, _: lock_api::GuardSend) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded: the guard is the live upgradable read lock.
         unsafe { Self::unlock_upgradable(self) }
     }
@@ -150,6 +217,7 @@ unsafe impl<const PHASED: bool, const READ_TURN_US: u32> lock_api::RawRwLockUpgr
     for RawRwLockFloorOf<PHASED, READ_TURN_US>
 {
     unsafe fn unlock_upgradable_fair(&self, _: lock_api::GuardSend) {
+        ldhook::release(ldhook::addr(self));
         // SAFETY: forwarded: the guard is the live upgradable read lock.
         unsafe { Self::unlock_upgradable(self) }
     }
@@ -160,6 +228,7 @@ unsafe impl<const PHASED: bool, const READ_TURN_US: u32> lock_api::RawRwLockUpgr
     for RawRwLockFloorOf<PHASED, READ_TURN_US>
 {
     unsafe fn downgrade_upgradable(&self, _: lock_api::GuardSend) -> lock_api::GuardSend {
+        ldhook::changed(ldhook::addr(self), READ);
         // SAFETY: forwarded: the guard is the live upgradable read lock.
         unsafe { Self::downgrade_upgradable(self) };
         lock_api::GuardSend::new()
@@ -176,12 +245,26 @@ unsafe impl<const PHASED: bool, const READ_TURN_US: u32> lock_api::RawRwLockUpgr
     for RawRwLockFloorOf<PHASED, READ_TURN_US>
 {
     fn try_lock_upgradable_for(&self, t: Self::Duration) -> Option<lock_api::GuardSend> {
-        self.lock_upgradable_until_ns(wait::deadline_after(t))
-            .then(lock_api::GuardSend::new)
+        let d = wait::deadline_after(t);
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || self.lock_upgradable_until_ns(d),
+            |&ok| ok,
+        )
+        .then(lock_api::GuardSend::new)
     }
     fn try_lock_upgradable_until(&self, t: Self::Instant) -> Option<lock_api::GuardSend> {
-        self.lock_upgradable_until_ns(wait::instant_to_ns(t))
-            .then(lock_api::GuardSend::new)
+        let d = wait::instant_to_ns(t);
+        ldhook::wait(
+            ldhook::addr(self),
+            Mode::Write,
+            false,
+            || self.lock_upgradable_until_ns(d),
+            |&ok| ok,
+        )
+        .then(lock_api::GuardSend::new)
     }
     unsafe fn try_upgrade_for(
         &self,
@@ -213,12 +296,37 @@ impl<const PHASED: bool, const READ_TURN_US: u32> crate::rwlock::RawRwLockRecurs
     for RawRwLockFloorOf<PHASED, READ_TURN_US>
 {
     fn lock_shared_recursive(&self) {
-        Self::lock_shared_recursive(self)
+        let a = ldhook::addr(self);
+        ldhook::wait(
+            a,
+            Mode::ReadPassing,
+            true,
+            || Self::lock_shared_recursive(self),
+            |_| true,
+        )
     }
     fn try_lock_shared_recursive(&self) -> bool {
-        Self::try_lock_shared_recursive(self)
+        let got = Self::try_lock_shared_recursive(self);
+        ldhook::tried(ldhook::addr(self), Mode::ReadPassing, true, got);
+        got
     }
     fn lock_shared_recursive_until_ns(&self, deadline_ns: u64) -> bool {
-        Self::lock_shared_recursive_until_ns(self, deadline_ns)
+        let (a, d) = (ldhook::addr(self), deadline_ns);
+        ldhook::wait(
+            a,
+            Mode::ReadPassing,
+            true,
+            || Self::lock_shared_recursive_until_ns(self, d),
+            |&ok| ok,
+        )
+    }
+}
+
+/// Lockdep: the rwlock at this address ends; one made here later is a new
+/// lock (only with the feature; `const INIT` is unaffected).
+#[cfg(feature = "lockdep")]
+impl<const PHASED: bool, const READ_TURN_US: u32> Drop for RawRwLockFloorOf<PHASED, READ_TURN_US> {
+    fn drop(&mut self) {
+        ldhook::forget(ldhook::addr(self));
     }
 }
