@@ -24,6 +24,10 @@ pub enum Parser {
     /// Input MB/s over the wall time of the run, once the compressed output
     /// (`{input}.gz`) is checked to be a real one (under half the input).
     Gzip,
+    /// [`parse_nested`] of stdout, over the run's iterations.
+    Nested,
+    /// [`parse_held_cost`] of stdout for the named case.
+    HeldCost(&'static str),
 }
 
 /// What a finished run left for its parser.
@@ -55,6 +59,8 @@ impl Parser {
             }
             Parser::KcWicked => return kc_checked(parse_kc_wicked(out, total), r, "a final `ok`"),
             Parser::Gzip => return gzip_rate(r),
+            Parser::Nested => parse_nested(out, total),
+            Parser::HeldCost(case) => parse_held_cost(out, case).map(|ns| 1e9 / ns),
         };
         v.ok_or_else(|| r.out.error(r.label))
     }
@@ -197,6 +203,45 @@ pub fn parse_kc_wicked(out: &str, records: u64) -> Option<f64> {
     }
     let t = value_after(out, "time:")?;
     (t > 0.0).then(|| records as f64 / t)
+}
+
+/// The value of `key=` on the first line starting with `prefix`.
+fn field(out: &str, prefix: &str, key: &str) -> Option<f64> {
+    let line = out.lines().find(|l| l.starts_with(prefix))?;
+    (line.split_whitespace())
+        .find_map(|f| f.strip_prefix(key)?.strip_prefix('='))?
+        .parse()
+        .ok()
+}
+
+/// lockbench's `nested`: lock acquisitions per second (its `ops/s=`), `None` unless
+/// its `iters=` is `iters` (0: not checked) and its time is positive.
+///
+/// ```
+/// let out = "nested threads=8 iters=80 locks=240 elapsed=0.5 ops/s=480.0\n";
+/// assert_eq!(lockbench::exp::preload::parsers::parse_nested(out, 80), Some(480.0));
+/// assert_eq!(lockbench::exp::preload::parsers::parse_nested(out, 81), None);
+/// ```
+pub fn parse_nested(out: &str, iters: u64) -> Option<f64> {
+    let got = field(out, "nested ", "iters")?;
+    let wrong_count = iters != 0 && got != iters as f64;
+    if wrong_count || field(out, "nested ", "elapsed")? <= 0.0 {
+        return None;
+    }
+    field(out, "nested ", "ops/s").filter(|v| *v > 0.0)
+}
+
+/// lockbench's `held_cost`: the fastest timing loop's ns per lock+unlock pair
+/// (`min_ns=`) of case `case` (`held0`, `held1`, `held3`, `new1`).
+///
+/// ```
+/// let out = "held_cost case=held0 held=0 pairs=9 loops=9 min_ns=8.5 median_ns=9\n\
+///            held_cost case=held3 held=3 pairs=9 loops=9 min_ns=20.25 median_ns=21\n";
+/// assert_eq!(lockbench::exp::preload::parsers::parse_held_cost(out, "held3"), Some(20.25));
+/// assert_eq!(lockbench::exp::preload::parsers::parse_held_cost(out, "held1"), None);
+/// ```
+pub fn parse_held_cost(out: &str, case: &str) -> Option<f64> {
+    field(out, &format!("held_cost case={case} "), "min_ns").filter(|v| *v > 0.0)
 }
 
 #[cfg(test)]

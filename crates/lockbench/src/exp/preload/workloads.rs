@@ -15,7 +15,8 @@ use crate::exp::{CliError, pick};
 /// `{side}` `glibc` or `klock_preload`, `{pid}` lockbench's process id, `{input}` the
 /// generated input file ([`INPUT_BYTES`]; the program writes `{input}.gz` beside it),
 /// and `{scratch}/NAME` a file of this run in the scratch directory (removed before
-/// and after the run).
+/// and after the run). A program `@NAME` is one of lockbench's own C programs
+/// ([`super::cprog`]), built next to lockbench before the runs.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Workload {
     /// The `--workloads` name.
@@ -35,7 +36,26 @@ pub struct Workload {
     pub server: Option<&'static str>,
     /// The Debian package of each program: the server's first, then the command's.
     pub packages: &'static [&'static str],
+    /// Single-threaded: runs once, at T = 1, whatever `--threads` says.
+    pub single: bool,
+    /// With `--lockdep`, also run under ThreadSanitizer and helgrind (a built `@`
+    /// program only).
+    pub sanitize: bool,
 }
+
+/// The defaults of the fields most rows leave alone.
+const ROW: Workload = Workload {
+    name: "",
+    unit: "",
+    work: Work::Timed,
+    parser: Parser::SysbenchThreads,
+    label: "",
+    command: "",
+    server: None,
+    packages: &[],
+    single: false,
+    sanitize: false,
+};
 
 /// How much work a run does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,6 +68,10 @@ pub enum Work {
     KcRecords,
     /// The generated input of [`INPUT_BYTES`].
     Input,
+    /// `--nested-iters` iterations, split evenly over the threads.
+    NestedIters,
+    /// The program's own fixed amount (its command line says how much).
+    Own,
 }
 
 /// The settings a run's work comes from.
@@ -59,6 +83,22 @@ pub struct Settings {
     pub mutex_ops: u64,
     /// `--kc-records`.
     pub kc_records: u64,
+    /// `--nested-iters`.
+    pub nested_iters: u64,
+}
+
+impl Settings {
+    /// The settings of a side that does `1/div` of the work (the sanitizers'): the
+    /// fixed amounts divided by `div` (at least 1).
+    pub fn scaled(&self, div: u64) -> Settings {
+        let d = |n: u64| (n / div.max(1)).max(1);
+        Settings {
+            mutex_ops: d(self.mutex_ops),
+            kc_records: d(self.kc_records),
+            nested_iters: d(self.nested_iters),
+            ..*self
+        }
+    }
 }
 
 impl Work {
@@ -71,6 +111,8 @@ impl Work {
             Work::MutexOps => (per(s.mutex_ops), per(s.mutex_ops) * t as u64),
             Work::KcRecords => (per(s.kc_records), per(s.kc_records) * t as u64),
             Work::Input => (0, INPUT_BYTES as u64),
+            Work::NestedIters => (per(s.nested_iters), per(s.nested_iters) * t as u64),
+            Work::Own => (0, 0),
         }
     }
 }
@@ -80,35 +122,50 @@ pub const INPUT_BYTES: usize = 20 << 20;
 
 /// Every workload, in table order.
 #[rustfmt::skip]
-pub const ALL: [Workload; 9] = [
+pub const ALL: [Workload; 14] = [
     Workload { name: "sysbench-threads", unit: "events/s", work: Work::Timed, parser: Parser::SysbenchThreads,
         label: "sysbench threads", packages: &["sysbench"], server: None,
-        command: "sysbench threads --threads={t} --thread-locks=1 --thread-yields=100 --time={secs} run" },
+        command: "sysbench threads --threads={t} --thread-locks=1 --thread-yields=100 --time={secs} run", ..ROW },
     Workload { name: "sysbench-mutex", unit: "lock ops/s", work: Work::MutexOps, parser: Parser::SysbenchMutex,
         label: "sysbench mutex", packages: &["sysbench"], server: None,
-        command: "sysbench mutex --threads={t} --mutex-num=1 --mutex-locks={per} --mutex-loops=0 run" },
+        command: "sysbench mutex --threads={t} --mutex-num=1 --mutex-locks={per} --mutex-loops=0 run", ..ROW },
     Workload { name: "stress-mutex", unit: "bogo ops/s", work: Work::Timed, parser: Parser::StressNg("mutex"),
         label: "stress-ng", packages: &["stress-ng"], server: None,
-        command: "stress-ng --mutex {t} -t {secs} --metrics-brief" },
+        command: "stress-ng --mutex {t} -t {secs} --metrics-brief", ..ROW },
     Workload { name: "stress-pthread", unit: "bogo ops/s", work: Work::Timed, parser: Parser::StressNg("pthread"),
         label: "stress-ng", packages: &["stress-ng"], server: None,
-        command: "stress-ng --pthread {t} -t {secs} --metrics-brief" },
+        command: "stress-ng --pthread {t} -t {secs} --metrics-brief", ..ROW },
     Workload { name: "memcached", unit: "TPS", work: Work::Timed, parser: Parser::Memcaslap,
         label: "memcaslap", packages: &["memcached", "libmemcached-tools"],
         server: Some("memcached -l 127.0.0.1 -p {port} -U 0 -t {t} -m 64 {root}"),
-        command: "memcaslap -s 127.0.0.1:{port} -T 2 -c 64 -t {secs}s" },
+        command: "memcaslap -s 127.0.0.1:{port} -T 2 -c 64 -t {secs}s", ..ROW },
     Workload { name: "kc-stash", unit: "record ops/s", work: Work::KcRecords, parser: Parser::KcOrder,
         label: "kcstashtest", packages: &["kyotocabinet-utils"], server: None,
-        command: "kcstashtest order -th {t} {per}" },
+        command: "kcstashtest order -th {t} {per}", ..ROW },
     Workload { name: "kc-cache", unit: "record ops/s", work: Work::KcRecords, parser: Parser::KcWicked,
         label: "kccachetest", packages: &["kyotocabinet-utils"], server: None,
-        command: "kccachetest wicked -th {t} {per}" },
+        command: "kccachetest wicked -th {t} {per}", ..ROW },
     Workload { name: "kc-tree", unit: "record ops/s", work: Work::KcRecords, parser: Parser::KcOrder,
         label: "kctreetest", packages: &["kyotocabinet-utils"], server: None,
-        command: "kctreetest order -th {t} {scratch}/kctree-{pid}-{side}.kct {per}" },
+        command: "kctreetest order -th {t} {scratch}/kctree-{pid}-{side}.kct {per}", ..ROW },
     Workload { name: "pigz", unit: "MB/s", work: Work::Input, parser: Parser::Gzip,
         label: "pigz", packages: &["pigz"], server: None,
-        command: "pigz -p {t} -b 32 -k -f -- {input}" },
+        command: "pigz -p {t} -b 32 -k -f -- {input}", ..ROW },
+    Workload { name: "nested", unit: "lock ops/s", work: Work::NestedIters, parser: Parser::Nested,
+        label: "nested", packages: &["gcc"], server: None, sanitize: true,
+        command: "@nested {t} {per}", ..ROW },
+    Workload { name: "held-cost-0", unit: "ns/pair", work: Work::Own, parser: Parser::HeldCost("held0"),
+        label: "held_cost", packages: &["gcc"], server: None, single: true,
+        command: "@held_cost 2000000 9 held0", ..ROW },
+    Workload { name: "held-cost-1", unit: "ns/pair", work: Work::Own, parser: Parser::HeldCost("held1"),
+        label: "held_cost", packages: &["gcc"], server: None, single: true,
+        command: "@held_cost 2000000 9 held1", ..ROW },
+    Workload { name: "held-cost-3", unit: "ns/pair", work: Work::Own, parser: Parser::HeldCost("held3"),
+        label: "held_cost", packages: &["gcc"], server: None, single: true,
+        command: "@held_cost 2000000 9 held3", ..ROW },
+    Workload { name: "held-cost-new1", unit: "ns/pair", work: Work::Own, parser: Parser::HeldCost("new1"),
+        label: "held_cost", packages: &["gcc"], server: None, single: true,
+        command: "@held_cost 2000000 9 new1", ..ROW },
 ];
 
 /// Default `--workloads`.
@@ -119,9 +176,13 @@ impl Workload {
     pub fn fixed_work(&self) -> bool {
         self.work != Work::Timed
     }
-    /// (program, Debian package) pairs it needs: the server's, then the command's.
+    /// (program, Debian package) pairs it needs: the server's, then the command's (a
+    /// built `@` program needs the C compiler `cc`).
     pub fn programs(&self) -> impl Iterator<Item = (&'static str, &'static str)> + '_ {
-        let program = |c: &'static str| c.split_whitespace().next().unwrap_or_default();
+        let program = |c: &'static str| match c.split_whitespace().next().unwrap_or_default() {
+            p if p.starts_with('@') => "cc",
+            p => p,
+        };
         (self.server.into_iter().chain([self.command]).map(program))
             .zip(self.packages.iter().copied())
     }
@@ -129,15 +190,51 @@ impl Workload {
     pub fn parse(s: &str) -> Option<&'static Workload> {
         ALL.iter().find(|w| w.name == s)
     }
+    /// The lockbench C program it runs (`@NAME`), if any.
+    pub fn built(&self) -> Option<&'static str> {
+        self.command.split_whitespace().next()?.strip_prefix('@')
+    }
+    /// The thread counts it runs at: `threads`, or 1 for a single-threaded one.
+    pub fn thread_counts(&self, threads: &[usize]) -> Vec<usize> {
+        if self.single {
+            vec![1]
+        } else {
+            threads.to_vec()
+        }
+    }
 }
 
-/// Resolves `--workloads`.
+/// `--workloads` names that stand for several rows: `held-cost` (or `held_cost`) is
+/// every `held-cost-*` row.
+pub const GROUPS: [(&str, &[&str]); 2] = [("held-cost", &HELD_COST), ("held_cost", &HELD_COST)];
+const HELD_COST: [&str; 4] = [
+    "held-cost-0",
+    "held-cost-1",
+    "held-cost-3",
+    "held-cost-new1",
+];
+
+/// Resolves `--workloads` (a group name expands to its rows, in place).
 pub fn select(names: &[String]) -> Result<Vec<&'static Workload>, CliError> {
-    let all: Vec<(&'static str, &'static Workload)> = ALL.iter().map(|w| (w.name, w)).collect();
-    Ok(pick(names, &all, "workload")?
-        .into_iter()
-        .map(|x| x.1)
-        .collect())
+    let mut all: Vec<(&'static str, Option<&'static Workload>)> =
+        ALL.iter().map(|w| (w.name, Some(w))).collect();
+    all.extend(GROUPS.iter().map(|g| (g.0, None)));
+    let mut v: Vec<&'static Workload> = Vec::new();
+    for (name, w) in pick(names, &all, "workload")? {
+        let rows = match w {
+            Some(w) => vec![w],
+            None => (GROUPS.iter().find(|g| g.0 == name).map_or(&[][..], |g| g.1))
+                .iter()
+                .filter_map(|n| Workload::parse(n))
+                .collect(),
+        };
+        for w in rows {
+            if !v.contains(&w) {
+                v.push(w);
+            }
+        }
+    }
+    Ok(v)
 }
 
 /// Checks that every program the workloads need is installed.
@@ -207,6 +304,34 @@ mod tests {
                 ("memcaslap", "libmemcached-tools")
             ]
         );
-        assert_eq!(ALL.iter().filter(|w| w.fixed_work()).count(), 5);
+        assert_eq!(ALL.iter().filter(|w| w.fixed_work()).count(), 10);
+        let nested = named(&["nested"])[0];
+        assert_eq!(nested.programs().collect::<Vec<_>>(), [("cc", "gcc")]);
+        assert_eq!((nested.built(), nested.sanitize), (Some("nested"), true));
+        assert_eq!(named(&["kc-tree"])[0].built(), None);
+        let held = named(&["held-cost-3"])[0];
+        assert_eq!(held.thread_counts(&[2, 8]), [1]);
+        assert_eq!(nested.thread_counts(&[2, 8]), [2, 8]);
+    }
+
+    #[test]
+    fn groups_expand_in_place() {
+        let names = |s: &str| -> Vec<&str> {
+            let v: Vec<String> = s.split(',').map(String::from).collect();
+            select(&v).unwrap().iter().map(|w| w.name).collect()
+        };
+        assert_eq!(
+            names("nested,held_cost,sysbench-mutex,held-cost-1"),
+            [
+                "nested",
+                "held-cost-0",
+                "held-cost-1",
+                "held-cost-3",
+                "held-cost-new1",
+                "sysbench-mutex"
+            ]
+        );
+        let e = select(&["held".into()]).unwrap_err().0;
+        assert!(e.contains("nested") && e.contains("held-cost"), "{e}");
     }
 }
