@@ -133,12 +133,15 @@ pub(super) struct Cycle {
 /// holding the graph lock `g`. Returns the cycle it closes, if any; `None`
 /// also when another thread recorded it first or the table is full.
 pub(super) fn add(g: &mut Graph, k: u64, tid: u32, frames: &[usize]) -> Option<Cycle> {
+    // Relaxed throughout: graph data, touched only under the graph lock,
+    // whose Acquire lock / Release unlock pair orders it between holders.
     let (keys, edges) = (KEYS.get()?, EDGES.get()?);
     if seen(k) {
         return None;
     }
     if g.edges as usize + 1 >= MAX_EDGES {
         g.dropped += 1;
+        // Relaxed: see `full`.
         FULL.store(true, Relaxed);
         return None;
     }
@@ -180,6 +183,8 @@ pub(super) fn add(g: &mut Graph, k: u64, tid: u32, frames: &[usize]) -> Option<C
 /// Does every recorded edge go up the topological order? `None` once the
 /// graph has a cycle (no order to keep). For tests.
 pub(super) fn order_holds() -> Option<bool> {
+    // Relaxed throughout: graph data, touched only under the graph lock,
+    // whose Acquire lock / Release unlock pair orders it between holders.
     let g = GRAPH.lock();
     if g.order.broken {
         return None;
@@ -194,6 +199,8 @@ pub(super) fn order_holds() -> Option<bool> {
 /// its `from`, over states (lock, arrived by a passing-reader edge). The
 /// first element of the returned cycle is left for the caller (the new edge).
 fn search(g: &mut Graph, new: Key) -> Option<Cycle> {
+    // Relaxed throughout: graph data, touched only under the graph lock,
+    // whose Acquire lock / Release unlock pair orders it between holders.
     let queue = QUEUE.get()?;
     g.generation = g.generation.wrapping_add(1).max(1);
     let gen_ = g.generation;
@@ -234,6 +241,8 @@ fn search(g: &mut Graph, new: Key) -> Option<Cycle> {
 /// The path found by [`search`], read back from the marks: edges from the
 /// new edge's `to` to its `from`, in order, after a slot for the new edge.
 fn path(new: Key, arrived: bool) -> Cycle {
+    // Relaxed throughout: graph data, touched only under the graph lock,
+    // whose Acquire lock / Release unlock pair orders it between holders.
     let mut back = [0u32; MAX_LOCKS_IN_PATH];
     let (mut n, mut total) = (0usize, 0usize);
     let (mut id, mut a) = (new.from, arrived);

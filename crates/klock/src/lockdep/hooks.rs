@@ -246,6 +246,7 @@ fn record(new: &[u64]) {
     let was_full = graph::full();
     for &k in new {
         if let Some(cycle) = graph::add(&mut g, k, tid, frames) {
+            // Relaxed: a counter (tests read it after joining the threads).
             REPORTS.fetch_add(1, Relaxed);
             if let Some(text) = report::format(&cycle) {
                 report::write_out(text, settings::report_file());

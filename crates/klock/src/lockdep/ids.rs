@@ -88,6 +88,7 @@ fn new_id(addr: usize) -> Option<u32> {
     // Relaxed: a counter; the record is published by the caller's Release.
     let id = NEXT.fetch_add(1, Ordering::Relaxed);
     if id as usize >= MAX_LOCKS {
+        // Relaxed (both): counters; nothing is published through them.
         NEXT.store(MAX_LOCKS as u32, Ordering::Relaxed);
         UNTRACKED.fetch_add(1, Ordering::Relaxed);
         return None;
@@ -164,6 +165,7 @@ fn slot(addr: usize, create: bool) -> Option<&'static Slot> {
             }
         }
     }
+    // Relaxed: a counter.
     UNTRACKED.fetch_add(1, Ordering::Relaxed);
     None
 }

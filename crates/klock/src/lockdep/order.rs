@@ -62,6 +62,8 @@ static FWD: Region<u32, MAX_LOCKS> = Region::new();
 static BWD: Region<u32, MAX_LOCKS> = Region::new();
 static NUMS: Region<i64, { MAX_LOCKS * 2 }> = Region::new();
 
+/// A lock's place. Relaxed (here and below): order data, touched only under
+/// the graph lock, whose Acquire lock / Release unlock pair orders it.
 fn ord(id: u32) -> i64 {
     ids::rec(id).ord.load(Relaxed)
 }
