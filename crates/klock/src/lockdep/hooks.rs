@@ -118,7 +118,8 @@ fn missing_edges(h: &held::Held, lock: Lock, mode: Mode, out: &mut [u64; held::D
 /// try adds no edge. `recursive`: a relock of a held `lock` is allowed (a
 /// recursive mutex, a read lock) and counts one more hold.
 ///
-/// The caller checked [`enabled`]. `take` must not call these hooks.
+/// The caller checked [`enabled`](super::enabled). `take` must not call
+/// these hooks.
 #[inline]
 pub fn acquire<R>(
     lock: Lock,

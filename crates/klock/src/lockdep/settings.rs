@@ -5,7 +5,7 @@
 
 use core::sync::atomic::{AtomicU8, Ordering::Relaxed};
 
-use super::{graph, report};
+use super::report;
 
 const UNREAD: u8 = 0;
 const OFF: u8 = 1;
@@ -120,7 +120,7 @@ fn install_fork_hooks() {
 
 #[cfg(not(loom))]
 static FORK_HOOKS: crate::fork::Hooks = crate::fork::Hooks {
-    lock: || graph::GRAPH.raw_lock(),
+    lock: || super::graph::GRAPH.raw_lock(),
     unlock: fork_unlock,
     ..crate::fork::Hooks::NONE
 };
@@ -133,5 +133,5 @@ static FORK_HOOKS: crate::fork::Hooks = crate::fork::Hooks {
 #[cfg(not(loom))]
 unsafe fn fork_unlock() {
     // SAFETY: the caller's contract is `raw_unlock`'s.
-    unsafe { graph::GRAPH.raw_unlock() }
+    unsafe { super::graph::GRAPH.raw_unlock() }
 }

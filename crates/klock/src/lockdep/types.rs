@@ -22,6 +22,7 @@ impl Mode {
     }
 }
 
-/// A lock instance's identity, from [`lock_stamped`] or [`lock_at`].
+/// A lock instance's identity, from [`lock_stamped`](super::lock_stamped) or
+/// [`lock_at`](super::lock_at).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Lock(pub(super) u32);
