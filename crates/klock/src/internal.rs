@@ -445,6 +445,11 @@ pub mod symbolize {
     pub use crate::symbolize::*;
 }
 
+/// Report output without allocating: `%p` paths, report files, `write(2)`.
+pub mod textout {
+    pub use crate::textout::*;
+}
+
 /// Per-thread ids (the owner identity in lock words).
 pub mod tid {
     pub use crate::tid::*;

@@ -75,6 +75,7 @@ mod spin;
 mod spin_policy;
 pub mod stat;
 mod symbolize;
+mod textout;
 mod tid;
 mod tls;
 pub mod tune;

@@ -21,6 +21,7 @@ use core::fmt::Write as _;
 use core::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering::*};
 
 use crate::stats::format::Buf;
+use klock::internal::textout::{errno, expand_pid, open_report, write_all};
 
 /// Identity (st_dev, st_ino) of fd 2 at init, valid if `STDERR_KNOWN`.
 static STDERR_DEV: AtomicU64 = AtomicU64::new(0);
@@ -122,42 +123,6 @@ pub(super) fn warn(msg: &[u8]) {
     write_all(2, msg);
 }
 
-/// errno.
-fn errno() -> libc::c_int {
-    // SAFETY: errno is thread-local; reading it has no preconditions.
-    unsafe { *libc::__errno_location() }
-}
-
-/// Writes all of `b` to `fd`, retrying on EINTR and, for a non-blocking
-/// descriptor, waiting up to 2 s at a time for room. False on any other error.
-fn write_all(fd: libc::c_int, mut b: &[u8]) -> bool {
-    while !b.is_empty() {
-        // SAFETY: `b` is a valid readable buffer of b.len() bytes.
-        let r = unsafe { libc::write(fd, b.as_ptr().cast(), b.len()) };
-        if r > 0 {
-            b = &b[r as usize..];
-            continue;
-        }
-        match (r, errno()) {
-            (0, _) => return false,
-            (_, libc::EINTR) => {}
-            (_, libc::EAGAIN) => {
-                let mut p = libc::pollfd {
-                    fd,
-                    events: libc::POLLOUT,
-                    revents: 0,
-                };
-                // SAFETY: one valid pollfd.
-                if unsafe { libc::poll(&mut p, 1, 2000) } <= 0 {
-                    return false;
-                }
-            }
-            _ => return false,
-        }
-    }
-    true
-}
-
 fn fd_identity(fd: libc::c_int) -> Option<(u64, u64)> {
     // SAFETY: plain old data, filled by fstat.
     let mut st: libc::stat = unsafe { core::mem::zeroed() };
@@ -226,38 +191,6 @@ fn without_sigpipe<R>(f: impl FnOnce() -> R) -> R {
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, core::ptr::null_mut());
     }
     r
-}
-
-/// Writes `path` with `%p` expanded to the pid, NUL-terminated, into `w`; false if
-/// it did not fit.
-fn expand_pid(path: &[u8], w: &mut Buf<'_>) -> bool {
-    let mut i = 0;
-    while i < path.len() {
-        if path[i] == b'%' && path.get(i + 1) == Some(&b'p') {
-            // SAFETY: getpid has no preconditions.
-            let _ = write!(w, "{}", unsafe { libc::getpid() });
-            i += 2;
-        } else {
-            w.push_bytes(&path[i..i + 1]);
-            i += 1;
-        }
-    }
-    w.push_bytes(b"\0");
-    !w.truncated
-}
-
-/// Opens the NUL-terminated `path` for writing with `flags` added, mode 0644 or
-/// `mode`, close-on-exec, not following a symbolic link as its last component.
-fn open_report(path: &[u8], flags: libc::c_int, mode: libc::mode_t) -> libc::c_int {
-    // SAFETY: a NUL-terminated path (callers pass what `expand_pid` or
-    // `fallback_path` made).
-    unsafe {
-        libc::open(
-            path.as_ptr().cast(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_CLOEXEC | libc::O_NOFOLLOW | flags,
-            mode as libc::c_uint,
-        )
-    }
 }
 
 /// How writing to `KLOCK_STATS_FILE` went.

@@ -20,6 +20,7 @@ use super::graph::Cycle;
 use super::ids;
 use super::region::Region;
 use crate::symbolize::{Buf, Symbolizer, self_exe};
+use crate::textout::{expand_pid, open_report, write_all};
 
 /// Report text buffer (a longer report is cut and says so).
 const REPORT_BYTES: usize = 1 << 16;
@@ -153,70 +154,33 @@ fn frames(sym: &Symbolizer<'_>, ed: &Edge, out: &mut Buf<'_>, max: usize) {
     }
 }
 
-/// Writes `text` to `KLOCK_LOCKDEP_FILE` (appended; `%p` is the pid) or, without
-/// it, to fd 2. Never fails loudly: a report that cannot be written is lost
-/// with the one-line reason on fd 2.
+/// Writes `text` to `KLOCK_LOCKDEP_FILE` (appended; `%p` is the pid; opened
+/// as the statistics file is: a symbolic link as the last component is
+/// refused, a new file gets mode 0644 under the umask) or, without it, to
+/// fd 2. Never fails loudly: a report that cannot go to the file goes to
+/// fd 2 after a line saying why.
 pub(super) fn write_out(text: &[u8], file: Option<&[u8]>) {
-    let fd = match file {
-        Some(path) => open_append(path),
-        None => 2,
+    let Some(path) = file else {
+        let _ = write_all(2, text);
+        return;
+    };
+    let mut p = [0u8; 4096 + 16];
+    let mut w = Buf::new(&mut p);
+    let fd = if expand_pid(path, &mut w) {
+        open_report(w.bytes(), libc::O_APPEND, 0o644)
+    } else {
+        -1
     };
     if fd < 0 {
-        write_all(
+        let _ = write_all(
             2,
-            b"klock lockdep: cannot open KLOCK_LOCKDEP_FILE; the report follows\n",
+            b"klock lockdep: cannot open KLOCK_LOCKDEP_FILE (a symbolic link is not \
+              followed); the report follows\n",
         );
-        write_all(2, text);
+        let _ = write_all(2, text);
         return;
     }
-    write_all(fd, text);
-    if fd != 2 {
-        // SAFETY: our own fd.
-        unsafe { libc::close(fd) };
-    }
-}
-
-fn write_all(fd: i32, mut b: &[u8]) {
-    while !b.is_empty() {
-        // SAFETY: a readable buffer of b.len() bytes.
-        let n = unsafe { libc::write(fd, b.as_ptr().cast(), b.len()) };
-        if n <= 0 {
-            // SAFETY: reads errno.
-            if n < 0 && unsafe { *libc::__errno_location() } == libc::EINTR {
-                continue;
-            }
-            return;
-        }
-        b = &b[n as usize..];
-    }
-}
-
-/// Opens `path` (with `%p` expanded to the pid) for appending, as the
-/// statistics file is opened: a symbolic link as the last component is
-/// refused, a new file gets mode 0644 under the umask; -1 on failure.
-fn open_append(path: &[u8]) -> i32 {
-    let mut p = [0u8; 4096];
-    let mut w = Buf::new(&mut p[..4095]);
-    // SAFETY: getpid has no preconditions.
-    let pid = unsafe { libc::getpid() };
-    let mut rest = path;
-    while let Some(i) = rest.windows(2).position(|x| x == b"%p") {
-        w.push_bytes(&rest[..i]);
-        let _ = write!(w, "{pid}");
-        rest = &rest[i + 2..];
-    }
-    w.push_bytes(rest);
-    if w.truncated {
-        return -1;
-    }
-    let n = w.bytes().len();
-    p[n] = 0;
-    // SAFETY: a NUL-terminated path.
-    unsafe {
-        libc::open(
-            p.as_ptr().cast(),
-            libc::O_WRONLY | libc::O_CREAT | libc::O_APPEND | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-            0o644,
-        )
-    }
+    let _ = write_all(fd, text);
+    // SAFETY: our own fd.
+    unsafe { libc::close(fd) };
 }
