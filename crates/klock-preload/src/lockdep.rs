@@ -95,22 +95,28 @@ pub(crate) fn acquire(
 }
 
 /// One release `give` of the lock at `addr` under validation. The identity
-/// is read before the release (afterwards another thread may destroy the
-/// object).
+/// is read, and a semaphore-style release's new identity written, before
+/// the release (afterwards another thread may destroy the object); after
+/// it, only this thread's own held stack is touched.
 #[inline(always)]
 pub(crate) fn release(addr: usize, ident: Ident, give: impl FnOnce() -> c_int) -> c_int {
     let l = lock(addr, ident, false);
-    let r = give();
-    if r == 0
-        && let Some(l) = l
-        && !ld::released(l)
-    {
-        // Released by a thread that did not take it (a normal mutex or a
+    let theirs = l.filter(|&l| !ld::holds(l));
+    if let Some(l) = theirs {
+        // A release by a thread that did not take it (a normal mutex or a
         // spinlock used as a semaphore): a new identity, and the old one
-        // retired, so the taker drops its stale entry. The object is still
-        // live: pthread's contract for the unlock that just returned.
+        // retired, so the taker drops its stale entry. Done before the
+        // release, while the object is surely live (after it, another thread
+        // may take, release and free it: INV-WAKE-ADDR).
         renew(addr, ident);
         ld::retire(l);
+    }
+    let r = give();
+    if r == 0
+        && theirs.is_none()
+        && let Some(l) = l
+    {
+        let _ = ld::released(l);
     }
     r
 }

@@ -177,6 +177,19 @@ pub fn taken(lock: Lock, mode: Mode, recursive: bool, tried: bool) {
     }
 }
 
+/// Does this thread hold `lock` (as far as validation knows)? True also when
+/// the thread is not validated or is inside the slow path, so that a caller
+/// treats only a lock surely taken elsewhere as a semaphore-style release
+/// ([`released`]). Asked **before** a release, while the object is live.
+#[inline]
+pub fn holds(lock: Lock) -> bool {
+    // SAFETY: as in `acquire`; null when this thread is not validated.
+    match unsafe { held::current().as_ref() } {
+        Some(h) if !h.busy => h.find(lock.0).is_some(),
+        _ => true,
+    }
+}
+
 /// `lock` was released (once: a recursive hold keeps the rest). False when
 /// this thread did not hold it: another thread did (a normal mutex or a
 /// spinlock used as a semaphore, unlocked by a thread that did not lock

@@ -51,7 +51,7 @@ mod settings;
 mod types;
 
 pub use hooks::{
-    acquire, before_wait, forget, lock_at, lock_at_known, lock_stamped, lock_stamped_known,
+    acquire, before_wait, forget, holds, lock_at, lock_at_known, lock_stamped, lock_stamped_known,
     order_holds, released, renew_stamped, reports, retire, taken, untracked,
 };
 pub use settings::{enabled, set_enabled};
